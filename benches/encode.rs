@@ -1,0 +1,2 @@
+//! Placeholder replaced by the encode bench.
+fn main() {}

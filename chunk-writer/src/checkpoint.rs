@@ -1,0 +1,151 @@
+//! Checkpoint (constant-pool) events.
+//!
+//! ```text
+//! size varint | 1 | startTime | duration | delta | typeFlags:u8 | poolCount
+//!   pool := typeId count (key value)*
+//! ```
+//!
+//! A [`Checkpoint`] collects pools; the [`crate::chunk::ChunkWriter`] frames
+//! it, because only the chunk knows `delta`, the (negative) distance to the
+//! previous checkpoint in the same chunk.
+//!
+//! Invariant: a pool is never written with zero entries (the JDK rejects such
+//! a file with "Pool … must contain at least one element"): a [`PoolWriter`]
+//! that ends empty removes itself.
+
+use crate::encode::{Sink, padded_varint};
+use crate::types::TypeId;
+
+/// Flag bit: the checkpoint ends a flush segment.
+pub const FLAG_FLUSH: u8 = 1;
+
+/// Width of the padded entry-count slot of a pool (up to 2^35 - 1 entries).
+const COUNT_WIDTH: usize = 5;
+
+/// The pools of one checkpoint event, before framing.
+#[derive(Debug, Default, Clone)]
+pub struct Checkpoint {
+    body: Vec<u8>,
+    pools: u64,
+    flags: u8,
+}
+
+impl Checkpoint {
+    /// An empty checkpoint with the given type flags (e.g. [`FLAG_FLUSH`]).
+    pub fn new(flags: u8) -> Self {
+        Self {
+            body: Vec::new(),
+            pools: 0,
+            flags,
+        }
+    }
+
+    /// Starts a pool of `type_id`. Entries are added through the returned
+    /// writer; the pool is closed (or removed, if empty) when it drops.
+    pub fn pool(&mut self, type_id: TypeId) -> PoolWriter<'_> {
+        let start = self.body.len();
+        self.body.put_varint(type_id.0);
+        let count_at = self.body.len();
+        self.body.extend_from_slice(&[0; COUNT_WIDTH]);
+        PoolWriter {
+            cp: self,
+            start,
+            count_at,
+            count: 0,
+        }
+    }
+
+    /// True if no pool has entries.
+    pub fn is_empty(&self) -> bool {
+        self.pools == 0
+    }
+
+    /// Number of non-empty pools.
+    pub fn pool_count(&self) -> u64 {
+        self.pools
+    }
+
+    /// Appends the framed checkpoint record to `out`.
+    ///
+    /// `delta` is the offset of the previous checkpoint minus the offset of
+    /// this one (0 for the first checkpoint of a chunk).
+    pub fn encode(&self, out: &mut Vec<u8>, start_ticks: i64, duration_ticks: i64, delta: i64) {
+        let start = crate::record::begin_record(out, TypeId::CHECKPOINT);
+        out.put_i64(start_ticks);
+        out.put_i64(duration_ticks);
+        out.put_i64(delta);
+        out.put_u8(self.flags);
+        out.put_varint(self.pools);
+        out.extend_from_slice(&self.body);
+        crate::record::end_record(out, start);
+    }
+}
+
+/// Writes the entries of one pool; see [`Checkpoint::pool`].
+#[derive(Debug)]
+pub struct PoolWriter<'a> {
+    cp: &'a mut Checkpoint,
+    start: usize,
+    count_at: usize,
+    count: u64,
+}
+
+impl PoolWriter<'_> {
+    /// Starts the entry with key `key`; the caller writes the value's fields
+    /// into the returned sink right after.
+    pub fn entry(&mut self, key: u64) -> &mut Vec<u8> {
+        self.count += 1;
+        self.cp.body.put_varint(key);
+        &mut self.cp.body
+    }
+
+    /// Entries written so far.
+    pub fn len(&self) -> u64 {
+        self.count
+    }
+
+    /// True if no entry was written.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+}
+
+impl Drop for PoolWriter<'_> {
+    fn drop(&mut self) {
+        if self.count == 0 {
+            self.cp.body.truncate(self.start);
+            return;
+        }
+        let slot = padded_varint(self.count, COUNT_WIDTH).expect("fewer than 2^35 pool entries");
+        self.cp.body[self.count_at..self.count_at + COUNT_WIDTH]
+            .copy_from_slice(&slot[..COUNT_WIDTH]);
+        self.cp.pools += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_pools_vanish() {
+        let mut cp = Checkpoint::new(FLAG_FLUSH);
+        drop(cp.pool(TypeId::THREAD));
+        assert!(cp.is_empty());
+        {
+            let mut p = cp.pool(TypeId::SYMBOL);
+            p.entry(7).put_str("x");
+        }
+        assert_eq!(cp.pool_count(), 1);
+        let mut out = Vec::new();
+        cp.encode(&mut out, 5, 0, 0);
+        // size, type 1, start 5, dur 0, delta 0, flags 1, 1 pool, type 26,
+        // padded count 1, key 7, "x"
+        assert_eq!(
+            out,
+            [
+                17, 1, 5, 0, 0, 1, 1, 26, 0x81, 0x80, 0x80, 0x80, 0x00, 7, 3, 1, b'x'
+            ]
+        );
+    }
+}

@@ -1,0 +1,470 @@
+//! Scalar encodings of the JFR chunk body: compressed integers, fixed-width
+//! floats, booleans, chars and strings, written through one [`Sink`] trait.
+//!
+//! # Compressed integers
+//!
+//! JFR's varint is little-endian base-128 with one twist: when the first eight
+//! bytes all carry the continuation bit, a ninth byte contributes all eight of
+//! its bits (bits 56..63). Every `u64` therefore fits in at most nine bytes and
+//! there is no zig-zag: a negative `long` is its two's-complement pattern and
+//! takes nine bytes.
+//!
+//! # Sinks
+//!
+//! The same encoders serve the control path (a growable `Vec<u8>`) and the hot
+//! path (a caller-provided `&mut [u8]`, see [`SliceSink`]). A [`SliceSink`]
+//! never panics and never allocates: a write that does not fit sets a sticky
+//! overflow flag and is dropped, and the caller checks the flag once at the end
+//! of the record instead of once per field.
+//!
+//! Invariant: every encoder writes exactly [`varint_len`] / the documented
+//! number of bytes, so a record's size can be computed or patched afterwards.
+
+/// The most bytes a compressed integer takes.
+pub const MAX_VARINT_LEN: usize = 9;
+
+/// Where encoded bytes go.
+///
+/// Implementors provide [`put_slice`](Sink::put_slice) and
+/// [`position`](Sink::position); every other method is defined in terms of
+/// them.
+pub trait Sink {
+    /// Appends `bytes`.
+    fn put_slice(&mut self, bytes: &[u8]);
+
+    /// Bytes written so far (including any dropped by an overflowing sink).
+    fn position(&self) -> usize;
+
+    /// Appends one raw byte. Advances by 1.
+    ///
+    /// ```
+    /// use chunk_writer::encode::Sink;
+    /// let mut v = Vec::new();
+    /// v.put_u8(0x2a);
+    /// assert_eq!(v, [0x2a]);
+    /// ```
+    #[inline]
+    fn put_u8(&mut self, v: u8) {
+        self.put_slice(&[v]);
+    }
+
+    /// Appends a JFR `byte` (one raw byte). Advances by 1.
+    #[inline]
+    fn put_i8(&mut self, v: i8) {
+        self.put_u8(v as u8);
+    }
+
+    /// Appends a JFR `boolean`: 1 for true, 0 for false. Advances by 1.
+    #[inline]
+    fn put_bool(&mut self, v: bool) {
+        self.put_u8(v as u8);
+    }
+
+    /// Appends a compressed integer. Advances by [`varint_len(v)`](varint_len).
+    ///
+    /// ```
+    /// use chunk_writer::encode::Sink;
+    /// let mut v = Vec::new();
+    /// v.put_varint(300);
+    /// v.put_varint(u64::MAX);
+    /// assert_eq!(v, [0xac, 0x02, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
+    /// ```
+    #[inline]
+    fn put_varint(&mut self, v: u64) {
+        let mut tmp = [0u8; MAX_VARINT_LEN];
+        let n = encode_varint(v, &mut tmp);
+        self.put_slice(&tmp[..n]);
+    }
+
+    /// Appends a JFR `long` as a compressed integer (two's complement, no
+    /// zig-zag). Advances by 1 to 9 bytes; negative values take 9.
+    #[inline]
+    fn put_i64(&mut self, v: i64) {
+        self.put_varint(v as u64);
+    }
+
+    /// Appends a JFR `int`. Negative values are sign-extended to 64 bits
+    /// (9 bytes), which every reader decodes back to the same `int`.
+    #[inline]
+    fn put_i32(&mut self, v: i32) {
+        self.put_varint(v as i64 as u64);
+    }
+
+    /// Appends a JFR `short`, sign-extended like [`put_i32`](Sink::put_i32).
+    #[inline]
+    fn put_i16(&mut self, v: i16) {
+        self.put_varint(v as i64 as u64);
+    }
+
+    /// Appends a JFR `char`: one UTF-16 code unit as a compressed integer.
+    #[inline]
+    fn put_char(&mut self, v: u16) {
+        self.put_varint(u64::from(v));
+    }
+
+    /// Appends a JFR `float`: IEEE-754 big-endian. Advances by 4.
+    ///
+    /// ```
+    /// use chunk_writer::encode::Sink;
+    /// let mut v = Vec::new();
+    /// v.put_f32(0.4);
+    /// assert_eq!(v, [0x3e, 0xcc, 0xcc, 0xcd]);
+    /// ```
+    #[inline]
+    fn put_f32(&mut self, v: f32) {
+        self.put_slice(&v.to_bits().to_be_bytes());
+    }
+
+    /// Appends a JFR `double`: IEEE-754 big-endian. Advances by 8.
+    #[inline]
+    fn put_f64(&mut self, v: f64) {
+        self.put_slice(&v.to_bits().to_be_bytes());
+    }
+
+    /// Appends a fixed-width big-endian `u16`. Advances by 2.
+    #[inline]
+    fn put_u16_be(&mut self, v: u16) {
+        self.put_slice(&v.to_be_bytes());
+    }
+
+    /// Appends a fixed-width big-endian `i64`. Advances by 8.
+    #[inline]
+    fn put_i64_be(&mut self, v: i64) {
+        self.put_slice(&v.to_be_bytes());
+    }
+
+    /// Appends a string in the most compact encoding the format offers for
+    /// it (see [`StringEncoding::choose`]). Advances by
+    /// [`string_len(Some(s))`](string_len).
+    ///
+    /// ```
+    /// use chunk_writer::encode::Sink;
+    /// let mut v = Vec::new();
+    /// v.put_str("");
+    /// v.put_str("hi");
+    /// v.put_str("é");
+    /// assert_eq!(v, [1, 3, 2, b'h', b'i', 5, 1, 0xe9]);
+    /// ```
+    #[inline]
+    fn put_str(&mut self, s: &str) {
+        match StringEncoding::choose(s) {
+            StringEncoding::Empty => self.put_u8(StringEncoding::Empty as u8),
+            StringEncoding::Utf8 => {
+                self.put_u8(StringEncoding::Utf8 as u8);
+                self.put_varint(s.len() as u64);
+                self.put_slice(s.as_bytes());
+            }
+            StringEncoding::Latin1 => {
+                self.put_u8(StringEncoding::Latin1 as u8);
+                self.put_varint(s.chars().count() as u64);
+                for c in s.chars() {
+                    // `choose` picked Latin-1 only if every char is < 0x100.
+                    self.put_u8(c as u32 as u8);
+                }
+            }
+            StringEncoding::CharArray => {
+                self.put_u8(StringEncoding::CharArray as u8);
+                self.put_varint(s.encode_utf16().count() as u64);
+                for unit in s.encode_utf16() {
+                    self.put_char(unit);
+                }
+            }
+            StringEncoding::Null | StringEncoding::ConstantPool => unreachable!(),
+        }
+    }
+
+    /// Appends an optional string: `None` is the null encoding (one 0 byte).
+    #[inline]
+    fn put_opt_str(&mut self, s: Option<&str>) {
+        match s {
+            None => self.put_u8(StringEncoding::Null as u8),
+            Some(s) => self.put_str(s),
+        }
+    }
+
+    /// Appends a reference to key `key` of the chunk's `java.lang.String`
+    /// pool (encoding 2).
+    #[inline]
+    fn put_str_ref(&mut self, key: u64) {
+        self.put_u8(StringEncoding::ConstantPool as u8);
+        self.put_varint(key);
+    }
+}
+
+/// The string encodings of the format (the first byte of every string).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum StringEncoding {
+    /// `null`; nothing follows.
+    Null = 0,
+    /// `""`; nothing follows.
+    Empty = 1,
+    /// A key into the `java.lang.String` constant pool follows.
+    ConstantPool = 2,
+    /// A byte length and UTF-8 bytes follow.
+    Utf8 = 3,
+    /// A UTF-16 unit count and each unit as a compressed integer follow.
+    CharArray = 4,
+    /// A byte length and ISO-8859-1 bytes follow.
+    Latin1 = 5,
+}
+
+impl StringEncoding {
+    /// Decodes an encoding byte.
+    pub fn from_u8(b: u8) -> Option<Self> {
+        Some(match b {
+            0 => Self::Null,
+            1 => Self::Empty,
+            2 => Self::ConstantPool,
+            3 => Self::Utf8,
+            4 => Self::CharArray,
+            5 => Self::Latin1,
+            _ => return None,
+        })
+    }
+
+    /// The most compact inline encoding for `s`. ASCII is written as UTF-8
+    /// (the encoding every reader knows best); ties go to UTF-8.
+    pub fn choose(s: &str) -> Self {
+        if s.is_empty() {
+            return Self::Empty;
+        }
+        if s.is_ascii() {
+            return Self::Utf8;
+        }
+        let (utf8, latin1, chars) = encoded_lens(s);
+        let best = utf8.min(chars).min(latin1.unwrap_or(usize::MAX));
+        if best == utf8 {
+            Self::Utf8
+        } else if Some(best) == latin1 {
+            Self::Latin1
+        } else {
+            Self::CharArray
+        }
+    }
+}
+
+/// Sizes (after the encoding byte) of `s` as UTF-8, Latin-1 (if every char
+/// fits) and char array.
+fn encoded_lens(s: &str) -> (usize, Option<usize>, usize) {
+    let utf8 = varint_len(s.len() as u64) + s.len();
+    let mut latin1_ok = true;
+    let mut n_chars = 0usize;
+    let mut units = 0usize;
+    let mut unit_bytes = 0usize;
+    for c in s.chars() {
+        n_chars += 1;
+        latin1_ok &= (c as u32) < 0x100;
+        let mut buf = [0u16; 2];
+        for u in c.encode_utf16(&mut buf) {
+            units += 1;
+            unit_bytes += varint_len(u64::from(*u));
+        }
+    }
+    let latin1 = latin1_ok.then(|| varint_len(n_chars as u64) + n_chars);
+    (utf8, latin1, varint_len(units as u64) + unit_bytes)
+}
+
+/// Encoded size of an optional string, encoding byte included.
+pub fn string_len(s: Option<&str>) -> usize {
+    let Some(s) = s else { return 1 };
+    1 + match StringEncoding::choose(s) {
+        StringEncoding::Empty => 0,
+        _ if s.is_ascii() => varint_len(s.len() as u64) + s.len(),
+        _ => {
+            let (utf8, latin1, chars) = encoded_lens(s);
+            utf8.min(chars).min(latin1.unwrap_or(usize::MAX))
+        }
+    }
+}
+
+/// Number of bytes [`Sink::put_varint`] writes for `v` (1..=9).
+///
+/// ```
+/// use chunk_writer::encode::varint_len;
+/// assert_eq!(varint_len(0), 1);
+/// assert_eq!(varint_len(127), 1);
+/// assert_eq!(varint_len(128), 2);
+/// assert_eq!(varint_len(1 << 56), 9);
+/// assert_eq!(varint_len(u64::MAX), 9);
+/// ```
+#[inline]
+pub const fn varint_len(v: u64) -> usize {
+    let bits = 64 - (v | 1).leading_zeros() as usize;
+    let n = bits.div_ceil(7);
+    if n > MAX_VARINT_LEN {
+        MAX_VARINT_LEN
+    } else {
+        n
+    }
+}
+
+/// Encodes `v` into `out`, returning the number of bytes used.
+#[inline]
+pub fn encode_varint(mut v: u64, out: &mut [u8; MAX_VARINT_LEN]) -> usize {
+    for (i, slot) in out.iter_mut().enumerate().take(MAX_VARINT_LEN - 1) {
+        if v < 0x80 {
+            *slot = v as u8;
+            return i + 1;
+        }
+        *slot = (v as u8 & 0x7f) | 0x80;
+        v >>= 7;
+    }
+    // Eight groups of seven bits are out; the ninth byte holds bits 56..63.
+    out[MAX_VARINT_LEN - 1] = v as u8;
+    MAX_VARINT_LEN
+}
+
+/// Writes `v` as a varint padded to exactly `width` bytes (continuation bits
+/// on every byte but the last), the form used for sizes patched after the
+/// fact. Returns `None` if `v` does not fit in `width` groups of 7 bits or
+/// `width` is not in `1..=8`.
+///
+/// ```
+/// use chunk_writer::encode::padded_varint;
+/// assert_eq!(padded_varint(5, 4), Some([0x85, 0x80, 0x80, 0x00, 0, 0, 0, 0]));
+/// ```
+pub fn padded_varint(v: u64, width: usize) -> Option<[u8; 8]> {
+    if width == 0 || width > 8 || (width < 8 && v >> (7 * width) != 0) || v >> 56 != 0 {
+        return None;
+    }
+    let mut out = [0u8; 8];
+    for (i, slot) in out.iter_mut().enumerate().take(width) {
+        let group = ((v >> (7 * i)) & 0x7f) as u8;
+        *slot = if i + 1 < width { group | 0x80 } else { group };
+    }
+    Some(out)
+}
+
+// === impl Sink for Vec<u8> ===
+
+impl Sink for Vec<u8> {
+    #[inline]
+    fn put_slice(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+
+    #[inline]
+    fn position(&self) -> usize {
+        self.len()
+    }
+}
+
+/// A [`Sink`] over a caller-provided byte slice that never allocates and never
+/// panics: a write that does not fit marks the sink overflowed and is dropped.
+#[derive(Debug)]
+pub struct SliceSink<'a> {
+    buf: &'a mut [u8],
+    pos: usize,
+    overflowed: bool,
+}
+
+impl<'a> SliceSink<'a> {
+    /// A sink writing from the start of `buf`.
+    #[inline]
+    pub fn new(buf: &'a mut [u8]) -> Self {
+        Self {
+            buf,
+            pos: 0,
+            overflowed: false,
+        }
+    }
+
+    /// True once any write did not fit; everything after it was dropped too.
+    #[inline]
+    pub fn overflowed(&self) -> bool {
+        self.overflowed
+    }
+
+    /// The bytes written so far, or `None` if the sink overflowed.
+    #[inline]
+    pub fn written(&self) -> Option<&[u8]> {
+        (!self.overflowed).then(|| &self.buf[..self.pos])
+    }
+
+    /// The underlying buffer (for patching a reserved slot).
+    #[inline]
+    pub(crate) fn buf_mut(&mut self) -> &mut [u8] {
+        self.buf
+    }
+}
+
+impl Sink for SliceSink<'_> {
+    #[inline]
+    fn put_slice(&mut self, bytes: &[u8]) {
+        let end = self.pos + bytes.len();
+        match self.buf.get_mut(self.pos..end) {
+            Some(dst) if !self.overflowed => {
+                dst.copy_from_slice(bytes);
+                self.pos = end;
+            }
+            _ => self.overflowed = true,
+        }
+    }
+
+    #[inline]
+    fn position(&self) -> usize {
+        self.pos
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varint_examples_from_the_format_notes() {
+        let enc = |v: u64| {
+            let mut out = Vec::new();
+            out.put_varint(v);
+            out
+        };
+        assert_eq!(enc(300), [0xac, 0x02]);
+        assert_eq!(enc(-1i64 as u64), [0xff; 9]);
+        assert_eq!(
+            enc(i64::MIN as u64),
+            [0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80]
+        );
+        assert_eq!(
+            enc(1 << 56),
+            [0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01]
+        );
+        for v in [0, 1, 127, 128, (1 << 56) - 1, 1 << 56, u64::MAX] {
+            assert_eq!(enc(v).len(), varint_len(v), "len of {v}");
+        }
+    }
+
+    #[test]
+    fn string_choice_is_most_compact() {
+        for s in ["a", "é", "日本語", "🦀", "ठ", "a\0b", "ÿÿ"] {
+            let mut out = Vec::new();
+            out.put_str(s);
+            assert_eq!(out.len(), string_len(Some(s)), "{s}");
+            let utf8 = 1 + varint_len(s.len() as u64) + s.len();
+            assert!(out.len() <= utf8, "{s}: {} > {utf8}", out.len());
+        }
+        // Devanagari: 3 bytes in UTF-8, 2 as a char-array varint.
+        assert_eq!(StringEncoding::choose("ठठठ"), StringEncoding::CharArray);
+        assert_eq!(StringEncoding::choose("ÿÿ"), StringEncoding::Latin1);
+        assert_eq!(StringEncoding::choose("🦀"), StringEncoding::Utf8);
+    }
+
+    #[test]
+    fn slice_sink_overflows_without_panicking() {
+        let mut buf = [0u8; 3];
+        let mut s = SliceSink::new(&mut buf);
+        s.put_u8(1);
+        s.put_varint(300);
+        assert_eq!(s.written(), Some(&[1, 0xac, 0x02][..]));
+        s.put_u8(9);
+        assert!(s.overflowed());
+        assert_eq!(s.written(), None);
+    }
+
+    #[test]
+    fn padded_varints_decode_to_their_value() {
+        assert_eq!(padded_varint(1 << 28, 4), None);
+        let p = padded_varint(300, 5).unwrap();
+        assert_eq!(&p[..5], &[0xac, 0x82, 0x80, 0x80, 0x00]);
+    }
+}

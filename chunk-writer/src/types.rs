@@ -1,0 +1,169 @@
+//! JFR type ids: one namespace for every class the metadata declares.
+//!
+//! Ids are stable across chunks and across releases of this crate, so that a
+//! file written by one version reads the same as one written by the next.
+//!
+//! | range        | what                                                        |
+//! |--------------|-------------------------------------------------------------|
+//! | 0, 1         | reserved record types: metadata (0) and checkpoint (1)      |
+//! | 4 ..= 12     | primitives and `java.lang.String`                           |
+//! | 20 ..= 99    | built-in structured types (threads, classes, stack traces)  |
+//! | 100 ..= 199  | built-in JDK event types flightrec emits                    |
+//! | 200 ..= 249  | annotation types                                            |
+//! | 250 ..= 299  | setting types                                               |
+//! | 1000 ..      | types declared at run time (custom events and value types)  |
+
+use std::fmt;
+
+/// A JFR type id, unique within a chunk's metadata.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TypeId(pub u64);
+
+impl fmt::Debug for TypeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TypeId({})", self.0)
+    }
+}
+
+impl fmt::Display for TypeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl TypeId {
+    /// Record type of the metadata event.
+    pub const METADATA: TypeId = TypeId(0);
+    /// Record type of a checkpoint (constant-pool) event.
+    pub const CHECKPOINT: TypeId = TypeId(1);
+
+    /// `boolean`
+    pub const BOOLEAN: TypeId = TypeId(4);
+    /// `char`
+    pub const CHAR: TypeId = TypeId(5);
+    /// `float`
+    pub const FLOAT: TypeId = TypeId(6);
+    /// `double`
+    pub const DOUBLE: TypeId = TypeId(7);
+    /// `byte`
+    pub const BYTE: TypeId = TypeId(8);
+    /// `short`
+    pub const SHORT: TypeId = TypeId(9);
+    /// `int`
+    pub const INT: TypeId = TypeId(10);
+    /// `long`
+    pub const LONG: TypeId = TypeId(11);
+    /// `java.lang.String`
+    pub const STRING: TypeId = TypeId(12);
+
+    /// `java.lang.Thread`
+    pub const THREAD: TypeId = TypeId(20);
+    /// `jdk.types.ThreadGroup`
+    pub const THREAD_GROUP: TypeId = TypeId(21);
+    /// `java.lang.Class`
+    pub const CLASS: TypeId = TypeId(22);
+    /// `jdk.types.ClassLoader`
+    pub const CLASS_LOADER: TypeId = TypeId(23);
+    /// `jdk.types.Package`
+    pub const PACKAGE: TypeId = TypeId(24);
+    /// `jdk.types.Module`
+    pub const MODULE: TypeId = TypeId(25);
+    /// `jdk.types.Symbol`
+    pub const SYMBOL: TypeId = TypeId(26);
+    /// `jdk.types.Method`
+    pub const METHOD: TypeId = TypeId(27);
+    /// `jdk.types.StackFrame`
+    pub const STACK_FRAME: TypeId = TypeId(28);
+    /// `jdk.types.StackTrace`
+    pub const STACK_TRACE: TypeId = TypeId(29);
+    /// `jdk.types.FrameType`
+    pub const FRAME_TYPE: TypeId = TypeId(30);
+    /// `jdk.types.ThreadState`
+    pub const THREAD_STATE: TypeId = TypeId(31);
+
+    /// `jdk.ExecutionSample`
+    pub const EXECUTION_SAMPLE: TypeId = TypeId(101);
+    /// `jdk.CPUTimeSample`
+    pub const CPU_TIME_SAMPLE: TypeId = TypeId(102);
+    /// `jdk.CPUTimeSamplesLost`
+    pub const CPU_TIME_SAMPLES_LOST: TypeId = TypeId(103);
+    /// `jdk.ActiveSetting`
+    pub const ACTIVE_SETTING: TypeId = TypeId(104);
+    /// `jdk.ActiveRecording`
+    pub const ACTIVE_RECORDING: TypeId = TypeId(105);
+    /// `jdk.DataLoss`
+    pub const DATA_LOSS: TypeId = TypeId(106);
+    /// `flightrec.EventsLost`: events dropped, by cause.
+    pub const EVENTS_LOST: TypeId = TypeId(107);
+    /// `jdk.OSInformation`
+    pub const OS_INFORMATION: TypeId = TypeId(108);
+    /// `jdk.CPUInformation`
+    pub const CPU_INFORMATION: TypeId = TypeId(109);
+    /// `jdk.ThreadStart`
+    pub const THREAD_START: TypeId = TypeId(110);
+    /// `jdk.ThreadEnd`
+    pub const THREAD_END: TypeId = TypeId(111);
+
+    /// `jdk.jfr.Label`
+    pub const LABEL: TypeId = TypeId(200);
+    /// `jdk.jfr.Description`
+    pub const DESCRIPTION: TypeId = TypeId(201);
+    /// `jdk.jfr.Category`
+    pub const CATEGORY: TypeId = TypeId(202);
+    /// `jdk.jfr.Name`
+    pub const NAME: TypeId = TypeId(203);
+    /// `jdk.jfr.Experimental`
+    pub const EXPERIMENTAL: TypeId = TypeId(204);
+    /// `jdk.jfr.Enabled`
+    pub const ENABLED: TypeId = TypeId(205);
+    /// `jdk.jfr.StackTrace`
+    pub const STACK_TRACE_ANNOTATION: TypeId = TypeId(206);
+    /// `jdk.jfr.Threshold`
+    pub const THRESHOLD: TypeId = TypeId(207);
+    /// `jdk.jfr.Period`
+    pub const PERIOD: TypeId = TypeId(208);
+    /// `jdk.jfr.Throttle`
+    pub const THROTTLE: TypeId = TypeId(209);
+    /// `jdk.jfr.ContentType`
+    pub const CONTENT_TYPE: TypeId = TypeId(210);
+    /// `jdk.jfr.Timestamp`
+    pub const TIMESTAMP: TypeId = TypeId(211);
+    /// `jdk.jfr.Timespan`
+    pub const TIMESPAN: TypeId = TypeId(212);
+    /// `jdk.jfr.DataAmount`
+    pub const DATA_AMOUNT: TypeId = TypeId(213);
+    /// `jdk.jfr.Unsigned`
+    pub const UNSIGNED: TypeId = TypeId(214);
+    /// `jdk.jfr.Percentage`
+    pub const PERCENTAGE: TypeId = TypeId(215);
+    /// `jdk.jfr.Frequency`
+    pub const FREQUENCY: TypeId = TypeId(216);
+    /// `jdk.jfr.MemoryAddress`
+    pub const MEMORY_ADDRESS: TypeId = TypeId(217);
+    /// `jdk.jfr.Contextual`
+    pub const CONTEXTUAL: TypeId = TypeId(218);
+
+    /// `jdk.settings.Enabled`
+    pub const SETTING_ENABLED: TypeId = TypeId(250);
+    /// `jdk.settings.StackTrace`
+    pub const SETTING_STACK_TRACE: TypeId = TypeId(251);
+    /// `jdk.settings.Threshold`
+    pub const SETTING_THRESHOLD: TypeId = TypeId(252);
+    /// `jdk.settings.Period`
+    pub const SETTING_PERIOD: TypeId = TypeId(253);
+    /// `jdk.settings.Throttle`
+    pub const SETTING_THROTTLE: TypeId = TypeId(254);
+
+    /// The first id handed out to types declared at run time.
+    pub const FIRST_DYNAMIC: TypeId = TypeId(1000);
+
+    /// True for ids reserved for record kinds or the built-in table.
+    pub const fn is_reserved(self) -> bool {
+        self.0 < Self::FIRST_DYNAMIC.0
+    }
+}
+
+/// Method modifier `ACC_NATIVE`, given to frames of native code.
+pub const ACC_NATIVE: i32 = 0x100;
+/// Method/class modifier `ACC_PUBLIC`.
+pub const ACC_PUBLIC: i32 = 0x1;

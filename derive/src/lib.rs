@@ -1,0 +1,1 @@
+//! `#[derive(Event)]` for flightrec.

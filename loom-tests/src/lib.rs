@@ -1,0 +1,1 @@
+//! Loom models of the rotation protocol live in `tests/`.

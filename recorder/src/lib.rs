@@ -1,0 +1,1 @@
+//! The flightrec runtime (see the issues for what lands here).

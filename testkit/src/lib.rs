@@ -1,0 +1,1 @@
+//! Test support: locate JDK 25 and run its `jfr` tool.
