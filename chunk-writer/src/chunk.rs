@@ -81,6 +81,11 @@ impl<W: Write + Seek> ChunkWriter<W> {
         })
     }
 
+    /// Absolute position of the chunk's first byte in the sink.
+    pub fn base(&self) -> u64 {
+        self.base
+    }
+
     /// Bytes in the chunk so far, header included.
     pub fn len(&self) -> u64 {
         self.len

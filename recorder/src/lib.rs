@@ -1,1 +1,47 @@
-//! The flightrec runtime (see the issues for what lands here).
+//! The flightrec runtime: event types, thread-local buffers, the global
+//! buffer pool, constant pools, the recorder thread and chunk rotation.
+//!
+//! * [`event`]: declaring event types (static descriptors or the run-time
+//!   builder) and committing events.
+//! * `buffer`: thread-owned blocks ([`buffer`] docs give the state machine),
+//!   the bounded pool, and the write section of the rotation protocol.
+//! * `cpool`: threads, stack traces, and the class/method model they become.
+//! * [`recording`]: the lifecycle, the recorder thread, rotation and dumps.
+//! * `sync`: every atomic, cell and thread-local, swapped for loom's under
+//!   `cfg(flightrec_loom)`.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
+
+pub(crate) mod buffer;
+mod chunk;
+pub mod clock;
+pub(crate) mod cpool;
+pub mod event;
+mod local;
+mod loss;
+mod membarrier;
+pub mod recording;
+mod runtime;
+mod scan;
+pub mod settings;
+#[doc(hidden)]
+pub mod stack;
+pub(crate) mod sync;
+
+pub use event::commit::{DurationGuard, Event, StackTrace, ThreadRef, Timer};
+pub use event::descriptor::{DefaultSettings, EventKind, EventType, EventTypeInfo, FieldInfo};
+pub use event::dynamic::{EventTypeBuilder, Value};
+pub use event::field::{ContentType, FieldKind, FieldValue, FieldWriter};
+pub use loss::{LossCause, LossCounts};
+pub use recording::{Recording, RecordingConfig, RecordingError, RecordingSummary, StartError};
+pub use settings::{SettingError, Settings, TypeSettings};
+
+/// Paths used by `#[derive(Event)]`'s generated code.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::{
+        ContentType, DefaultSettings, Event, EventKind, EventType, EventTypeInfo, FieldInfo,
+        FieldKind, FieldValue, FieldWriter,
+    };
+    pub use std::time::Duration;
+}

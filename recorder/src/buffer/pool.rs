@@ -1,0 +1,145 @@
+//! The global buffer pool: a bounded set of [`Block`]s, a free list, and the
+//! queue of sealed blocks waiting for the recorder thread.
+//!
+//! # Acquire, seal, drain
+//!
+//! A thread that needs a buffer takes one from the free list, or allocates a
+//! new one while fewer than `max_blocks` exist. When its block is full, when
+//! the epoch changes, or when it exits, it *seals* the block into the full
+//! queue. The recorder thread drains sealed blocks into the chunk and returns
+//! them to the free list.
+//!
+//! These are cold paths (once per buffer-full of events), so a short mutex is
+//! fine here; the hot path (writing into an owned block) takes no lock.
+//!
+//! Invariant: at most `max_blocks` blocks ever exist, so the memory held by
+//! event buffers is bounded by `max_blocks × block_size`; a thread that finds
+//! the pool exhausted drops its event and counts it, it never waits.
+
+use std::collections::VecDeque;
+
+use super::block::Block;
+use crate::sync::{AtomicUsize, Condvar, Mutex, Ordering};
+
+/// Raw pointer to a block that lives as long as the pool (blocks are never
+/// freed while the pool exists; they move between free list, owners and
+/// the full queue).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BlockPtr(pub(crate) *const Block);
+
+// SAFETY: a BlockPtr is a handle to a `Block` (which is Sync) owned by the
+// pool for the pool's whole life; moving the handle between threads is how
+// ownership of the block moves, per the state machine in `block.rs`.
+unsafe impl Send for BlockPtr {}
+
+impl BlockPtr {
+    /// The block.
+    #[inline]
+    pub(crate) fn get(&self) -> &Block {
+        // SAFETY: blocks are allocated by `BufferPool::acquire` and freed only
+        // when the pool drops; every BlockPtr comes from a live pool.
+        unsafe { &*self.0 }
+    }
+}
+
+/// The pool.
+#[derive(Debug)]
+pub(crate) struct BufferPool {
+    block_size: usize,
+    max_blocks: usize,
+    allocated: AtomicUsize,
+    free: Mutex<Vec<BlockPtr>>,
+    full: Mutex<VecDeque<BlockPtr>>,
+    /// Signalled when the full queue grows past `wake_at`.
+    pub(crate) wakeup: Condvar,
+    wake_at: usize,
+    /// Every block ever allocated (to free them when the pool drops).
+    all: Mutex<Vec<BlockPtr>>,
+}
+
+impl BufferPool {
+    /// A pool of at most `max_blocks` blocks of `block_size` bytes.
+    pub(crate) fn new(block_size: usize, max_blocks: usize) -> Self {
+        Self {
+            block_size,
+            max_blocks,
+            allocated: AtomicUsize::new(0),
+            free: Mutex::new(Vec::new()),
+            full: Mutex::new(VecDeque::new()),
+            wakeup: Condvar::new(),
+            wake_at: (max_blocks / 4).max(1),
+            all: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A free block tagged with `epoch`, or `None` if the pool is exhausted.
+    #[cold]
+    pub(crate) fn acquire(&self, epoch: u64) -> Option<BlockPtr> {
+        let block = match self.free.lock().pop() {
+            Some(b) => b,
+            None => self.allocate()?,
+        };
+        block.get().set_epoch(epoch);
+        Some(block)
+    }
+
+    fn allocate(&self) -> Option<BlockPtr> {
+        let n = self.allocated.fetch_add(1, Ordering::Relaxed);
+        if n >= self.max_blocks {
+            self.allocated.fetch_sub(1, Ordering::Relaxed);
+            return None;
+        }
+        let ptr = BlockPtr(Box::into_raw(Box::new(Block::new(self.block_size))));
+        self.all.lock().push(ptr);
+        Some(ptr)
+    }
+
+    /// Hands a sealed block to the recorder thread.
+    #[cold]
+    pub(crate) fn seal(&self, block: BlockPtr) {
+        let len = {
+            let mut full = self.full.lock();
+            full.push_back(block);
+            full.len()
+        };
+        if len >= self.wake_at {
+            self.wakeup.notify_one();
+        }
+    }
+
+    /// Returns an unused (empty) block to the free list.
+    pub(crate) fn release(&self, block: BlockPtr) {
+        block.get().reset();
+        self.free.lock().push(block);
+    }
+
+    /// Takes every sealed block out of the queue (recorder thread).
+    pub(crate) fn take_sealed(&self) -> Vec<BlockPtr> {
+        self.full.lock().drain(..).collect()
+    }
+
+    /// Puts sealed blocks back at the front of the queue, in order
+    /// (recorder thread; for blocks of a later epoch than the one drained).
+    pub(crate) fn requeue(&self, blocks: Vec<BlockPtr>) {
+        let mut full = self.full.lock();
+        for b in blocks.into_iter().rev() {
+            full.push_front(b);
+        }
+    }
+
+    /// Locks the full-queue mutex (for waiting on [`Self::wakeup`]).
+    pub(crate) fn full_queue(&self) -> crate::sync::MutexGuard<'_, VecDeque<BlockPtr>> {
+        self.full.lock()
+    }
+}
+
+impl Drop for BufferPool {
+    fn drop(&mut self) {
+        for b in self.all.get_mut().drain(..) {
+            // SAFETY: every pointer in `all` came from Box::into_raw in
+            // `allocate` and is freed exactly once, here; the pool is being
+            // dropped, so no owner or reader can still hold it.
+            drop(unsafe { Box::from_raw(b.0 as *mut Block) });
+        }
+    }
+}

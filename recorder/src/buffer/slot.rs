@@ -1,0 +1,190 @@
+//! A thread's writer state: its current block and its write section.
+//!
+//! # Write section
+//!
+//! Every event is written inside a section:
+//!
+//! ```text
+//! section := 1                  (Relaxed store; the thread's own word)
+//! compiler_fence(SeqCst)        (made a full fence, when it matters, by the
+//!                                rotating thread's membarrier(2))
+//! epoch := global epoch         (Relaxed load)
+//! block tagged with another epoch? → seal it, take a fresh one   (cold)
+//! encode the event above `committed`; publish `committed` (Release)
+//! section := 0                  (Release store)
+//! ```
+//!
+//! No lock and no read-modify-write atomic. The rotating thread flips the
+//! epoch, issues `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` (an
+//! asymmetric fence: every running thread executes a full barrier), then
+//! waits for each slot whose section is open. After that, a writer either
+//! had its section visible (and is waited for) or will load the new epoch.
+//!
+//! # Reentrancy
+//!
+//! A signal handler (or a `Drop` inside field evaluation) that emits while the
+//! thread is already inside a section finds `section != 0` and drops its
+//! event, counted as [`LossCause::Reentrant`], instead of interleaving bytes
+//! with the half-written event.
+//!
+//! Invariant: an event is in a block tagged with the epoch its writer loaded
+//! inside the section, and once the rotating thread has seen every section
+//! closed after the flip, no event of the old epoch is still being written.
+
+use crate::buffer::pool::{BlockPtr, BufferPool};
+use crate::loss::{LossCause, Losses};
+use crate::sync::{AtomicPtr, AtomicU64, Ordering, compiler_fence};
+
+/// One registered writer thread.
+#[derive(Debug)]
+pub(crate) struct ThreadSlot {
+    /// 1 while the owner is inside a write section, else 0.
+    section: AtomicU64,
+    /// The owner's current block (null if none). Written by the owner, read
+    /// by the recorder thread.
+    current: AtomicPtr<crate::buffer::block::Block>,
+    /// The `java.lang.Thread` constant key of the owner.
+    pub(crate) thread_key: u64,
+    /// Set when the owner exits; its block was sealed.
+    pub(crate) exited: AtomicU64,
+}
+
+/// Result of one attempt to write an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Emitted {
+    /// Written, this many bytes.
+    Written(usize),
+    /// Dropped and counted.
+    Dropped,
+}
+
+impl ThreadSlot {
+    /// A slot for the thread with constant key `thread_key`.
+    pub(crate) fn new(thread_key: u64) -> Self {
+        Self {
+            section: AtomicU64::new(0),
+            current: AtomicPtr::new(std::ptr::null_mut()),
+            thread_key,
+            exited: AtomicU64::new(0),
+        }
+    }
+
+    /// True while the owner is inside a write section.
+    #[inline]
+    pub(crate) fn in_section(&self) -> bool {
+        self.section.load(Ordering::Acquire) != 0
+    }
+
+    /// The owner's current block, for the recorder's periodic flush.
+    pub(crate) fn current_block(&self) -> Option<BlockPtr> {
+        let p = self.current.load(Ordering::Acquire);
+        (!p.is_null()).then_some(BlockPtr(p))
+    }
+
+    /// Writes one event with `encode`, which encodes the whole record into the
+    /// slice it is given and returns its length (or `None` if it did not fit).
+    ///
+    /// Owner thread only. Never blocks; on failure the event is dropped and
+    /// counted in `losses`.
+    #[inline]
+    pub(crate) fn emit(
+        &self,
+        epoch_word: &AtomicU64,
+        pool: &BufferPool,
+        losses: &Losses,
+        encode: impl Fn(&mut [u8]) -> Option<usize>,
+    ) -> Emitted {
+        if self.section.load(Ordering::Relaxed) != 0 {
+            losses.record(LossCause::Reentrant, 0);
+            return Emitted::Dropped;
+        }
+        self.section.store(1, Ordering::Relaxed);
+        // Orders the section store before the epoch load on this thread; the
+        // rotating thread's membarrier upgrades it to a full fence.
+        compiler_fence(Ordering::SeqCst);
+        if crate::membarrier::writers_need_fence() {
+            crate::sync::fence(Ordering::SeqCst);
+        }
+        let epoch = epoch_word.load(Ordering::Relaxed);
+        let result = self.write(epoch, pool, losses, &encode);
+        // Release: the rotating thread that sees 0 also sees the committed
+        // position of the event.
+        self.section.store(0, Ordering::Release);
+        result
+    }
+
+    #[inline]
+    fn write(
+        &self,
+        epoch: u64,
+        pool: &BufferPool,
+        losses: &Losses,
+        encode: &impl Fn(&mut [u8]) -> Option<usize>,
+    ) -> Emitted {
+        let current = self.current.load(Ordering::Relaxed);
+        if !current.is_null() {
+            let block = BlockPtr(current);
+            if block.get().epoch() == epoch {
+                // SAFETY: this thread owns `current` (only the owner stores
+                // it) and the section guard rules out reentrancy.
+                if let Some(n) = unsafe { block.get().write_with(encode) } {
+                    return Emitted::Written(n);
+                }
+            }
+        }
+        self.write_in_fresh_block(epoch, pool, losses, encode)
+    }
+
+    /// The block is missing, full, or of an older epoch: seal it and retry
+    /// once in a fresh block. Runs once per block-full of events.
+    #[cold]
+    #[inline(never)]
+    fn write_in_fresh_block(
+        &self,
+        epoch: u64,
+        pool: &BufferPool,
+        losses: &Losses,
+        encode: &impl Fn(&mut [u8]) -> Option<usize>,
+    ) -> Emitted {
+        self.seal_current(pool);
+        let Some(block) = pool.acquire(epoch) else {
+            losses.record(LossCause::PoolExhausted, 0);
+            return Emitted::Dropped;
+        };
+        self.current.store(block.0 as *mut _, Ordering::Release);
+        // SAFETY: `block` was just acquired by this thread (Owned), and the
+        // section guard rules out reentrancy.
+        match unsafe { block.get().write_with(encode) } {
+            Some(n) => Emitted::Written(n),
+            None => {
+                // Larger than a whole block: it can never be written.
+                losses.record(LossCause::TooLarge, 0);
+                Emitted::Dropped
+            }
+        }
+    }
+
+    /// Seals the current block: hands it to the recorder thread, even when
+    /// empty, because only the recorder thread resets blocks. Owner thread
+    /// only (or the owner's exit path).
+    pub(crate) fn seal_current(&self, pool: &BufferPool) {
+        let Some(block) = self.current_block() else {
+            return;
+        };
+        // Unpublish first, so the recorder never reaches a recycled block
+        // through this slot.
+        self.current.store(std::ptr::null_mut(), Ordering::Release);
+        pool.seal(block);
+    }
+
+    /// Called by the owner when it exits: seals its block and marks the slot.
+    pub(crate) fn retire(&self, pool: &BufferPool) {
+        self.seal_current(pool);
+        self.exited.store(1, Ordering::Release);
+    }
+
+    /// True once the owner exited.
+    pub(crate) fn has_exited(&self) -> bool {
+        self.exited.load(Ordering::Acquire) != 0
+    }
+}

@@ -1,0 +1,258 @@
+//! From captured stacks to JFR's class/method model: symbolization and the
+//! symbol, package, class, method and stack-trace pools.
+//!
+//! Owned by the recorder thread; nothing here is on an emitting thread's
+//! path. Every name gets a key the first time it is seen and keeps it for the
+//! life of the process, so a constant written in two chunks of one file means
+//! the same thing in both (the JDK reuses a previous chunk's value for a key
+//! it has seen).
+//!
+//! Invariant: the pools written for a set of stack-trace keys contain every
+//! method, class, package and symbol those stacks reference, and every
+//! reference points at a defined constant (a null method or class makes
+//! `jfr print` throw).
+
+use std::collections::{BTreeSet, HashMap};
+
+use chunk_writer::constants::{
+    ClassValue, FrameValue, MethodValue, frame_type, write_class, write_method, write_package,
+    write_simple_string, write_stack_trace, write_symbol,
+};
+use chunk_writer::types::ACC_NATIVE;
+use chunk_writer::{Checkpoint, TypeId};
+
+use super::stacks::StackRepository;
+use crate::stack::{ResolvedFrame, Symbolizer};
+
+/// Classes of the recorder's own functions (`recorder::event::commit`, …).
+const RECORDER_CLASS_PREFIX: &str = "recorder/";
+
+/// The descriptor every native method gets.
+const DESCRIPTOR: &str = "()V";
+
+#[derive(Debug, Clone, Copy)]
+struct ClassEntry {
+    key: u64,
+    name: u64,
+    package: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct MethodEntry {
+    key: u64,
+    class: u64,
+    name: u64,
+}
+
+/// Symbolized frames and the name tables behind them.
+#[derive(Debug, Default)]
+pub(crate) struct FrameTables {
+    symbolizer: Symbolizer,
+    next_key: u64,
+    symbols: HashMap<String, u64>,
+    /// Package name → (key, name symbol).
+    packages: HashMap<String, (u64, u64)>,
+    classes: HashMap<String, ClassEntry>,
+    methods: HashMap<(u64, String), MethodEntry>,
+    /// Resolved frames per stack key.
+    stacks: HashMap<u64, (bool, Vec<FrameValue>)>,
+}
+
+/// The constants one chunk needs for its stack traces.
+#[derive(Debug, Default)]
+struct Used {
+    methods: BTreeSet<u64>,
+    classes: BTreeSet<u64>,
+    packages: BTreeSet<u64>,
+    symbols: BTreeSet<u64>,
+}
+
+impl FrameTables {
+    pub(crate) fn new() -> Self {
+        Self {
+            next_key: 1,
+            ..Self::default()
+        }
+    }
+
+    fn key(&mut self) -> u64 {
+        let k = self.next_key;
+        self.next_key += 1;
+        k
+    }
+
+    fn symbol(&mut self, s: &str) -> u64 {
+        if let Some(&k) = self.symbols.get(s) {
+            return k;
+        }
+        let k = self.key();
+        self.symbols.insert(s.to_owned(), k);
+        k
+    }
+
+    fn class(&mut self, f: &ResolvedFrame) -> ClassEntry {
+        if let Some(&c) = self.classes.get(&f.class) {
+            return c;
+        }
+        let package = if f.package.is_empty() {
+            0
+        } else if let Some(&(k, _)) = self.packages.get(&f.package) {
+            k
+        } else {
+            let (k, name) = (self.key(), self.symbol(&f.package));
+            self.packages.insert(f.package.clone(), (k, name));
+            k
+        };
+        let c = ClassEntry {
+            key: self.key(),
+            name: self.symbol(&f.class),
+            package,
+        };
+        self.classes.insert(f.class.clone(), c);
+        c
+    }
+
+    fn method(&mut self, f: &ResolvedFrame) -> MethodEntry {
+        let class = self.class(f);
+        if let Some(&m) = self.methods.get(&(class.key, f.method.clone())) {
+            return m;
+        }
+        let m = MethodEntry {
+            key: self.key(),
+            class: class.key,
+            name: self.symbol(&f.method),
+        };
+        self.methods.insert((class.key, f.method.clone()), m);
+        m
+    }
+
+    /// Resolves the stack under `key` (once per key).
+    fn resolve_stack(&mut self, repo: &StackRepository, key: u64) -> bool {
+        if self.stacks.contains_key(&key) {
+            return true;
+        }
+        let Some(entry) = repo.get(key) else {
+            return false;
+        };
+        self.symbolizer.prefetch(&entry.frames);
+        let mut resolved: Vec<ResolvedFrame> = Vec::new();
+        for &addr in entry.frames.iter() {
+            resolved.extend_from_slice(self.symbolizer.resolve(addr));
+        }
+        // The recorder's own commit path (inlined into the caller, so the
+        // capture cannot skip it by frame count) is not the user's code.
+        let own = resolved
+            .iter()
+            .take_while(|f| f.class.starts_with(RECORDER_CLASS_PREFIX))
+            .count();
+        if own < resolved.len() {
+            resolved.drain(..own);
+        }
+        let frames = resolved
+            .iter()
+            .map(|f| FrameValue {
+                method: self.method(f).key,
+                line: f.line.map_or(-1, |l| l.min(i32::MAX as u32) as i32),
+                bytecode_index: 0,
+                frame_type: if f.inlined {
+                    frame_type::INLINED.0
+                } else {
+                    frame_type::NATIVE.0
+                },
+            })
+            .collect();
+        self.stacks.insert(key, (entry.truncated, frames));
+        true
+    }
+
+    /// Writes the stack-trace pool for `keys` and every pool it depends on.
+    pub(crate) fn write_pools(
+        &mut self,
+        cp: &mut Checkpoint,
+        repo: &StackRepository,
+        keys: &[u64],
+    ) {
+        let keys: Vec<u64> = keys
+            .iter()
+            .copied()
+            .filter(|&k| self.resolve_stack(repo, k))
+            .collect();
+        if keys.is_empty() {
+            return;
+        }
+        let descriptor = self.symbol(DESCRIPTOR);
+        let mut used = Used::default();
+        used.symbols.insert(descriptor);
+        {
+            let mut pool = cp.pool(TypeId::STACK_TRACE);
+            for k in &keys {
+                let (truncated, frames) = &self.stacks[k];
+                used.methods.extend(frames.iter().map(|f| f.method));
+                write_stack_trace(pool.entry(*k), *truncated, frames);
+            }
+        }
+        let methods: HashMap<u64, MethodEntry> =
+            self.methods.values().map(|m| (m.key, *m)).collect();
+        {
+            let mut pool = cp.pool(TypeId::METHOD);
+            for k in &used.methods {
+                let m = methods[k];
+                used.classes.insert(m.class);
+                used.symbols.insert(m.name);
+                let value = MethodValue {
+                    class: m.class,
+                    name: m.name,
+                    descriptor,
+                    modifiers: ACC_NATIVE,
+                    hidden: false,
+                };
+                write_method(pool.entry(m.key), &value);
+            }
+        }
+        let classes: HashMap<u64, ClassEntry> =
+            self.classes.values().map(|c| (c.key, *c)).collect();
+        {
+            let mut pool = cp.pool(TypeId::CLASS);
+            for k in &used.classes {
+                let c = classes[k];
+                used.symbols.insert(c.name);
+                if c.package != 0 {
+                    used.packages.insert(c.package);
+                }
+                let value = ClassValue {
+                    class_loader: 0,
+                    name: c.name,
+                    package: c.package,
+                    modifiers: 1,
+                    hidden: false,
+                };
+                write_class(pool.entry(c.key), &value);
+            }
+        }
+        {
+            let mut pool = cp.pool(TypeId::PACKAGE);
+            for (k, name) in self
+                .packages
+                .values()
+                .filter(|(k, _)| used.packages.contains(k))
+            {
+                used.symbols.insert(*name);
+                write_package(pool.entry(*k), *name, 0, true);
+            }
+        }
+        {
+            let mut pool = cp.pool(TypeId::SYMBOL);
+            for (text, k) in self
+                .symbols
+                .iter()
+                .filter(|(_, k)| used.symbols.contains(k))
+            {
+                write_symbol(pool.entry(*k), text);
+            }
+        }
+        let mut pool = cp.pool(TypeId::FRAME_TYPE);
+        for (k, name) in frame_type::ALL {
+            write_simple_string(pool.entry(k), name);
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! The thread pool: one `java.lang.Thread` constant per thread that ever
+//! emitted, under a key that is never reused.
+//!
+//! A thread registers when it first emits (cold path) and is marked exited by
+//! its thread-local destructor. Its constant stays until the chunk that holds
+//! its last events is finished, then it is pruned.
+//!
+//! Invariant: a key, once handed out, names the same thread for the life of
+//! the process (the JDK reuses a key's value from the previous chunk of a
+//! file), and it stays resolvable while any unwritten event references it.
+
+use std::collections::HashMap;
+
+use chunk_writer::constants::{ThreadValue, write_thread};
+use chunk_writer::{Checkpoint, TypeId};
+
+use crate::sync::{AtomicU64, Mutex, Ordering};
+
+/// What is written for one thread.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ThreadInfo {
+    /// The thread's name (Rust name, else the OS name).
+    pub(crate) name: String,
+    /// Kernel thread id.
+    pub(crate) os_tid: i64,
+    /// Epoch in which the thread exited, if it did.
+    pub(crate) exited_in: Option<u64>,
+}
+
+/// All threads that emitted.
+#[derive(Debug)]
+pub(crate) struct ThreadRegistry {
+    next_key: AtomicU64,
+    threads: Mutex<HashMap<u64, ThreadInfo>>,
+}
+
+impl ThreadRegistry {
+    pub(crate) fn new() -> Self {
+        Self {
+            next_key: AtomicU64::new(1),
+            threads: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Registers a thread and returns its key (never 0).
+    pub(crate) fn register(&self, name: String, os_tid: i64) -> u64 {
+        let key = self.next_key.fetch_add(1, Ordering::Relaxed);
+        self.threads.lock().insert(
+            key,
+            ThreadInfo {
+                name,
+                os_tid,
+                exited_in: None,
+            },
+        );
+        key
+    }
+
+    /// Marks `key` as exited in `epoch`.
+    pub(crate) fn exited(&self, key: u64, epoch: u64) {
+        if let Some(t) = self.threads.lock().get_mut(&key) {
+            t.exited_in = Some(epoch);
+        }
+    }
+
+    /// Forgets threads that exited before `epoch` (their events are all in
+    /// finished chunks).
+    pub(crate) fn prune_exited_before(&self, epoch: u64) {
+        self.threads
+            .lock()
+            .retain(|_, t| t.exited_in.is_none_or(|e| e >= epoch));
+    }
+
+    /// Writes the pool of the threads in `keys` into `cp`.
+    pub(crate) fn write_pool(&self, cp: &mut Checkpoint, keys: &[u64]) {
+        let threads = self.threads.lock();
+        let mut pool = cp.pool(TypeId::THREAD);
+        for &key in keys {
+            let Some(t) = threads.get(&key) else { continue };
+            let value = ThreadValue {
+                os_name: &t.name,
+                os_thread_id: t.os_tid,
+                java_name: Some(&t.name),
+                java_thread_id: key as i64,
+                group: 0,
+            };
+            write_thread(pool.entry(key), &value);
+        }
+    }
+}
+
+/// The current thread's name: its Rust name, else the kernel's `comm`.
+pub(crate) fn current_thread_name() -> String {
+    if let Some(name) = std::thread::current().name() {
+        return name.to_owned();
+    }
+    let tid = crate::sync::os_thread_id();
+    std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
+        .map(|s| s.trim_end().to_owned())
+        .unwrap_or_else(|_| format!("thread-{tid}"))
+}

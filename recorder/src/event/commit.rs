@@ -1,0 +1,260 @@
+//! Committing events: the [`Event`] trait, duration timers and guards, and
+//! the one emit function every path goes through.
+//!
+//! The hot path of a committed instant event is: one load of the type's
+//! settings word, one clock read, a TLS load, the write section (two stores
+//! of the thread's own word and one load of the epoch) and the encoding into
+//! the thread's block; no lock, no read-modify-write atomic, no allocation.
+
+use std::marker::PhantomData;
+
+use chunk_writer::encode::Sink;
+use chunk_writer::record::EventEncoder;
+
+use super::descriptor::{EventKind, EventType};
+use super::field::{FieldKind, FieldValue, FieldWriter};
+use crate::loss::LossCause;
+use crate::settings::{self, ENABLED, STACK_TRACE};
+use crate::{clock, local, runtime};
+
+/// An event type declared in Rust, usually with `#[derive(Event)]`.
+pub trait Event {
+    /// The type's static descriptor.
+    fn event_type() -> &'static EventType;
+
+    /// Writes the event's own fields, in declared order.
+    fn write_fields(&self, w: &mut FieldWriter<'_>);
+
+    /// True if an event committed now would be written: lets a caller skip
+    /// computing expensive fields. One load.
+    #[inline]
+    fn should_commit() -> bool {
+        Self::event_type().is_enabled()
+    }
+
+    /// Commits the event as happening now (a duration event gets duration 0).
+    #[inline]
+    fn commit(&self) {
+        let ty = Self::event_type();
+        let word = ty.word();
+        if word & ENABLED == 0 {
+            return;
+        }
+        let now = clock::ticks();
+        let duration = (ty.info.kind == EventKind::Duration).then_some(0);
+        emit(ty, word, now, duration, |w| self.write_fields(w));
+    }
+
+    /// Starts timing a duration event; see [`Timer`].
+    #[inline]
+    fn begin() -> Timer<Self>
+    where
+        Self: Sized,
+    {
+        Timer::start()
+    }
+}
+
+/// The start of a duration event. `commit` checks the threshold and writes
+/// the event with the elapsed time; a disabled type makes both no-ops.
+#[derive(Debug)]
+#[must_use = "a timer does nothing unless committed"]
+pub struct Timer<E> {
+    start: i64,
+    word: u64,
+    _event: PhantomData<fn(E)>,
+}
+
+impl<E: Event> Timer<E> {
+    /// Reads the clock if `E` is enabled.
+    #[inline]
+    pub fn start() -> Self {
+        let word = E::event_type().word();
+        let start = if word & ENABLED != 0 {
+            clock::ticks()
+        } else {
+            0
+        };
+        Self {
+            start,
+            word,
+            _event: PhantomData,
+        }
+    }
+
+    /// True if committing now would write the event (enabled, and at least
+    /// the threshold has elapsed).
+    #[inline]
+    pub fn should_commit(&self) -> bool {
+        self.word & ENABLED != 0
+            && (clock::ticks() - self.start) as u64 >= settings::threshold_ticks(self.word)
+    }
+
+    /// Commits `event` with the time elapsed since [`start`](Self::start).
+    #[inline]
+    pub fn commit(self, event: &E) {
+        if self.word & ENABLED == 0 {
+            return;
+        }
+        let end = clock::ticks();
+        commit_span(E::event_type(), self.word, self.start, end, |w| {
+            event.write_fields(w)
+        });
+    }
+}
+
+/// Commits `event` on drop as a duration event spanning the guard's life.
+/// Fields may be updated through [`DurationGuard::event_mut`].
+#[derive(Debug)]
+#[must_use = "the event is committed when the guard drops"]
+pub struct DurationGuard<E: Event> {
+    event: E,
+    timer: Option<Timer<E>>,
+}
+
+impl<E: Event> DurationGuard<E> {
+    /// Starts the span now.
+    #[inline]
+    pub fn new(event: E) -> Self {
+        Self {
+            event,
+            timer: Some(Timer::start()),
+        }
+    }
+
+    /// The event, to update fields before the guard drops.
+    pub fn event_mut(&mut self) -> &mut E {
+        &mut self.event
+    }
+}
+
+impl<E: Event> Drop for DurationGuard<E> {
+    #[inline]
+    fn drop(&mut self) {
+        if let Some(t) = self.timer.take() {
+            t.commit(&self.event);
+        }
+    }
+}
+
+/// Commits a duration event from `start` to `end` (ticks), applying the
+/// threshold.
+#[inline]
+pub(crate) fn commit_span(
+    ty: &'static EventType,
+    word: u64,
+    start: i64,
+    end: i64,
+    write_fields: impl Fn(&mut FieldWriter<'_>),
+) {
+    let duration = end.saturating_sub(start).max(0);
+    if (duration as u64) < settings::threshold_ticks(word) {
+        return;
+    }
+    emit(ty, word, start, Some(duration), write_fields);
+}
+
+/// Writes one event: implicit fields (start, duration, thread, stack), then
+/// `write_fields`. `word` must have the enabled bit.
+#[inline]
+pub(crate) fn emit(
+    ty: &'static EventType,
+    word: u64,
+    start: i64,
+    duration: Option<i64>,
+    write_fields: impl Fn(&mut FieldWriter<'_>),
+) {
+    let Some(rt) = runtime::get() else { return };
+    let stack = if word & STACK_TRACE != 0 {
+        capture_stack(rt)
+    } else {
+        0
+    };
+    let id = ty.id();
+    let done = local::with_slot(rt, |slot| {
+        let thread = slot.thread_key;
+        slot.emit(&rt.epoch, &rt.pool, &rt.losses, |buf| {
+            let mut w = FieldWriter {
+                enc: EventEncoder::begin(buf, id),
+            };
+            w.enc.put_i64(start);
+            if let Some(d) = duration {
+                w.enc.put_i64(d);
+            }
+            w.enc.put_varint(thread);
+            w.enc.put_varint(stack);
+            write_fields(&mut w);
+            w.enc.finish()
+        })
+    });
+    if done.is_none() {
+        rt.losses.record(LossCause::ThreadExiting, 0);
+    }
+}
+
+/// Captures the caller's stack and interns it; returns its key.
+#[cold]
+#[inline(never)]
+fn capture_stack(rt: &'static runtime::Runtime) -> u64 {
+    let mut frames = [0u64; 128];
+    let depth = rt.max_stack_depth.min(frames.len());
+    // Skips this function and `emit`'s caller chain inside the recorder.
+    let captured = crate::stack::capture(1, &mut frames[..depth]);
+    if captured.len == 0 {
+        return 0;
+    }
+    rt.stacks
+        .intern(&frames[..captured.len], captured.truncated)
+}
+
+/// A stack trace captured now, for a field of kind [`FieldKind::StackTrace`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StackTrace(u64);
+
+impl StackTrace {
+    /// Captures the calling thread's stack (no-op key 0 when nothing records).
+    #[inline(never)]
+    pub fn capture() -> Self {
+        match runtime::get() {
+            Some(rt) if runtime::registry().is_recording() => Self(capture_stack(rt)),
+            _ => Self(0),
+        }
+    }
+
+    /// No stack trace.
+    pub const NONE: Self = Self(0);
+}
+
+impl FieldValue for StackTrace {
+    const KIND: FieldKind = FieldKind::StackTrace;
+    #[inline]
+    fn write(&self, w: &mut FieldWriter<'_>) {
+        w.key(self.0);
+    }
+}
+
+/// A thread, for a field of kind [`FieldKind::Thread`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadRef(u64);
+
+impl ThreadRef {
+    /// The calling thread (registering it with the recorder if needed).
+    pub fn current() -> Self {
+        Self(
+            runtime::get()
+                .and_then(local::current_thread_key)
+                .unwrap_or(0),
+        )
+    }
+
+    /// No thread.
+    pub const NONE: Self = Self(0);
+}
+
+impl FieldValue for ThreadRef {
+    const KIND: FieldKind = FieldKind::Thread;
+    #[inline]
+    fn write(&self, w: &mut FieldWriter<'_>) {
+        w.key(self.0);
+    }
+}

@@ -1,0 +1,261 @@
+//! Event types: a static description, and the per-type runtime state the hot
+//! path reads.
+//!
+//! # Registration
+//!
+//! An [`EventType`] is a `static` (one per `#[derive(Event)]` type, or leaked
+//! by the runtime builder). Like a `tracing` callsite it starts
+//! unregistered; the first emit registers it with the global registry
+//! (assigning its JFR type id and applying the active recording's settings)
+//! on a `#[cold]` path, once.
+//!
+//! ```text
+//!  unregistered (word 0) ──first emit──► registered, disabled ◄──settings──► enabled
+//!        (anyone)                (registry lock)            (registry lock)
+//! ```
+//!
+//! The hot path performs one load of the settings word (see
+//! [`crate::settings`]): enabled writes the event, registered-but-disabled
+//! returns, unregistered goes to the cold path.
+//!
+//! Invariant: the enabled bit is set only while a recording is running and its
+//! settings enable the type, and then `type_id` is the id under which the type
+//! is declared in that recording's metadata.
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use chunk_writer::builtin::{duration, event_thread, stack_trace, start_time};
+use chunk_writer::schema::{Annotation, EVENT_SUPER_TYPE, FieldDesc, SettingDesc, TypeDesc};
+use chunk_writer::types::TypeId;
+
+use super::field::{ContentType, FieldKind};
+use crate::settings;
+use crate::sync::{AtomicU64, Ordering};
+
+/// Static description of one field.
+#[derive(Debug, Clone, Copy)]
+pub struct FieldInfo {
+    /// Field name (a Java identifier).
+    pub name: &'static str,
+    /// JFR kind.
+    pub kind: FieldKind,
+    /// Human-readable label.
+    pub label: Option<&'static str>,
+    /// Description.
+    pub description: Option<&'static str>,
+    /// How the value is to be read.
+    pub content: Option<ContentType>,
+}
+
+impl FieldInfo {
+    /// A field with just a name and kind.
+    pub const fn new(name: &'static str, kind: FieldKind) -> Self {
+        Self {
+            name,
+            kind,
+            label: None,
+            description: None,
+            content: None,
+        }
+    }
+}
+
+/// Whether an event has a duration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKind {
+    /// A point in time.
+    Instant,
+    /// A start time and a duration; subject to the threshold setting.
+    Duration,
+}
+
+/// Defaults for an event type's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DefaultSettings {
+    /// Enabled unless the recording says otherwise.
+    pub enabled: bool,
+    /// Duration events shorter than this are dropped.
+    pub threshold: Duration,
+    /// Capture a stack trace with each event.
+    pub stack_trace: bool,
+}
+
+impl DefaultSettings {
+    /// Enabled, no threshold, no stack trace.
+    pub const DEFAULT: Self = Self {
+        enabled: true,
+        threshold: Duration::ZERO,
+        stack_trace: false,
+    };
+}
+
+/// Static description of an event type.
+#[derive(Debug, Clone, Copy)]
+pub struct EventTypeInfo {
+    /// Fully qualified name, e.g. `com.example.Request`.
+    pub name: &'static str,
+    /// Human-readable label.
+    pub label: Option<&'static str>,
+    /// Description.
+    pub description: Option<&'static str>,
+    /// Category path, outermost first.
+    pub category: &'static [&'static str],
+    /// Marked `@Experimental`.
+    pub experimental: bool,
+    /// Instant or duration event.
+    pub kind: EventKind,
+    /// Setting defaults.
+    pub defaults: DefaultSettings,
+    /// The event's own fields, in order (after the implicit ones).
+    pub fields: &'static [FieldInfo],
+}
+
+/// An event type and the runtime state the hot path reads.
+#[derive(Debug)]
+pub struct EventType {
+    pub(crate) info: &'static EventTypeInfo,
+    /// The settings word (see [`crate::settings`]); 0 = unregistered.
+    pub(crate) word: AtomicU64,
+    /// JFR type id, set once at registration, before `word` is published.
+    pub(crate) type_id: AtomicU64,
+}
+
+impl EventType {
+    /// A type described by `info`, not yet registered.
+    #[cfg(not(flightrec_loom))]
+    pub const fn new(info: &'static EventTypeInfo) -> Self {
+        Self {
+            info,
+            word: AtomicU64::new(0),
+            type_id: AtomicU64::new(0),
+        }
+    }
+
+    /// A type described by `info`, not yet registered (loom atomics are not
+    /// const-constructible).
+    #[cfg(flightrec_loom)]
+    pub fn new(info: &'static EventTypeInfo) -> Self {
+        Self {
+            info,
+            word: AtomicU64::new(0),
+            type_id: AtomicU64::new(0),
+        }
+    }
+
+    /// The static description.
+    pub fn info(&self) -> &'static EventTypeInfo {
+        self.info
+    }
+
+    /// The type's name.
+    pub fn name(&self) -> &'static str {
+        self.info.name
+    }
+
+    /// True if events of this type are currently written: one load once
+    /// the type is registered.
+    #[inline]
+    pub fn is_enabled(&'static self) -> bool {
+        self.word() & settings::ENABLED != 0
+    }
+
+    /// The settings word, registering the type on first use.
+    ///
+    /// Acquire pairs with the Release store in registration, so `type_id` is
+    /// visible once a registered word is.
+    #[inline]
+    pub(crate) fn word(&'static self) -> u64 {
+        let w = self.word.load(Ordering::Acquire);
+        if w & settings::REGISTERED != 0 {
+            w
+        } else {
+            crate::runtime::global().register(self)
+        }
+    }
+
+    /// The JFR type id (0 before registration).
+    #[inline]
+    pub(crate) fn id(&self) -> TypeId {
+        TypeId(self.type_id.load(Ordering::Relaxed))
+    }
+
+    /// The metadata description of this type under id `id`.
+    pub(crate) fn describe(&self, id: TypeId) -> TypeDesc {
+        let info = self.info;
+        let mut fields = vec![start_time()];
+        if info.kind == EventKind::Duration {
+            fields.push(duration());
+        }
+        fields.push(event_thread());
+        fields.push(stack_trace());
+        fields.extend(info.fields.iter().map(describe_field));
+        let mut annotations = Vec::new();
+        if let Some(l) = info.label {
+            annotations.push(Annotation::Label(Cow::Borrowed(l)));
+        }
+        if let Some(d) = info.description {
+            annotations.push(Annotation::Description(Cow::Borrowed(d)));
+        }
+        if !info.category.is_empty() {
+            annotations.push(Annotation::Category(
+                info.category.iter().map(|c| Cow::Borrowed(*c)).collect(),
+            ));
+        }
+        if info.experimental {
+            annotations.push(Annotation::Experimental);
+        }
+        let d = info.defaults;
+        annotations.push(Annotation::Enabled(d.enabled));
+        annotations.push(Annotation::StackTrace(d.stack_trace));
+        let mut settings = vec![
+            SettingDesc::new(
+                "enabled",
+                TypeId::SETTING_ENABLED,
+                if d.enabled { "true" } else { "false" },
+            ),
+            SettingDesc::new(
+                "stackTrace",
+                TypeId::SETTING_STACK_TRACE,
+                if d.stack_trace { "true" } else { "false" },
+            ),
+        ];
+        if info.kind == EventKind::Duration {
+            let threshold = crate::settings::format_duration(d.threshold);
+            annotations.push(Annotation::Threshold(Cow::Owned(threshold.clone())));
+            settings.push(SettingDesc {
+                name: Cow::Borrowed("threshold"),
+                type_id: TypeId::SETTING_THRESHOLD,
+                default_value: Cow::Owned(threshold),
+            });
+        }
+        TypeDesc {
+            id,
+            name: Cow::Borrowed(info.name),
+            super_type: Some(Cow::Borrowed(EVENT_SUPER_TYPE)),
+            simple_type: false,
+            fields: Cow::Owned(fields),
+            annotations: Cow::Owned(annotations),
+            settings: Cow::Owned(settings),
+        }
+    }
+}
+
+fn describe_field(f: &FieldInfo) -> FieldDesc {
+    let mut annotations = Vec::new();
+    if let Some(l) = f.label {
+        annotations.push(Annotation::Label(Cow::Borrowed(l)));
+    }
+    if let Some(d) = f.description {
+        annotations.push(Annotation::Description(Cow::Borrowed(d)));
+    }
+    if let Some(c) = f.content {
+        annotations.push(c.annotation());
+    }
+    if f.kind.is_unsigned() {
+        annotations.push(Annotation::Unsigned);
+    }
+    let mut desc = FieldDesc::annotated(f.name, f.kind.type_id(), annotations);
+    desc.constant_pool = f.kind.is_pooled();
+    desc
+}

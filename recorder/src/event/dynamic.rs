@@ -1,0 +1,299 @@
+//! Event types learned at run time (for the C ABI, `tracing`, or any program
+//! that builds its schema from configuration).
+//!
+//! [`EventTypeBuilder::build`] validates the declaration exactly as the
+//! metadata will see it and returns a `&'static EventType`: like the types of
+//! `#[derive(Event)]`, a declared type lives for the rest of the process
+//! (JFR has no way to retract a type from a recording, and the JDK's own
+//! recorder never unloads event classes either).
+//!
+//! Events are committed with a slice of [`Value`]s, checked against the
+//! declared kinds before anything is written; a mismatch drops the event and
+//! counts it as [`LossCause::InvalidValues`](crate::LossCause::InvalidValues).
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use chunk_writer::metadata::{Metadata, SchemaError};
+
+use super::commit::{StackTrace, ThreadRef, commit_span, emit};
+use super::descriptor::{DefaultSettings, EventKind, EventType, EventTypeInfo, FieldInfo};
+use super::field::{ContentType, FieldKind, FieldValue, FieldWriter};
+use crate::loss::LossCause;
+use crate::settings::ENABLED;
+use crate::{clock, runtime};
+
+/// Declares an event type at run time.
+#[derive(Debug, Clone)]
+pub struct EventTypeBuilder {
+    name: String,
+    label: Option<String>,
+    description: Option<String>,
+    category: Vec<String>,
+    kind: EventKind,
+    defaults: DefaultSettings,
+    fields: Vec<(String, FieldKind, Option<String>, Option<ContentType>)>,
+}
+
+fn leak(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
+
+impl EventTypeBuilder {
+    /// An instant event type called `name` (e.g. `com.example.Request`).
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            label: None,
+            description: None,
+            category: Vec::new(),
+            kind: EventKind::Instant,
+            defaults: DefaultSettings::DEFAULT,
+            fields: Vec::new(),
+        }
+    }
+
+    /// Sets the label.
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+
+    /// Sets the description.
+    pub fn description(mut self, d: impl Into<String>) -> Self {
+        self.description = Some(d.into());
+        self
+    }
+
+    /// Sets the category path, outermost first.
+    pub fn category<S: Into<String>>(mut self, path: impl IntoIterator<Item = S>) -> Self {
+        self.category = path.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Makes it a duration event.
+    pub fn duration(mut self) -> Self {
+        self.kind = EventKind::Duration;
+        self
+    }
+
+    /// Default `enabled`.
+    pub fn enabled(mut self, on: bool) -> Self {
+        self.defaults.enabled = on;
+        self
+    }
+
+    /// Default threshold (duration events).
+    pub fn threshold(mut self, t: Duration) -> Self {
+        self.defaults.threshold = t;
+        self
+    }
+
+    /// Default `stackTrace`.
+    pub fn stack_trace(mut self, on: bool) -> Self {
+        self.defaults.stack_trace = on;
+        self
+    }
+
+    /// Adds a field.
+    pub fn field(mut self, name: impl Into<String>, kind: FieldKind) -> Self {
+        self.fields.push((name.into(), kind, None, None));
+        self
+    }
+
+    /// Adds a field with a label and content type.
+    pub fn field_with(
+        mut self,
+        name: impl Into<String>,
+        kind: FieldKind,
+        label: Option<&str>,
+        content: Option<ContentType>,
+    ) -> Self {
+        self.fields
+            .push((name.into(), kind, label.map(str::to_owned), content));
+        self
+    }
+
+    /// Validates the declaration and returns the type.
+    pub fn build(self) -> Result<&'static EventType, SchemaError> {
+        for (name, kind, _, content) in &self.fields {
+            if matches!(
+                name.as_str(),
+                "startTime" | "duration" | "eventThread" | "stackTrace"
+            ) {
+                return Err(SchemaError::BadLayout {
+                    in_type: self.name.clone(),
+                    reason: "startTime, duration, eventThread and stackTrace are implicit fields",
+                });
+            }
+            if content.is_some_and(|c| !c.fits(*kind)) {
+                return Err(SchemaError::BadLayout {
+                    in_type: self.name.clone(),
+                    reason: "content type does not fit the field's kind",
+                });
+            }
+        }
+        let fields: Vec<FieldInfo> = self
+            .fields
+            .into_iter()
+            .map(|(name, kind, label, content)| FieldInfo {
+                name: leak(name),
+                kind,
+                label: label.map(leak),
+                description: None,
+                content,
+            })
+            .collect();
+        let category: Vec<&'static str> = self.category.into_iter().map(leak).collect();
+        let info = EventTypeInfo {
+            name: leak(self.name),
+            label: self.label.map(leak),
+            description: self.description.map(leak),
+            category: Box::leak(category.into_boxed_slice()),
+            experimental: false,
+            kind: self.kind,
+            defaults: self.defaults,
+            fields: Box::leak(fields.into_boxed_slice()),
+        };
+        let info: &'static EventTypeInfo = Box::leak(Box::new(info));
+        let ty: &'static EventType = Box::leak(Box::new(EventType::new(info)));
+        validate(ty)?;
+        Ok(ty)
+    }
+}
+
+/// Checks `ty` the way the metadata will: names, layout, no clash with a
+/// registered type of the same name.
+pub(crate) fn validate(ty: &EventType) -> Result<(), SchemaError> {
+    let mut m = Metadata::builtin();
+    let id = m.next_dynamic_id();
+    m.add(ty.describe(id))?;
+    if runtime::registry()
+        .types()
+        .iter()
+        .any(|t| t.name() == ty.name() && !std::ptr::eq(*t, ty))
+    {
+        return Err(SchemaError::DuplicateName(ty.name().to_owned()));
+    }
+    Ok(())
+}
+
+/// One field value of a dynamically typed event.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub enum Value<'a> {
+    /// [`FieldKind::Bool`]
+    Bool(bool),
+    /// [`FieldKind::Char`]
+    Char(u16),
+    /// Any signed integer kind.
+    Int(i64),
+    /// Any unsigned integer kind.
+    UInt(u64),
+    /// [`FieldKind::F32`]
+    F32(f32),
+    /// [`FieldKind::F64`]
+    F64(f64),
+    /// [`FieldKind::String`]; `None` is null.
+    Str(Option<&'a str>),
+    /// [`FieldKind::Thread`]
+    Thread(ThreadRef),
+    /// [`FieldKind::StackTrace`]
+    StackTrace(StackTrace),
+}
+
+impl Value<'_> {
+    fn fits(&self, kind: FieldKind) -> bool {
+        use FieldKind as K;
+        match self {
+            Self::Bool(_) => kind == K::Bool,
+            Self::Char(_) => kind == K::Char,
+            Self::Int(v) => match kind {
+                K::I8 => i8::try_from(*v).is_ok(),
+                K::I16 => i16::try_from(*v).is_ok(),
+                K::I32 => i32::try_from(*v).is_ok(),
+                K::I64 => true,
+                _ => false,
+            },
+            Self::UInt(v) => match kind {
+                K::U8 => u8::try_from(*v).is_ok(),
+                K::U16 => u16::try_from(*v).is_ok(),
+                K::U32 => u32::try_from(*v).is_ok(),
+                K::U64 => true,
+                _ => false,
+            },
+            Self::F32(_) => kind == K::F32,
+            Self::F64(_) => kind == K::F64,
+            Self::Str(_) => kind == K::String,
+            Self::Thread(_) => kind == K::Thread,
+            Self::StackTrace(_) => kind == K::StackTrace,
+        }
+    }
+
+    fn write(&self, kind: FieldKind, w: &mut FieldWriter<'_>) {
+        match *self {
+            Self::Bool(v) => w.bool(v),
+            Self::Char(v) => w.char(v),
+            Self::Int(v) if kind == FieldKind::I8 => w.byte(v as i8 as u8),
+            Self::Int(v) => w.int(v),
+            Self::UInt(v) if kind == FieldKind::U8 => w.byte(v as u8),
+            Self::UInt(v) => w.uint(v),
+            Self::F32(v) => w.f32(v),
+            Self::F64(v) => w.f64(v),
+            Self::Str(v) => w.opt_str(v),
+            Self::Thread(t) => t.write(w),
+            Self::StackTrace(s) => s.write(w),
+        }
+    }
+}
+
+impl EventType {
+    /// Commits an event of this (dynamically declared) type now, with
+    /// `values` in field order. Values that do not match the declared kinds
+    /// drop the event (counted).
+    #[inline]
+    pub fn commit_values(&'static self, values: &[Value<'_>]) {
+        let word = self.word();
+        if word & ENABLED == 0 {
+            return;
+        }
+        if !self.values_fit(values) {
+            return;
+        }
+        let duration = (self.info.kind == EventKind::Duration).then_some(0);
+        emit(self, word, clock::ticks(), duration, |w| {
+            self.write_values(values, w)
+        });
+    }
+
+    /// Commits a duration event from `start` to `end` (values of
+    /// [`clock_ticks`](crate::clock::ticks)), applying the threshold.
+    pub fn commit_span_values(&'static self, start: i64, end: i64, values: &[Value<'_>]) {
+        let word = self.word();
+        if word & ENABLED == 0 || !self.values_fit(values) {
+            return;
+        }
+        commit_span(self, word, start, end, |w| self.write_values(values, w));
+    }
+
+    fn values_fit(&self, values: &[Value<'_>]) -> bool {
+        let fields = self.info.fields;
+        let ok =
+            values.len() == fields.len() && values.iter().zip(fields).all(|(v, f)| v.fits(f.kind));
+        if !ok && let Some(rt) = runtime::get() {
+            rt.losses.record(LossCause::InvalidValues, 0);
+        }
+        ok
+    }
+
+    fn write_values(&self, values: &[Value<'_>], w: &mut FieldWriter<'_>) {
+        for (v, f) in values.iter().zip(self.info.fields) {
+            v.write(f.kind, w);
+        }
+    }
+
+    /// The label, if any.
+    pub fn label(&self) -> Option<Cow<'static, str>> {
+        self.info.label.map(Cow::Borrowed)
+    }
+}

@@ -1,0 +1,330 @@
+//! Field kinds and how Rust values are written into an event record.
+//!
+//! A [`FieldValue`] knows its JFR kind at compile time (`KIND`), so a derived
+//! event type's static description is a constant, and writes itself through
+//! a [`FieldWriter`] without allocating.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use chunk_writer::encode::Sink;
+use chunk_writer::record::EventEncoder;
+use chunk_writer::schema::{Annotation, DataAmountUnit, TimespanUnit, TimestampUnit};
+use chunk_writer::types::TypeId;
+
+/// The JFR type of a field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FieldKind {
+    /// `boolean`
+    Bool,
+    /// `char` (one UTF-16 unit)
+    Char,
+    /// `byte`
+    I8,
+    /// `short`
+    I16,
+    /// `int`
+    I32,
+    /// `long`
+    I64,
+    /// `byte` with `@Unsigned`
+    U8,
+    /// `short` with `@Unsigned`
+    U16,
+    /// `int` with `@Unsigned`
+    U32,
+    /// `long` with `@Unsigned`
+    U64,
+    /// `float`
+    F32,
+    /// `double`
+    F64,
+    /// `java.lang.String`
+    String,
+    /// `java.lang.Thread`, a constant-pool reference
+    Thread,
+    /// `jdk.types.StackTrace`, a constant-pool reference
+    StackTrace,
+}
+
+impl FieldKind {
+    /// The JFR type id of values of this kind.
+    pub const fn type_id(self) -> TypeId {
+        match self {
+            Self::Bool => TypeId::BOOLEAN,
+            Self::Char => TypeId::CHAR,
+            Self::I8 | Self::U8 => TypeId::BYTE,
+            Self::I16 | Self::U16 => TypeId::SHORT,
+            Self::I32 | Self::U32 => TypeId::INT,
+            Self::I64 | Self::U64 => TypeId::LONG,
+            Self::F32 => TypeId::FLOAT,
+            Self::F64 => TypeId::DOUBLE,
+            Self::String => TypeId::STRING,
+            Self::Thread => TypeId::THREAD,
+            Self::StackTrace => TypeId::STACK_TRACE,
+        }
+    }
+
+    /// True if the payload holds a constant-pool key.
+    pub const fn is_pooled(self) -> bool {
+        matches!(self, Self::Thread | Self::StackTrace)
+    }
+
+    /// True for the unsigned integer kinds (annotated `@Unsigned`).
+    pub const fn is_unsigned(self) -> bool {
+        matches!(self, Self::U8 | Self::U16 | Self::U32 | Self::U64)
+    }
+
+    /// True for integer kinds.
+    pub const fn is_integer(self) -> bool {
+        matches!(
+            self,
+            Self::I8
+                | Self::I16
+                | Self::I32
+                | Self::I64
+                | Self::U8
+                | Self::U16
+                | Self::U32
+                | Self::U64
+        )
+    }
+}
+
+/// How a numeric field's value is to be read (a JFR content type).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ContentType {
+    /// A time span in nanoseconds.
+    TimespanNanos,
+    /// A time span in ticks of the event clock.
+    TimespanTicks,
+    /// A time span in milliseconds.
+    TimespanMillis,
+    /// A point in time, milliseconds since the Unix epoch.
+    TimestampMillis,
+    /// A point in time in ticks of the event clock.
+    TimestampTicks,
+    /// An amount of data in bytes.
+    Bytes,
+    /// An amount of data in bits.
+    Bits,
+    /// A fraction, 0..1 shown as a percentage.
+    Percentage,
+    /// A frequency in Hz.
+    Frequency,
+    /// A memory address.
+    MemoryAddress,
+}
+
+impl ContentType {
+    /// The annotation that marks this content type.
+    pub fn annotation(self) -> Annotation {
+        match self {
+            Self::TimespanNanos => Annotation::Timespan(TimespanUnit::Nanoseconds),
+            Self::TimespanTicks => Annotation::Timespan(TimespanUnit::Ticks),
+            Self::TimespanMillis => Annotation::Timespan(TimespanUnit::Milliseconds),
+            Self::TimestampMillis => Annotation::Timestamp(TimestampUnit::MillisSinceEpoch),
+            Self::TimestampTicks => Annotation::Timestamp(TimestampUnit::Ticks),
+            Self::Bytes => Annotation::DataAmount(DataAmountUnit::Bytes),
+            Self::Bits => Annotation::DataAmount(DataAmountUnit::Bits),
+            Self::Percentage => Annotation::Percentage,
+            Self::Frequency => Annotation::Frequency,
+            Self::MemoryAddress => Annotation::MemoryAddress,
+        }
+    }
+
+    /// True if the content type applies to values of `kind`.
+    pub fn fits(self, kind: FieldKind) -> bool {
+        match self {
+            Self::Percentage => matches!(kind, FieldKind::F32 | FieldKind::F64),
+            Self::Frequency => kind.is_integer() || matches!(kind, FieldKind::F32 | FieldKind::F64),
+            _ => kind.is_integer(),
+        }
+    }
+}
+
+/// Writes the fields of one event into its record. Handed to
+/// [`crate::Event::write_fields`].
+#[derive(Debug)]
+pub struct FieldWriter<'a> {
+    pub(crate) enc: EventEncoder<'a>,
+}
+
+impl FieldWriter<'_> {
+    /// Writes a value of kind [`FieldKind::Bool`].
+    #[inline]
+    pub fn bool(&mut self, v: bool) {
+        self.enc.put_bool(v);
+    }
+
+    /// Writes a signed integer of any integer kind.
+    #[inline]
+    pub fn int(&mut self, v: i64) {
+        self.enc.put_i64(v);
+    }
+
+    /// Writes an unsigned integer of any unsigned kind.
+    #[inline]
+    pub fn uint(&mut self, v: u64) {
+        self.enc.put_varint(v);
+    }
+
+    /// Writes a `byte` (one raw byte).
+    #[inline]
+    pub fn byte(&mut self, v: u8) {
+        self.enc.put_u8(v);
+    }
+
+    /// Writes a `char`: one UTF-16 unit.
+    #[inline]
+    pub fn char(&mut self, v: u16) {
+        self.enc.put_char(v);
+    }
+
+    /// Writes a `float`.
+    #[inline]
+    pub fn f32(&mut self, v: f32) {
+        self.enc.put_f32(v);
+    }
+
+    /// Writes a `double`.
+    #[inline]
+    pub fn f64(&mut self, v: f64) {
+        self.enc.put_f64(v);
+    }
+
+    /// Writes a string inline.
+    #[inline]
+    pub fn str(&mut self, v: &str) {
+        self.enc.put_str(v);
+    }
+
+    /// Writes an optional string (`None` is JFR null).
+    #[inline]
+    pub fn opt_str(&mut self, v: Option<&str>) {
+        self.enc.put_opt_str(v);
+    }
+
+    /// Writes a constant-pool key.
+    #[inline]
+    pub fn key(&mut self, key: u64) {
+        self.enc.put_varint(key);
+    }
+}
+
+/// A Rust value that can be an event field.
+pub trait FieldValue {
+    /// The JFR kind of the field.
+    const KIND: FieldKind;
+    /// The content type a field of this Rust type has unless one is given.
+    const CONTENT: Option<ContentType> = None;
+    /// Writes the value.
+    fn write(&self, w: &mut FieldWriter<'_>);
+}
+
+macro_rules! impl_field {
+    ($($t:ty => $kind:ident, |$v:ident, $w:ident| $body:expr;)*) => {$(
+        impl FieldValue for $t {
+            const KIND: FieldKind = FieldKind::$kind;
+            #[inline]
+            fn write(&self, $w: &mut FieldWriter<'_>) {
+                let $v = *self;
+                $body
+            }
+        }
+    )*};
+}
+
+impl_field! {
+    bool => Bool, |v, w| w.bool(v);
+    i8 => I8, |v, w| w.byte(v as u8);
+    i16 => I16, |v, w| w.int(i64::from(v));
+    i32 => I32, |v, w| w.int(i64::from(v));
+    i64 => I64, |v, w| w.int(v);
+    isize => I64, |v, w| w.int(v as i64);
+    u8 => U8, |v, w| w.byte(v);
+    u16 => U16, |v, w| w.uint(u64::from(v));
+    u32 => U32, |v, w| w.uint(u64::from(v));
+    u64 => U64, |v, w| w.uint(v);
+    usize => U64, |v, w| w.uint(v as u64);
+    f32 => F32, |v, w| w.f32(v);
+    f64 => F64, |v, w| w.f64(v);
+}
+
+/// A Rust `char` is written as one UTF-16 unit; characters outside the Basic
+/// Multilingual Plane (which need two) are written as U+FFFD. Use a string
+/// field for arbitrary text.
+impl FieldValue for char {
+    const KIND: FieldKind = FieldKind::Char;
+    #[inline]
+    fn write(&self, w: &mut FieldWriter<'_>) {
+        let unit = u16::try_from(u32::from(*self)).unwrap_or(0xFFFD);
+        w.char(unit);
+    }
+}
+
+impl FieldValue for str {
+    const KIND: FieldKind = FieldKind::String;
+    #[inline]
+    fn write(&self, w: &mut FieldWriter<'_>) {
+        w.str(self);
+    }
+}
+
+impl FieldValue for String {
+    const KIND: FieldKind = FieldKind::String;
+    #[inline]
+    fn write(&self, w: &mut FieldWriter<'_>) {
+        w.str(self);
+    }
+}
+
+impl<T: FieldValue + ?Sized> FieldValue for &T {
+    const KIND: FieldKind = T::KIND;
+    const CONTENT: Option<ContentType> = T::CONTENT;
+    #[inline]
+    fn write(&self, w: &mut FieldWriter<'_>) {
+        (**self).write(w);
+    }
+}
+
+impl FieldValue for Option<&str> {
+    const KIND: FieldKind = FieldKind::String;
+    #[inline]
+    fn write(&self, w: &mut FieldWriter<'_>) {
+        w.opt_str(*self);
+    }
+}
+
+impl FieldValue for Option<String> {
+    const KIND: FieldKind = FieldKind::String;
+    #[inline]
+    fn write(&self, w: &mut FieldWriter<'_>) {
+        w.opt_str(self.as_deref());
+    }
+}
+
+/// A `Duration` is a `long` time span in nanoseconds (saturating).
+impl FieldValue for Duration {
+    const KIND: FieldKind = FieldKind::I64;
+    const CONTENT: Option<ContentType> = Some(ContentType::TimespanNanos);
+    #[inline]
+    fn write(&self, w: &mut FieldWriter<'_>) {
+        w.int(i64::try_from(self.as_nanos()).unwrap_or(i64::MAX));
+    }
+}
+
+/// A `SystemTime` is a `long` timestamp in milliseconds since the Unix epoch.
+impl FieldValue for SystemTime {
+    const KIND: FieldKind = FieldKind::I64;
+    const CONTENT: Option<ContentType> = Some(ContentType::TimestampMillis);
+    #[inline]
+    fn write(&self, w: &mut FieldWriter<'_>) {
+        let ms = match self.duration_since(UNIX_EPOCH) {
+            Ok(d) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
+            Err(e) => -i64::try_from(e.duration().as_millis()).unwrap_or(i64::MAX),
+        };
+        w.int(ms);
+    }
+}

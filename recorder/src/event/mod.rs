@@ -1,0 +1,6 @@
+//! Event types and committing events.
+
+pub mod commit;
+pub mod descriptor;
+pub mod dynamic;
+pub mod field;

@@ -1,0 +1,84 @@
+//! The thread-local handle: finds the calling thread's [`ThreadSlot`],
+//! attaching the thread on its first event and retiring it when it exits.
+//!
+//! The handle is a `const`-initialised thread-local holding a raw pointer, so
+//! reading it is one TLS load (no lazy initialisation on the hot path). A
+//! thread attaches on its first event (cold): it registers its
+//! `java.lang.Thread` constant and its slot. Its thread-local destructor seals
+//! the thread's block, so the events of an exiting thread reach the file.
+//!
+//! Invariant: a slot pointer in the handle is an `Arc<ThreadSlot>` leaked by
+//! `attach` and reclaimed only by the handle's destructor, on the same thread.
+
+use std::cell::Cell;
+
+use crate::buffer::slot::ThreadSlot;
+use crate::runtime::Runtime;
+use crate::sync::{Arc, Ordering};
+
+struct LocalHandle {
+    slot: Cell<*const ThreadSlot>,
+}
+
+impl Drop for LocalHandle {
+    fn drop(&mut self) {
+        let p = self.slot.replace(std::ptr::null());
+        if p.is_null() {
+            return;
+        }
+        // SAFETY: `p` came from Arc::into_raw in `attach` on this thread and
+        // is reclaimed exactly once, here.
+        let slot = unsafe { Arc::from_raw(p) };
+        if let Some(rt) = crate::runtime::get() {
+            rt.threads
+                .exited(slot.thread_key, rt.epoch.load(Ordering::Relaxed));
+            slot.retire(&rt.pool);
+            rt.pool.wakeup.notify_one();
+        }
+    }
+}
+
+#[cfg(not(flightrec_loom))]
+crate::sync::thread_local! {
+    static LOCAL: LocalHandle = const { LocalHandle { slot: Cell::new(std::ptr::null()) } };
+}
+
+#[cfg(flightrec_loom)]
+crate::sync::thread_local! {
+    static LOCAL: LocalHandle = LocalHandle { slot: Cell::new(std::ptr::null()) };
+}
+
+/// Runs `f` with the calling thread's slot, attaching the thread first if
+/// needed. `None` if the thread's locals are already destroyed (it is exiting).
+#[inline]
+pub(crate) fn with_slot<R>(rt: &'static Runtime, f: impl FnOnce(&ThreadSlot) -> R) -> Option<R> {
+    LOCAL
+        .try_with(|local| {
+            let mut p = local.slot.get();
+            if p.is_null() {
+                p = attach(rt, local);
+            }
+            // SAFETY: `p` is the live Arc leaked by `attach`; only this
+            // thread's destructor reclaims it, and that cannot run while this
+            // closure runs on the same thread.
+            f(unsafe { &*p })
+        })
+        .ok()
+}
+
+/// The calling thread's constant key, attaching it if needed.
+pub(crate) fn current_thread_key(rt: &'static Runtime) -> Option<u64> {
+    with_slot(rt, |s| s.thread_key)
+}
+
+#[cold]
+#[inline(never)]
+fn attach(rt: &'static Runtime, local: &LocalHandle) -> *const ThreadSlot {
+    let name = crate::cpool::threads::current_thread_name();
+    let key = rt.threads.register(name, crate::sync::os_thread_id());
+    let slot = Arc::new(ThreadSlot::new(key));
+    rt.slots.lock().push(slot.clone());
+    let p = Arc::into_raw(slot);
+    local.slot.set(p);
+    p
+}

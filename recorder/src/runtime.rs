@@ -1,0 +1,209 @@
+//! Process-wide state: the type registry (always present) and the runtime
+//! of buffers, threads and constants (created by the first recording).
+//!
+//! # Registry
+//!
+//! Event types register themselves on first use (see
+//! [`crate::event::descriptor`]). Registration assigns the next type id,
+//! records the type for the metadata, and computes its settings word from the
+//! active recording's settings (disabled when nothing records). Starting,
+//! stopping and re-configuring a recording recompute every registered type's
+//! word under the same lock, so a type registering concurrently with a start
+//! cannot miss the start.
+//!
+//! Invariant: every type whose word has the enabled bit set is in
+//! `Registry::types` with the id stored in its `type_id`, so its events can
+//! always be described by the metadata of the chunk they land in.
+
+use std::sync::{Arc as StdArc, OnceLock};
+
+use arc_swap::ArcSwap;
+use chunk_writer::TypeId;
+use chunk_writer::metadata::Metadata;
+
+use crate::buffer::pool::BufferPool;
+use crate::buffer::slot::ThreadSlot;
+use crate::clock;
+use crate::cpool::stacks::StackRepository;
+use crate::cpool::threads::ThreadRegistry;
+use crate::event::descriptor::{EventKind, EventType};
+use crate::event::field::FieldKind;
+use crate::loss::Losses;
+use crate::settings::{self, Settings};
+use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
+
+/// The registered event types and the active settings.
+#[derive(Debug)]
+pub(crate) struct Registry {
+    inner: Mutex<RegistryInner>,
+    /// The active recording's settings (readable without the lock).
+    pub(crate) settings: ArcSwap<Settings>,
+}
+
+#[derive(Debug)]
+struct RegistryInner {
+    types: Vec<&'static EventType>,
+    next_id: u64,
+    recording: bool,
+}
+
+/// The global registry.
+pub(crate) fn registry() -> &'static Registry {
+    static REGISTRY: OnceLock<Registry> = OnceLock::new();
+    REGISTRY.get_or_init(|| Registry {
+        inner: Mutex::new(RegistryInner {
+            types: Vec::new(),
+            next_id: TypeId::FIRST_DYNAMIC.0,
+            recording: false,
+        }),
+        settings: ArcSwap::from_pointee(Settings::new()),
+    })
+}
+
+impl Registry {
+    /// Registers `ty` (once) and returns its settings word.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn register(&self, ty: &'static EventType) -> u64 {
+        let mut inner = self.inner.lock();
+        let word = ty.word.load(Ordering::Acquire);
+        if word != 0 {
+            return word; // registered by another thread meanwhile
+        }
+        let id = inner.next_id;
+        inner.next_id += 1;
+        inner.types.push(ty);
+        ty.type_id.store(id, Ordering::Relaxed);
+        let word = self.word_for(ty, inner.recording);
+        ty.word.store(word, Ordering::Release);
+        word
+    }
+
+    fn word_for(&self, ty: &EventType, recording: bool) -> u64 {
+        let d = ty.info.defaults;
+        let s = self.settings.load();
+        let o = s.get(ty.info.name);
+        let enabled = recording && o.and_then(|o| o.enabled).unwrap_or(d.enabled);
+        let stack = o.and_then(|o| o.stack_trace).unwrap_or(d.stack_trace);
+        let threshold = match ty.info.kind {
+            EventKind::Duration => o.and_then(|o| o.threshold).unwrap_or(d.threshold),
+            EventKind::Instant => std::time::Duration::ZERO,
+        };
+        settings::pack(enabled, stack, clock::duration_to_ticks(threshold) as u64)
+    }
+
+    /// Installs `settings` and whether a recording runs, and recomputes every
+    /// type's word.
+    pub(crate) fn apply(&self, settings: Settings, recording: bool) {
+        let mut inner = self.inner.lock();
+        inner.recording = recording;
+        self.settings.store(StdArc::new(settings));
+        for ty in &inner.types {
+            ty.word
+                .store(self.word_for(ty, recording), Ordering::Release);
+        }
+    }
+
+    /// True while a recording runs.
+    pub(crate) fn is_recording(&self) -> bool {
+        self.inner.lock().recording
+    }
+
+    /// Marks a recording as running, failing if one already is.
+    pub(crate) fn claim_recording(&self) -> bool {
+        let mut inner = self.inner.lock();
+        if inner.recording {
+            return false;
+        }
+        inner.recording = true;
+        true
+    }
+
+    /// The registered types (id order).
+    pub(crate) fn types(&self) -> Vec<&'static EventType> {
+        self.inner.lock().types.clone()
+    }
+
+    /// The metadata describing the built-in and every registered type, and
+    /// the number of registered types (which identifies it).
+    pub(crate) fn metadata(&self) -> (Metadata, u64) {
+        let types = self.types();
+        let mut m = Metadata::builtin();
+        for ty in &types {
+            let desc = ty.describe(ty.id());
+            if let Err(e) = m.add(desc) {
+                // Types are validated when declared; this cannot happen for
+                // a registered type.
+                debug_assert!(false, "registered type rejected by metadata: {e}");
+            }
+        }
+        (m, types.len() as u64 + 1)
+    }
+
+    /// The full field layout (implicit fields first) of every registered
+    /// type, for scanning records.
+    pub(crate) fn layouts(&self) -> Vec<(TypeId, Vec<FieldKind>)> {
+        self.types()
+            .iter()
+            .map(|ty| (ty.id(), layout(ty)))
+            .collect()
+    }
+}
+
+/// The kinds of every field of `ty`'s records, in payload order.
+pub(crate) fn layout(ty: &EventType) -> Vec<FieldKind> {
+    let mut kinds = vec![FieldKind::I64];
+    if ty.info.kind == EventKind::Duration {
+        kinds.push(FieldKind::I64);
+    }
+    kinds.push(FieldKind::Thread);
+    kinds.push(FieldKind::StackTrace);
+    kinds.extend(ty.info.fields.iter().map(|f| f.kind));
+    kinds
+}
+
+/// Buffers, threads, constants and losses, shared by the emitting threads
+/// and the recorder thread.
+#[derive(Debug)]
+pub(crate) struct Runtime {
+    /// The current epoch; flipped by rotation.
+    pub(crate) epoch: AtomicU64,
+    pub(crate) pool: BufferPool,
+    pub(crate) slots: Mutex<Vec<Arc<ThreadSlot>>>,
+    pub(crate) threads: ThreadRegistry,
+    pub(crate) stacks: StackRepository,
+    pub(crate) losses: Losses,
+    /// Deepest stack captured.
+    pub(crate) max_stack_depth: usize,
+}
+
+static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+
+/// The runtime, if a recording ever started.
+#[inline]
+pub(crate) fn get() -> Option<&'static Runtime> {
+    RUNTIME.get()
+}
+
+/// The global registry's registration entry point (for descriptors).
+pub(crate) fn global() -> &'static Registry {
+    registry()
+}
+
+/// The runtime, created with these sizes on first call. Later calls return
+/// the existing runtime (buffer sizes are process-wide).
+pub(crate) fn init(
+    block_size: usize,
+    max_blocks: usize,
+    max_stack_depth: usize,
+) -> &'static Runtime {
+    RUNTIME.get_or_init(|| Runtime {
+        epoch: AtomicU64::new(1),
+        pool: BufferPool::new(block_size, max_blocks),
+        slots: Mutex::new(Vec::new()),
+        threads: ThreadRegistry::new(),
+        stacks: StackRepository::new(),
+        losses: Losses::default(),
+        max_stack_depth,
+    })
+}

@@ -1,0 +1,271 @@
+//! Per-event-type settings (`enabled`, `threshold`, `stackTrace`), their
+//! textual forms, and the packed word the hot path reads.
+//!
+//! # The settings word
+//!
+//! Each [`EventType`](crate::EventType) holds one `AtomicU64`:
+//!
+//! ```text
+//! bit 0  registered      bit 1  enabled      bit 2  stack trace
+//! bits 3..64  threshold in ticks (saturating)
+//! ```
+//!
+//! so an emitter reads all of a type's settings with one load and always sees
+//! one consistent version of them, never the new `enabled` with the old
+//! threshold.
+//!
+//! The recording's settings are a map from event name to [`TypeSettings`]
+//! held in an `ArcSwap`: changed while recording by swapping in a new map,
+//! then folded into every registered type's word.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::time::Duration;
+
+/// Bit: the type is registered.
+pub(crate) const REGISTERED: u64 = 1;
+/// Bit: events of the type are written.
+pub(crate) const ENABLED: u64 = 1 << 1;
+/// Bit: events capture a stack trace.
+pub(crate) const STACK_TRACE: u64 = 1 << 2;
+const THRESHOLD_SHIFT: u32 = 3;
+
+/// Packs a type's effective settings into its word.
+pub(crate) fn pack(enabled: bool, stack_trace: bool, threshold_ticks: u64) -> u64 {
+    let threshold = threshold_ticks.min(u64::MAX >> THRESHOLD_SHIFT);
+    REGISTERED
+        | if enabled { ENABLED } else { 0 }
+        | if stack_trace { STACK_TRACE } else { 0 }
+        | threshold << THRESHOLD_SHIFT
+}
+
+/// The threshold, in ticks, of a settings word.
+#[inline]
+pub(crate) fn threshold_ticks(word: u64) -> u64 {
+    word >> THRESHOLD_SHIFT
+}
+
+/// Settings given for one event type; `None` keeps the type's default.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TypeSettings {
+    /// `enabled`
+    pub enabled: Option<bool>,
+    /// `threshold`
+    pub threshold: Option<Duration>,
+    /// `stackTrace`
+    pub stack_trace: Option<bool>,
+}
+
+/// The settings of a recording: per event-type name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Settings {
+    pub(crate) types: HashMap<String, TypeSettings>,
+}
+
+/// A setting that could not be applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SettingError {
+    /// The setting name is not one of `enabled`, `threshold`, `stackTrace`.
+    UnknownSetting {
+        /// The event type.
+        event: String,
+        /// The unknown setting.
+        setting: String,
+    },
+    /// The value does not parse for the setting.
+    InvalidValue {
+        /// The setting.
+        setting: String,
+        /// The value given.
+        value: String,
+        /// What was expected.
+        expected: &'static str,
+    },
+    /// The event-type name is not a valid dotted identifier.
+    InvalidEventName(String),
+}
+
+impl fmt::Display for SettingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::UnknownSetting { event, setting } => write!(
+                f,
+                "unknown setting `{setting}` for `{event}` (expected enabled, threshold or stackTrace)"
+            ),
+            Self::InvalidValue {
+                setting,
+                value,
+                expected,
+            } => {
+                write!(
+                    f,
+                    "invalid value `{value}` for `{setting}`: expected {expected}"
+                )
+            }
+            Self::InvalidEventName(n) => write!(f, "invalid event type name `{n}`"),
+        }
+    }
+}
+
+impl std::error::Error for SettingError {}
+
+impl Settings {
+    /// No overrides: every type uses its defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets `setting` (`enabled`, `threshold` or `stackTrace`) of event type
+    /// `event` from its textual form (`true`/`false`, `20 ms`, `1s`, `0`).
+    pub fn set(
+        &mut self,
+        event: &str,
+        setting: &str,
+        value: &str,
+    ) -> Result<&mut Self, SettingError> {
+        chunk_writer::metadata::validate_name(event, true)
+            .map_err(|_| SettingError::InvalidEventName(event.to_owned()))?;
+        let entry = self.types.entry(event.to_owned()).or_default();
+        match setting {
+            "enabled" => entry.enabled = Some(parse_bool(setting, value)?),
+            "stackTrace" => entry.stack_trace = Some(parse_bool(setting, value)?),
+            "threshold" => entry.threshold = Some(parse_duration(setting, value)?),
+            _ => {
+                return Err(SettingError::UnknownSetting {
+                    event: event.to_owned(),
+                    setting: setting.to_owned(),
+                });
+            }
+        }
+        Ok(self)
+    }
+
+    /// Enables or disables `event`.
+    pub fn enable(&mut self, event: &str, enabled: bool) -> &mut Self {
+        self.types.entry(event.to_owned()).or_default().enabled = Some(enabled);
+        self
+    }
+
+    /// Sets the threshold of `event`.
+    pub fn threshold(&mut self, event: &str, threshold: Duration) -> &mut Self {
+        self.types.entry(event.to_owned()).or_default().threshold = Some(threshold);
+        self
+    }
+
+    /// Turns stack traces of `event` on or off.
+    pub fn stack_trace(&mut self, event: &str, on: bool) -> &mut Self {
+        self.types.entry(event.to_owned()).or_default().stack_trace = Some(on);
+        self
+    }
+
+    /// The overrides for `event`.
+    pub fn get(&self, event: &str) -> Option<&TypeSettings> {
+        self.types.get(event)
+    }
+}
+
+fn parse_bool(setting: &str, value: &str) -> Result<bool, SettingError> {
+    match value.trim() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(SettingError::InvalidValue {
+            setting: setting.to_owned(),
+            value: value.to_owned(),
+            expected: "`true` or `false`",
+        }),
+    }
+}
+
+/// Parses `0`, `20 ms`, `20ms`, `1 s`, `500 us`, `10 ns`, `2 m`, `1 h`.
+pub fn parse_duration(setting: &str, value: &str) -> Result<Duration, SettingError> {
+    let bad = || SettingError::InvalidValue {
+        setting: setting.to_owned(),
+        value: value.to_owned(),
+        expected: "a duration such as `0`, `10 ms`, `1s`, `500 us`, `20 ns`",
+    };
+    let v = value.trim();
+    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    let (num, unit) = v.split_at(split);
+    let n: u64 = num.parse().map_err(|_| bad())?;
+    let d = match unit.trim() {
+        "" if n == 0 => Duration::ZERO,
+        "ns" => Duration::from_nanos(n),
+        "us" | "µs" => Duration::from_micros(n),
+        "ms" => Duration::from_millis(n),
+        "s" => Duration::from_secs(n),
+        "m" | "min" => Duration::from_secs(n.checked_mul(60).ok_or_else(bad)?),
+        "h" => Duration::from_secs(n.checked_mul(3600).ok_or_else(bad)?),
+        "d" => Duration::from_secs(n.checked_mul(86400).ok_or_else(bad)?),
+        _ => return Err(bad()),
+    };
+    Ok(d)
+}
+
+/// The JDK's textual form of a duration (`0 ns`, `20 ms`, `1 s`).
+pub fn format_duration(d: Duration) -> String {
+    let ns = d.as_nanos();
+    if ns == 0 {
+        "0 ns".to_owned()
+    } else if ns % 1_000_000_000 == 0 {
+        format!("{} s", ns / 1_000_000_000)
+    } else if ns % 1_000_000 == 0 {
+        format!("{} ms", ns / 1_000_000)
+    } else if ns % 1_000 == 0 {
+        format!("{} us", ns / 1_000)
+    } else {
+        format!("{ns} ns")
+    }
+}
+
+#[cfg(all(test, not(flightrec_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_round_trip() {
+        for (text, d) in [
+            ("0", Duration::ZERO),
+            ("20 ms", Duration::from_millis(20)),
+            ("20ms", Duration::from_millis(20)),
+            ("1s", Duration::from_secs(1)),
+            ("500 us", Duration::from_micros(500)),
+            ("7 ns", Duration::from_nanos(7)),
+        ] {
+            assert_eq!(parse_duration("threshold", text), Ok(d), "{text}");
+            assert_eq!(parse_duration("threshold", &format_duration(d)), Ok(d));
+        }
+        for bad in ["", "ms", "-1 ms", "1 fortnight", "5"] {
+            assert!(parse_duration("threshold", bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn settings_reject_unknown_names_and_values() {
+        let mut s = Settings::new();
+        assert!(s.set("com.example.Request", "threshold", "1 ms").is_ok());
+        assert!(matches!(
+            s.set("com.example.Request", "colour", "red"),
+            Err(SettingError::UnknownSetting { .. })
+        ));
+        assert!(matches!(
+            s.set("com.example.Request", "enabled", "yes"),
+            Err(SettingError::InvalidValue { .. })
+        ));
+        assert!(matches!(
+            s.set("com..Request", "enabled", "true"),
+            Err(SettingError::InvalidEventName(_))
+        ));
+    }
+
+    #[test]
+    fn words_pack_every_setting() {
+        let w = pack(true, false, 12345);
+        assert_eq!(
+            w & (REGISTERED | ENABLED | STACK_TRACE),
+            REGISTERED | ENABLED
+        );
+        assert_eq!(threshold_ticks(w), 12345);
+        assert_eq!(threshold_ticks(pack(false, true, u64::MAX)), u64::MAX >> 3);
+    }
+}

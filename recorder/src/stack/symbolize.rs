@@ -1,0 +1,283 @@
+//! Resolving instruction addresses of this process to named frames.
+//!
+//! # Mechanism
+//!
+//! [`Symbolizer`] wraps a `blazesym` symbolizer over the current process. For
+//! each batch of addresses it has not seen, blazesym reads `/proc/self/maps`
+//! afresh, finds the ELF object each address falls into (the main binary, a
+//! shared library, the vDSO, or a library `dlopen`ed since the last call),
+//! and looks the address up in the object's DWARF (function names, inlined
+//! calls, file and line) or, without debug info, its ELF symbol table. Names
+//! come back demangled, without the legacy hash. Each address expands to one
+//! frame per inlined call, innermost first, plus the frame of the function
+//! that physically contains the address; [`names`](super::names) maps each
+//! name to a JFR class and method.
+//!
+//! # Names from `line-tables-only` builds
+//!
+//! With `debug = "line-tables-only"` (our release profile) rustc writes
+//! DWARF functions without linkage name, so they come back as bare `inner`
+//! or `push<u8>`. For the physical function a second, ELF-only lookup of the
+//! same addresses fetches the full symbol (`my_crate::work::inner`), used
+//! when it starts at the same address as the DWARF function. Inlined
+//! functions have no symbol of their own; their class is guessed from their
+//! source file (`library/core/src/option.rs` gives `core/option`).
+//!
+//! # Cache
+//!
+//! Results are cached per address, so an address costs one hash lookup after
+//! its first resolution. Only addresses that were resolved are cached: an
+//! address never asked for always goes to blazesym, which is what makes
+//! libraries loaded later resolve. A library unloaded and replaced by another
+//! at the same addresses would keep its old names; nothing we record does that.
+//! The cache is never trimmed: it is bounded by the code size of the process.
+//!
+//! # Addresses
+//!
+//! Addresses are looked up exactly as given. For call frames that must be the
+//! return address minus one (see [`capture`](fn@super::capture)), or the frame's
+//! line and inlined calls would be those of the instruction after the call.
+//!
+//! Invariant: [`Symbolizer::resolve`] returns at least one frame for every
+//! address, innermost first, exactly one of them (the last) with
+//! `inlined == false`.
+//!
+//! This runs off the hot path, on the recorder thread (and later the CPU
+//! sampler's consumer thread); it allocates, reads files and may take
+//! milliseconds on first use of an object.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::Path;
+
+use blazesym::Pid;
+use blazesym::symbolize::source::{Process, Source};
+use blazesym::symbolize::{CodeInfo, Input, Sym, Symbolized};
+
+use super::names::{JfrName, has_path, jfr_name};
+
+/// One frame of a resolved address, in JFR's class/method model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedFrame {
+    /// The class's package in internal form (`my_crate/module`), or empty.
+    pub package: String,
+    /// The class in internal form (`my_crate/module/Type`, `libc.so.6`).
+    pub class: String,
+    /// The method (`method`, `main::{{closure}}`, `[unknown]`).
+    pub method: String,
+    /// The source file, if debug info names it.
+    pub file: Option<String>,
+    /// The source line, if debug info has it.
+    pub line: Option<u32>,
+    /// Whether this frame was inlined into the frame after it.
+    pub inlined: bool,
+}
+
+impl ResolvedFrame {
+    /// A frame of the function `symbol`, in the object `module`, at `code`.
+    fn new(symbol: &str, module: Option<&str>, code: Option<&CodeInfo<'_>>, inlined: bool) -> Self {
+        let file = code.map(|code| code.to_path().to_string_lossy().into_owned());
+        let JfrName {
+            package,
+            class,
+            method,
+        } = jfr_name(symbol, module, file.as_deref());
+        Self {
+            package,
+            class,
+            method,
+            file,
+            line: code.and_then(|code| code.line).filter(|&line| line > 0),
+            inlined,
+        }
+    }
+
+    /// The frame of an address that could not be symbolized.
+    fn unknown() -> Self {
+        let JfrName {
+            package,
+            class,
+            method,
+        } = JfrName::unknown(None);
+        Self {
+            package,
+            class,
+            method,
+            file: None,
+            line: None,
+            inlined: false,
+        }
+    }
+}
+
+/// Resolves instruction addresses of this process to frames, with a cache.
+pub struct Symbolizer {
+    /// blazesym's symbolizer; it caches parsed objects between calls.
+    inner: blazesym::symbolize::Symbolizer,
+    /// Frames per looked-up address, innermost first, never empty.
+    cache: HashMap<u64, Box<[ResolvedFrame]>>,
+    /// Returned when a lookup failed as a whole (not cached: may be transient).
+    unknown: [ResolvedFrame; 1],
+}
+
+/// `Symbolizer` may move to another thread (the recorder builds it, then
+/// hands it to its writer thread). blazesym's symbolizer is `!Send` only
+/// because it shares parsed objects among its own caches through `Rc` and
+/// `RefCell`: every `Rc` clone stays inside the one blazesym `Symbolizer` we
+/// own, and nothing borrowed from it outlives [`Symbolizer::prefetch`] (the
+/// results are copied into owned [`ResolvedFrame`]s), so a move takes all
+/// clones along and no count is ever touched from two threads. blazesym
+/// keeps no thread-local or global state that a move would leave behind
+/// (checked for 0.2.3 to 0.2.7: no `thread_local!`, no mutable statics;
+/// re-check when upgrading). Not `Sync`: `&Symbolizer` across threads would
+/// share the `Rc`s.
+// SAFETY: see above; the move carries every owner of the non-atomic counts.
+unsafe impl Send for Symbolizer {}
+
+impl fmt::Debug for Symbolizer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Symbolizer")
+            .field("cached", &self.cache.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Symbolizer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Symbolizer {
+    /// Creates a symbolizer for the current process, with an empty cache.
+    pub fn new() -> Self {
+        let inner = blazesym::symbolize::Symbolizer::builder()
+            .enable_demangling(true)
+            .enable_inlined_fns(true)
+            .enable_code_info(true)
+            .enable_auto_reload(true)
+            .build();
+        Self {
+            inner,
+            cache: HashMap::new(),
+            unknown: [ResolvedFrame::unknown()],
+        }
+    }
+
+    /// The frames at `addr` (a return address minus one for call frames),
+    /// innermost first: inlined calls, then the containing function. Never
+    /// empty; an address that cannot be symbolized gives one `[unknown]`
+    /// frame.
+    pub fn resolve(&mut self, addr: u64) -> &[ResolvedFrame] {
+        if !self.cache.contains_key(&addr) {
+            self.prefetch(&[addr]);
+        }
+        self.cache
+            .get(&addr)
+            .map_or(&self.unknown[..], |frames| &frames[..])
+    }
+
+    /// Resolves the addresses of `addrs` that are not cached yet, in one
+    /// batch (one read of `/proc/self/maps`, two if some names need the ELF
+    /// symbol table). Call it with a whole stack before
+    /// [`resolve`](Self::resolve)-ing its addresses one by one.
+    pub fn prefetch(&mut self, addrs: &[u64]) {
+        let mut misses: Vec<u64> = addrs
+            .iter()
+            .copied()
+            .filter(|a| !self.cache.contains_key(a))
+            .collect();
+        misses.sort_unstable();
+        misses.dedup();
+        if misses.is_empty() {
+            return;
+        }
+        let Ok(results) = self
+            .inner
+            .symbolize(&process_source(true), Input::AbsAddr(&misses[..]))
+        else {
+            // Maps unreadable: answer `[unknown]` now, retry next time.
+            return;
+        };
+        let elf_names = self.elf_names(&misses, &results);
+        let resolved: Vec<(u64, Box<[ResolvedFrame]>)> = misses
+            .iter()
+            .zip(&results)
+            .map(|(&addr, result)| {
+                (
+                    addr,
+                    frames_of(result, elf_names.get(&addr).map(String::as_str)),
+                )
+            })
+            .collect();
+        self.cache.extend(resolved);
+    }
+
+    /// Full ELF symbol names for the addresses whose DWARF function name has
+    /// no path, when the symbol starts where the DWARF function does.
+    fn elf_names(&self, addrs: &[u64], results: &[Symbolized<'_>]) -> HashMap<u64, String> {
+        let pathless: Vec<(u64, &Sym<'_>)> = addrs
+            .iter()
+            .zip(results)
+            .filter_map(|(&addr, result)| result.as_sym().map(|sym| (addr, sym)))
+            .filter(|(_, sym)| !has_path(&sym.name))
+            .collect();
+        if pathless.is_empty() {
+            return HashMap::new();
+        }
+        let lookup: Vec<u64> = pathless.iter().map(|&(addr, _)| addr).collect();
+        let Ok(elf) = self
+            .inner
+            .symbolize(&process_source(false), Input::AbsAddr(&lookup[..]))
+        else {
+            return HashMap::new();
+        };
+        pathless
+            .iter()
+            .zip(&elf)
+            .filter_map(|(&(addr, dwarf), elf)| {
+                let elf = elf.as_sym()?;
+                (elf.addr == dwarf.addr && has_path(&elf.name))
+                    .then(|| (addr, elf.name.to_string()))
+            })
+            .collect()
+    }
+}
+
+/// The current process as a blazesym source, with or without DWARF.
+fn process_source(debug_syms: bool) -> Source<'static> {
+    let mut process = Process::new(Pid::Slf);
+    process.debug_syms = debug_syms;
+    // Symbolic paths from /proc/self/maps name the library (`libc.so.6`);
+    // for our own process they are as reliable as `map_files` entries and
+    // need no privilege.
+    process.map_files = false;
+    process.perf_map = false;
+    Source::Process(process)
+}
+
+/// Expands one blazesym result to frames, innermost first; `elf_name`
+/// replaces a pathless DWARF name of the physical function.
+fn frames_of(result: &Symbolized<'_>, elf_name: Option<&str>) -> Box<[ResolvedFrame]> {
+    let Symbolized::Sym(sym) = result else {
+        return Box::new([ResolvedFrame::unknown()]);
+    };
+    let module = module_name(sym);
+    let module = module.as_deref();
+    // `sym.inlined` runs outermost first; each entry's code info is the
+    // location inside that function, the last one's the address itself.
+    let inlined =
+        sym.inlined.iter().rev().map(|inlined| {
+            ResolvedFrame::new(&inlined.name, module, inlined.code_info.as_ref(), true)
+        });
+    let name = elf_name.unwrap_or(&sym.name);
+    let physical = ResolvedFrame::new(name, module, sym.code_info.as_deref(), false);
+    inlined.chain(std::iter::once(physical)).collect()
+}
+
+/// The file name of the object holding `sym` (`libc.so.6`, `[vdso]`).
+fn module_name(sym: &Sym<'_>) -> Option<String> {
+    let module = Path::new(sym.module.as_deref()?);
+    let name = module.file_name().unwrap_or(module.as_os_str());
+    Some(name.to_string_lossy().into_owned())
+}
