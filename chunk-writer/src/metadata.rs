@@ -223,6 +223,18 @@ impl Metadata {
                     reason: "a primitive field cannot be a constant-pool reference (JMC rejects it)",
                 });
             }
+            let target_has_fields = if f.type_id == t.id {
+                !t.fields.is_empty()
+            } else {
+                self.get(f.type_id).is_some_and(|ft| !ft.fields.is_empty())
+            };
+            if f.array && f.constant_pool && target_has_fields {
+                return Err(SchemaError::BadLayout {
+                    in_type: name(),
+                    reason: "an array of constant-pool references to a struct type cannot be \
+                             read by the JDK (`jfr print` throws ClassCastException)",
+                });
+            }
         }
         if t.is_event() {
             check_event_layout(t)?;
@@ -463,6 +475,16 @@ mod tests {
             .add(event("jdk.CPUTimeSample", vec![start_time()]))
             .unwrap_err();
         assert!(matches!(e, SchemaError::DuplicateName(_)), "{e}");
+        let e = m
+            .add(event(
+                "x.Ev",
+                vec![
+                    start_time(),
+                    FieldDesc::pooled("threads", TypeId::THREAD).into_array(),
+                ],
+            ))
+            .unwrap_err();
+        assert!(matches!(e, SchemaError::BadLayout { .. }), "{e}");
         m.add(event("x.Ev", vec![start_time()])).unwrap();
         let e = m.add(event("x.Other", vec![start_time()])).unwrap_err();
         assert!(matches!(e, SchemaError::DuplicateId { .. }), "{e}");
