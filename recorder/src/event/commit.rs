@@ -91,15 +91,17 @@ impl<E: Event> Timer<E> {
     }
 
     /// Commits `event` with the time elapsed since [`start`](Self::start).
+    /// Returns true if the event was enabled and reached the threshold (it is
+    /// then written, or counted as lost if memory ran out).
     #[inline]
-    pub fn commit(self, event: &E) {
+    pub fn commit(self, event: &E) -> bool {
         if self.word & ENABLED == 0 {
-            return;
+            return false;
         }
         let end = clock::ticks();
         commit_span(E::event_type(), self.word, self.start, end, |w| {
             event.write_fields(w)
-        });
+        })
     }
 }
 
@@ -146,12 +148,13 @@ pub(crate) fn commit_span(
     start: i64,
     end: i64,
     write_fields: impl Fn(&mut FieldWriter<'_>),
-) {
+) -> bool {
     let duration = end.saturating_sub(start).max(0);
     if (duration as u64) < settings::threshold_ticks(word) {
-        return;
+        return false;
     }
     emit(ty, word, start, Some(duration), write_fields);
+    true
 }
 
 /// Writes one event: implicit fields (start, duration, thread, stack), then

@@ -268,12 +268,12 @@ impl EventType {
 
     /// Commits a duration event from `start` to `end` (values of
     /// [`clock_ticks`](crate::clock::ticks)), applying the threshold.
-    pub fn commit_span_values(&'static self, start: i64, end: i64, values: &[Value<'_>]) {
+    pub fn commit_span_values(&'static self, start: i64, end: i64, values: &[Value<'_>]) -> bool {
         let word = self.word();
         if word & ENABLED == 0 || !self.values_fit(values) {
-            return;
+            return false;
         }
-        commit_span(self, word, start, end, |w| self.write_values(values, w));
+        commit_span(self, word, start, end, |w| self.write_values(values, w))
     }
 
     fn values_fit(&self, values: &[Value<'_>]) -> bool {

@@ -1,0 +1,116 @@
+//! The cost of committing an event, against the cost of reading the clock.
+//!
+//! * `tsc_read`: one read of the event clock (the floor: every event reads it);
+//! * `instant_3_fields`: committing an enabled 3-field instant event;
+//! * `disabled`: the same event with its type disabled (one load);
+//! * `threads/1` vs `threads/2`: throughput of 1 and 2 threads each committing
+//!   `N` events (ratio = scaling).
+
+#![allow(missing_docs)] // criterion_group! generates undocumented items
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use flightrec::{Event, Recording, RecordingConfig, Settings};
+
+#[derive(Event)]
+#[event(name = "bench.Emit", label = "Emit")]
+struct Emit {
+    a: u64,
+    b: i32,
+    c: f64,
+}
+
+#[derive(Event)]
+#[event(name = "bench.Off", label = "Off", enabled = false)]
+struct Off {
+    a: u64,
+    b: i32,
+    c: f64,
+}
+
+fn emit(c: &mut Criterion) {
+    let dir = std::env::temp_dir().join(format!("flightrec-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut settings = Settings::new();
+    settings.enable("bench.Off", false);
+    let config = RecordingConfig::new(dir.join("emit.jfr"))
+        .max_memory(512 << 20)
+        .settings(settings);
+    let rec = Recording::start(config).expect("start recording");
+
+    let mut g = c.benchmark_group("emit");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("tsc_read", |b| {
+        b.iter(|| black_box(flightrec::clock::ticks()))
+    });
+    let mut i = 0u64;
+    g.bench_function("instant_3_fields", |b| {
+        b.iter(|| {
+            i += 1;
+            Emit {
+                a: black_box(i),
+                b: 7,
+                c: 0.5,
+            }
+            .commit();
+        })
+    });
+    g.bench_function("disabled", |b| {
+        b.iter(|| {
+            i += 1;
+            Off {
+                a: black_box(i),
+                b: 7,
+                c: 0.5,
+            }
+            .commit();
+        })
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("emit_threads");
+    const N: u64 = 100_000;
+    for threads in [1u64, 2] {
+        g.throughput(Throughput::Elements(N * threads));
+        g.bench_function(format!("threads/{threads}"), |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let start = Instant::now();
+                    std::thread::scope(|s| {
+                        for _ in 0..threads {
+                            s.spawn(|| {
+                                for i in 0..N {
+                                    Emit {
+                                        a: black_box(i),
+                                        b: 1,
+                                        c: 2.0,
+                                    }
+                                    .commit();
+                                }
+                            });
+                        }
+                    });
+                    total += start.elapsed();
+                }
+                total
+            })
+        });
+    }
+    g.finish();
+    let summary = rec.stop().expect("stop");
+    eprintln!(
+        "emit bench: {} chunks, {} bytes, losses {:?}",
+        summary.chunks, summary.bytes, summary.losses
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(3));
+    targets = emit
+}
+criterion_main!(benches);

@@ -1,0 +1,111 @@
+//! Events from threads that start before and after the recording, and from
+//! threads that exit while it runs, are all in the file, exactly.
+
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
+
+use chunk_writer::reader::read_recording;
+use recorder::{
+    DefaultSettings, Event, EventKind, EventType, EventTypeInfo, FieldInfo, FieldKind, FieldValue,
+    FieldWriter,
+};
+
+struct Beat {
+    n: u64,
+}
+
+static INFO: EventTypeInfo = EventTypeInfo {
+    name: "test.Beat",
+    label: Some("Beat"),
+    description: None,
+    category: &[],
+    experimental: false,
+    kind: EventKind::Instant,
+    defaults: DefaultSettings {
+        enabled: true,
+        threshold: Duration::ZERO,
+        stack_trace: false,
+    },
+    fields: &[FieldInfo::new("n", FieldKind::U64)],
+};
+static TYPE: EventType = EventType::new(&INFO);
+
+impl Event for Beat {
+    fn event_type() -> &'static EventType {
+        &TYPE
+    }
+    fn write_fields(&self, w: &mut FieldWriter<'_>) {
+        self.n.write(w);
+    }
+}
+
+#[test]
+fn threads_starting_before_after_and_exiting_during_the_recording_all_count() {
+    let dir = std::env::temp_dir().join(format!("flightrec-lifecycle-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("lifecycle.jfr");
+
+    // Started before the recording, emits once it runs, keeps living.
+    let go = Arc::new(Barrier::new(2));
+    let early = {
+        let go = go.clone();
+        std::thread::Builder::new()
+            .name("early".into())
+            .spawn(move || {
+                Beat { n: 0 }.commit(); // before the recording: not recorded
+                go.wait();
+                for n in 0..5000 {
+                    Beat { n }.commit();
+                }
+                go.wait(); // stay alive until the recording stopped
+            })
+            .unwrap()
+    };
+    let rec = recorder::Recording::start(
+        recorder::RecordingConfig::new(&path)
+            .thread_buffer_size(4096)
+            .flush_interval(Duration::from_millis(20)),
+    )
+    .unwrap();
+    go.wait();
+    // Short-lived threads that exit while recording (idle buffers of exited
+    // threads must be flushed by their TLS destructor).
+    for t in 0..20 {
+        std::thread::Builder::new()
+            .name(format!("short-{t}"))
+            .spawn(move || {
+                for n in 0..(100 + t) {
+                    Beat { n }.commit();
+                }
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+    rec.rotate().unwrap();
+    for n in 0..777 {
+        Beat { n }.commit();
+    }
+    let summary = rec.stop().unwrap();
+    go.wait();
+    early.join().unwrap();
+    assert_eq!(summary.losses.total_events(), 0);
+
+    let expected = 5000 + (0..20).map(|t| 100 + t).sum::<u64>() + 777;
+    let bytes = std::fs::read(&path).unwrap();
+    let file = read_recording(&bytes).expect("our reader parses the file");
+    let beats: u64 = file
+        .chunks
+        .iter()
+        .map(|c| {
+            c.events
+                .iter()
+                .filter(|e| &*e.type_name == "test.Beat")
+                .count() as u64
+        })
+        .sum();
+    assert_eq!(beats, expected);
+    let jdk = flightrec_testkit::summary(&path);
+    assert_eq!(jdk.counts.get("test.Beat").copied(), Some(expected));
+    assert_eq!(jdk.chunks, 2);
+}
