@@ -294,10 +294,14 @@ fn chunk_with_records(records: &[(u64, Vec<u8>)]) -> Vec<u8> {
     out
 }
 
+/// Failing cases are saved next to this file, as proptest does by default.
+const REGRESSIONS: FileFailurePersistence =
+    FileFailurePersistence::WithSource("proptest-regressions");
+
 proptest! {
     #![proptest_config(ProptestConfig {
         cases: 256,
-        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("regressions"))),
+        failure_persistence: Some(Box::new(REGRESSIONS)),
         ..ProptestConfig::default()
     })]
 

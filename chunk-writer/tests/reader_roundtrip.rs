@@ -540,10 +540,14 @@ fn thread(t: &ThreadSpec) -> Value {
     )
 }
 
+/// Failing cases are saved next to this file, as proptest does by default.
+const REGRESSIONS: FileFailurePersistence =
+    FileFailurePersistence::WithSource("proptest-regressions");
+
 proptest! {
     #![proptest_config(ProptestConfig {
         cases: 48,
-        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("regressions"))),
+        failure_persistence: Some(Box::new(REGRESSIONS)),
         ..ProptestConfig::default()
     })]
 
