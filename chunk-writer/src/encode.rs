@@ -32,7 +32,7 @@ pub trait Sink {
     /// Appends `bytes`.
     fn put_slice(&mut self, bytes: &[u8]);
 
-    /// Bytes written so far (including any dropped by an overflowing sink).
+    /// Bytes written so far (an overflowed [`SliceSink`] reports its capacity).
     fn position(&self) -> usize;
 
     /// Appends one raw byte. Advances by 1.
@@ -300,8 +300,32 @@ pub const fn varint_len(v: u64) -> usize {
 }
 
 /// Encodes `v` into `out`, returning the number of bytes used.
-#[inline]
-pub fn encode_varint(mut v: u64, out: &mut [u8; MAX_VARINT_LEN]) -> usize {
+///
+/// Branch-free for values below 2^56: the seven-bit groups are spread into
+/// the eight bytes of a `u64` with shifts and masks, the continuation bits
+/// of all but the last used byte are set with one mask, and the eight bytes
+/// are stored at once (bytes past the length are don't-care, and `out` always
+/// has room for them).
+#[inline(always)]
+pub fn encode_varint(v: u64, out: &mut [u8; MAX_VARINT_LEN]) -> usize {
+    if v >> 56 != 0 {
+        return encode_varint_slow(v, out);
+    }
+    let n = varint_len(v);
+    let mut spread = 0u64;
+    let mut i = 0;
+    while i < 8 {
+        spread |= (v << i) & (0x7f << (8 * i));
+        i += 1;
+    }
+    // 0x80 in bytes 0..n-1.
+    let continuation = 0x8080_8080_8080_8080u64 & ((1u64 << (8 * (n - 1))) - 1);
+    out[..8].copy_from_slice(&(spread | continuation).to_le_bytes());
+    n
+}
+
+#[cold]
+fn encode_varint_slow(mut v: u64, out: &mut [u8; MAX_VARINT_LEN]) -> usize {
     for (i, slot) in out.iter_mut().enumerate().take(MAX_VARINT_LEN - 1) {
         if v < 0x80 {
             *slot = v as u8;
@@ -389,16 +413,70 @@ impl<'a> SliceSink<'a> {
     }
 }
 
+/// Writes `v` at `pos` of `buf` when fewer than nine bytes are left; returns
+/// the new position, or `None` if it does not fit. Takes the slice, not the
+/// sink, so the sink's address never escapes the inlined fast paths (which
+/// keeps its fields in registers).
+#[cold]
+#[inline(never)]
+fn put_varint_near_end(buf: &mut [u8], pos: usize, v: u64) -> Option<usize> {
+    let mut tmp = [0u8; MAX_VARINT_LEN];
+    let n = encode_varint(v, &mut tmp);
+    buf.get_mut(pos..pos + n)?.copy_from_slice(&tmp[..n]);
+    Some(pos + n)
+}
+
+impl SliceSink<'_> {
+    /// Marks the sink overflowed; moving `pos` to the end makes every later
+    /// write fail its bounds check, so the fast paths need no flag test.
+    #[inline(always)]
+    fn overflow(&mut self) {
+        self.overflowed = true;
+        self.pos = self.buf.len();
+    }
+}
+
 impl Sink for SliceSink<'_> {
-    #[inline]
+    #[inline(always)]
     fn put_slice(&mut self, bytes: &[u8]) {
         let end = self.pos + bytes.len();
         match self.buf.get_mut(self.pos..end) {
-            Some(dst) if !self.overflowed => {
+            Some(dst) => {
                 dst.copy_from_slice(bytes);
                 self.pos = end;
             }
-            _ => self.overflowed = true,
+            None => self.overflow(),
+        }
+    }
+
+    #[inline(always)]
+    fn put_u8(&mut self, v: u8) {
+        match self.buf.get_mut(self.pos) {
+            Some(slot) => {
+                *slot = v;
+                self.pos += 1;
+            }
+            None => self.overflow(),
+        }
+    }
+
+    #[inline(always)]
+    fn put_varint(&mut self, v: u64) {
+        if v < 0x80 {
+            return self.put_u8(v as u8);
+        }
+        // Encode in place when nine bytes are free (the common case), so no
+        // temporary and no variable-length copy.
+        let at = self.pos;
+        match self.buf.get_mut(at..at + MAX_VARINT_LEN) {
+            Some(dst) => {
+                let dst: &mut [u8; MAX_VARINT_LEN] = dst.try_into().expect("nine bytes");
+                self.pos = at + encode_varint(v, dst);
+            }
+            None => match put_varint_near_end(self.buf, at, v) {
+                Some(end) => self.pos = end,
+                None => self.overflow(),
+            },
         }
     }
 
@@ -431,6 +509,21 @@ mod tests {
         );
         for v in [0, 1, 127, 128, (1 << 56) - 1, 1 << 56, u64::MAX] {
             assert_eq!(enc(v).len(), varint_len(v), "len of {v}");
+        }
+    }
+
+    #[test]
+    fn fast_varints_match_the_byte_loop() {
+        let mut values: Vec<u64> = (0..64)
+            .flat_map(|b| [1u64 << b, (1u64 << b) - 1, (1u64 << b) + 1])
+            .collect();
+        values.extend((0..10_000u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (i % 64)));
+        for v in values {
+            let (mut fast, mut slow) = ([0u8; 9], [0u8; 9]);
+            let n = encode_varint(v, &mut fast);
+            let m = encode_varint_slow(v, &mut slow);
+            assert_eq!((n, &fast[..n]), (m, &slow[..m]), "{v:#x}");
+            assert_eq!(n, varint_len(v));
         }
     }
 

@@ -116,12 +116,22 @@ impl<'a> EventEncoder<'a> {
 }
 
 impl Sink for EventEncoder<'_> {
-    #[inline]
+    #[inline(always)]
     fn put_slice(&mut self, bytes: &[u8]) {
         self.sink.put_slice(bytes);
     }
 
-    #[inline]
+    #[inline(always)]
+    fn put_u8(&mut self, v: u8) {
+        self.sink.put_u8(v);
+    }
+
+    #[inline(always)]
+    fn put_varint(&mut self, v: u64) {
+        self.sink.put_varint(v);
+    }
+
+    #[inline(always)]
     fn position(&self) -> usize {
         self.sink.position()
     }

@@ -8,7 +8,7 @@
 use std::fs::File;
 use std::io::{self, BufWriter};
 
-use chunk_writer::constants::{frame_type, write_simple_string};
+use chunk_writer::constants::{frame_type, thread_state, write_simple_string};
 use chunk_writer::encode::Sink;
 use chunk_writer::record::{begin_record, end_record};
 use chunk_writer::{Checkpoint, ChunkEnd, ChunkStart, ChunkWriter, TypeId};
@@ -50,7 +50,7 @@ impl ChunkAssembler {
             start,
             refs: Referenced::default(),
             scanner: Scanner::default(),
-            known_types: 0,
+            known_types: usize::MAX, // forces the first refresh
             losses_at_start,
             scratch: Vec::new(),
         })
@@ -66,27 +66,28 @@ impl ChunkAssembler {
         self.writer.len()
     }
 
-    /// Copies the complete, unflushed events of `block` into the chunk.
+    /// Writes the complete, unflushed events of `block` into the chunk.
     pub(crate) fn add_block(&mut self, block: &Block) -> io::Result<usize> {
-        self.scratch.clear();
-        let n = block.drain_into(&mut self.scratch);
-        if n == 0 {
-            return Ok(0);
-        }
         self.refresh_layouts();
-        if let Err(bad) = self.scanner.scan(&self.scratch, &mut self.refs) {
-            // Our own encoder wrote these bytes; a walk failure is a bug.
-            // Keep the file readable: drop the rest of this batch, counted.
-            debug_assert!(false, "malformed record at {}", bad.at);
-            self.scratch.truncate(bad.at);
-        }
-        self.writer.write_events(&self.scratch)?;
-        Ok(n)
+        let (scanner, refs, writer) = (&self.scanner, &mut self.refs, &mut self.writer);
+        let written = block.drain_with(|bytes| {
+            let bytes = match scanner.scan(bytes, refs) {
+                Ok(_) => bytes,
+                Err(bad) => {
+                    // Our own encoder wrote these bytes; a walk failure is a
+                    // bug. Keep the file readable: write the records before it.
+                    debug_assert!(false, "malformed record at {}", bad.at);
+                    &bytes[..bad.at]
+                }
+            };
+            writer.write_events(bytes).map(|_| bytes.len())
+        });
+        written.unwrap_or(Ok(0))
     }
 
     fn refresh_layouts(&mut self) {
         let reg = registry();
-        let n = reg.types().len();
+        let n = reg.type_count();
         if n != self.known_types {
             self.scanner.update(reg.layouts());
             self.known_types = n;
@@ -122,11 +123,20 @@ impl ChunkAssembler {
         rt.threads.write_pool(&mut cp, &threads);
         let stacks: Vec<u64> = self.refs.stacks.iter().copied().collect();
         frames.write_pools(&mut cp, &rt.stacks, &stacks);
-        if cp.is_empty() {
-            // A chunk needs a non-empty checkpoint to be followed by others.
+        // The enum-like pools are small and always written: samples refer to
+        // thread states without the scan collecting them, and a chunk needs a
+        // non-empty checkpoint to be followed by others.
+        {
             let mut pool = cp.pool(TypeId::FRAME_TYPE);
-            let (k, name) = frame_type::NATIVE;
-            write_simple_string(pool.entry(k), name);
+            for (k, name) in frame_type::ALL {
+                write_simple_string(pool.entry(k), name);
+            }
+        }
+        {
+            let mut pool = cp.pool(TypeId::THREAD_STATE);
+            for (k, name) in thread_state::ALL {
+                write_simple_string(pool.entry(k), name);
+            }
         }
         self.writer.write_checkpoint(&cp, end.ticks, 0)?;
         let duration_nanos = (end.wall_nanos - self.start.wall_nanos).max(0);

@@ -74,8 +74,10 @@ pub(crate) fn current_thread_key(rt: &'static Runtime) -> Option<u64> {
 #[cold]
 #[inline(never)]
 fn attach(rt: &'static Runtime, local: &LocalHandle) -> *const ThreadSlot {
-    let name = crate::cpool::threads::current_thread_name();
-    let key = rt.threads.register(name, crate::sync::os_thread_id());
+    let key = rt.threads.key_for_tid(
+        crate::sync::os_thread_id(),
+        crate::cpool::threads::current_thread_name,
+    );
     let slot = Arc::new(ThreadSlot::new(key));
     rt.slots.lock().push(slot.clone());
     let p = Arc::into_raw(slot);

@@ -30,7 +30,7 @@ use crate::event::descriptor::{EventKind, EventType};
 use crate::event::field::FieldKind;
 use crate::loss::Losses;
 use crate::settings::{self, Settings};
-use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
+use crate::sync::{Arc, AtomicU64, AtomicUsize, Mutex, Ordering};
 
 /// The registered event types and the active settings.
 #[derive(Debug)]
@@ -38,6 +38,8 @@ pub(crate) struct Registry {
     inner: Mutex<RegistryInner>,
     /// The active recording's settings (readable without the lock).
     pub(crate) settings: ArcSwap<Settings>,
+    /// Number of registered types (read by the recorder without the lock).
+    count: AtomicUsize,
 }
 
 #[derive(Debug)]
@@ -57,6 +59,7 @@ pub(crate) fn registry() -> &'static Registry {
             recording: false,
         }),
         settings: ArcSwap::from_pointee(Settings::new()),
+        count: AtomicUsize::new(0),
     })
 }
 
@@ -73,6 +76,7 @@ impl Registry {
         let id = inner.next_id;
         inner.next_id += 1;
         inner.types.push(ty);
+        self.count.store(inner.types.len(), Ordering::Release);
         ty.type_id.store(id, Ordering::Relaxed);
         let word = self.word_for(ty, inner.recording);
         ty.word.store(word, Ordering::Release);
@@ -102,6 +106,11 @@ impl Registry {
             ty.word
                 .store(self.word_for(ty, recording), Ordering::Release);
         }
+    }
+
+    /// Number of registered types.
+    pub(crate) fn type_count(&self) -> usize {
+        self.count.load(Ordering::Acquire)
     }
 
     /// True while a recording runs.
@@ -141,13 +150,41 @@ impl Registry {
     }
 
     /// The full field layout (implicit fields first) of every registered
-    /// type, for scanning records.
+    /// type and of the built-in events the recorder emits, for scanning
+    /// records.
     pub(crate) fn layouts(&self) -> Vec<(TypeId, Vec<FieldKind>)> {
-        self.types()
-            .iter()
-            .map(|ty| (ty.id(), layout(ty)))
-            .collect()
+        let mut all = builtin_layouts();
+        all.extend(self.types().iter().map(|ty| (ty.id(), layout(ty))));
+        all
     }
+}
+
+/// Layouts of the built-in event types (`jdk.CPUTimeSample`, …), from the
+/// chunk-writer's table. Pooled fields other than threads and stack traces
+/// (thread states) are walked as plain varints: their pools are written in
+/// every chunk.
+fn builtin_layouts() -> Vec<(TypeId, Vec<FieldKind>)> {
+    chunk_writer::builtin::builtin_types()
+        .iter()
+        .filter(|t| t.is_event())
+        .map(|t| {
+            let kinds = t
+                .fields
+                .iter()
+                .map(|f| match f.type_id {
+                    TypeId::THREAD if f.constant_pool => FieldKind::Thread,
+                    TypeId::STACK_TRACE if f.constant_pool => FieldKind::StackTrace,
+                    TypeId::BOOLEAN => FieldKind::Bool,
+                    TypeId::BYTE => FieldKind::I8,
+                    TypeId::FLOAT => FieldKind::F32,
+                    TypeId::DOUBLE => FieldKind::F64,
+                    TypeId::STRING => FieldKind::String,
+                    _ => FieldKind::I64,
+                })
+                .collect();
+            (t.id, kinds)
+        })
+        .collect()
 }
 
 /// The kinds of every field of `ty`'s records, in payload order.

@@ -21,12 +21,42 @@ use crate::event::field::FieldKind;
 pub(crate) struct Referenced {
     pub(crate) threads: BTreeSet<u64>,
     pub(crate) stacks: BTreeSet<u64>,
+    /// The last key inserted into each set: consecutive records of one
+    /// block almost always repeat it, and a compare is cheaper than a set
+    /// insert.
+    last_thread: u64,
+    last_stack: u64,
+}
+
+impl Referenced {
+    #[inline]
+    fn thread(&mut self, k: u64) {
+        if k != 0 && k != self.last_thread {
+            self.last_thread = k;
+            self.threads.insert(k);
+        }
+    }
+
+    #[inline]
+    fn stack(&mut self, k: u64) {
+        if k != 0 && k != self.last_stack {
+            self.last_stack = k;
+            self.stacks.insert(k);
+        }
+    }
 }
 
 /// Record walker over the registered types' layouts.
+///
+/// Layouts are indexed by type id (ids are small and dense: built-ins below
+/// 1000, run-time types from 1000) and cut after their last constant-pool
+/// field: the walk of a record stops there and jumps to the next record by
+/// its size.
 #[derive(Debug, Default)]
 pub(crate) struct Scanner {
-    layouts: HashMap<TypeId, Vec<FieldKind>>,
+    layouts: Vec<Option<Box<[FieldKind]>>>,
+    /// Layouts of ids too large to index (none today).
+    other: HashMap<TypeId, Box<[FieldKind]>>,
 }
 
 /// A record could not be walked (a bug: records come from our own encoder).
@@ -38,7 +68,34 @@ pub(crate) struct Malformed {
 impl Scanner {
     /// Adds or replaces layouts.
     pub(crate) fn update(&mut self, layouts: Vec<(TypeId, Vec<FieldKind>)>) {
-        self.layouts.extend(layouts);
+        for (id, mut kinds) in layouts {
+            let keep = kinds
+                .iter()
+                .rposition(|k| k.is_pooled())
+                .map_or(0, |i| i + 1);
+            kinds.truncate(keep);
+            let kinds = kinds.into_boxed_slice();
+            match usize::try_from(id.0) {
+                Ok(i) if i < 1 << 20 => {
+                    if self.layouts.len() <= i {
+                        self.layouts.resize(i + 1, None);
+                    }
+                    self.layouts[i] = Some(kinds);
+                }
+                _ => {
+                    self.other.insert(id, kinds);
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn layout(&self, id: u64) -> Option<&[FieldKind]> {
+        if id < 1 << 20 {
+            self.layouts.get(id as usize).and_then(|l| l.as_deref())
+        } else {
+            self.other.get(&TypeId(id)).map(|l| &l[..])
+        }
     }
 
     /// Walks the records in `bytes`, adding referenced keys to `refs`.
@@ -52,8 +109,8 @@ impl Scanner {
                 .checked_add(size)
                 .filter(|&e| e <= bytes.len() && size > 0)
                 .ok_or(Malformed { at: pos })?;
-            let ty = TypeId(c.varint().ok_or(Malformed { at: pos })?);
-            if let Some(layout) = self.layouts.get(&ty) {
+            let ty = c.varint().ok_or(Malformed { at: pos })?;
+            if let Some(layout) = self.layout(ty) {
                 let mut rec = Cursor {
                     b: &bytes[..end],
                     pos: c.pos,
@@ -86,7 +143,18 @@ impl Cursor<'_> {
         (end <= self.b.len()).then(|| self.pos = end)
     }
 
+    #[inline]
     fn varint(&mut self) -> Option<u64> {
+        if let Some(&b) = self.b.get(self.pos)
+            && b < 0x80
+        {
+            self.pos += 1;
+            return Some(u64::from(b));
+        }
+        self.varint_long()
+    }
+
+    fn varint_long(&mut self) -> Option<u64> {
         let mut v = 0u64;
         for i in 0..8 {
             let b = self.u8()?;
@@ -104,17 +172,11 @@ impl Cursor<'_> {
             FieldKind::F32 => self.skip(4),
             FieldKind::F64 => self.skip(8),
             FieldKind::Thread => {
-                let k = self.varint()?;
-                if k != 0 {
-                    refs.threads.insert(k);
-                }
+                refs.thread(self.varint()?);
                 Some(())
             }
             FieldKind::StackTrace => {
-                let k = self.varint()?;
-                if k != 0 {
-                    refs.stacks.insert(k);
-                }
+                refs.stack(self.varint()?);
                 Some(())
             }
             FieldKind::String => match self.u8()? {

@@ -112,13 +112,17 @@ impl Block {
         Some(n)
     }
 
-    /// Copies the not-yet-flushed complete events into `out` and marks them
-    /// flushed. Returns the number of bytes copied. Recorder thread only.
-    pub(crate) fn drain_into(&self, out: &mut Vec<u8>) -> usize {
+    /// Hands the not-yet-flushed complete events to `f` and marks them
+    /// flushed if `f` succeeds. Returns `None` when there was nothing new.
+    /// Recorder thread only.
+    pub(crate) fn drain_with<R, E>(
+        &self,
+        f: impl FnOnce(&[u8]) -> Result<R, E>,
+    ) -> Option<Result<R, E>> {
         let end = self.committed.load(Ordering::Acquire);
         let start = self.flushed.load(Ordering::Relaxed);
         if end <= start {
-            return 0;
+            return None;
         }
         let cells = &self.data[start..end];
         // SAFETY: `[start, end)` lies below `committed` (loaded with Acquire,
@@ -130,9 +134,11 @@ impl Block {
                 end - start,
             )
         };
-        out.extend_from_slice(bytes);
-        self.flushed.store(end, Ordering::Relaxed);
-        end - start
+        let r = f(bytes);
+        if r.is_ok() {
+            self.flushed.store(end, Ordering::Relaxed);
+        }
+        Some(r)
     }
 
     /// Empties a drained block for reuse. Recorder thread only, on a Sealed

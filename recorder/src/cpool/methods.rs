@@ -16,7 +16,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use chunk_writer::constants::{
     ClassValue, FrameValue, MethodValue, frame_type, write_class, write_method, write_package,
-    write_simple_string, write_stack_trace, write_symbol,
+    write_stack_trace, write_symbol,
 };
 use chunk_writer::types::ACC_NATIVE;
 use chunk_writer::{Checkpoint, TypeId};
@@ -249,10 +249,6 @@ impl FrameTables {
             {
                 write_symbol(pool.entry(*k), text);
             }
-        }
-        let mut pool = cp.pool(TypeId::FRAME_TYPE);
-        for (k, name) in frame_type::ALL {
-            write_simple_string(pool.entry(k), name);
         }
     }
 }

@@ -31,35 +31,55 @@ pub(crate) struct ThreadInfo {
 #[derive(Debug)]
 pub(crate) struct ThreadRegistry {
     next_key: AtomicU64,
-    threads: Mutex<HashMap<u64, ThreadInfo>>,
+    threads: Mutex<Threads>,
+}
+
+#[derive(Debug, Default)]
+struct Threads {
+    by_key: HashMap<u64, ThreadInfo>,
+    /// Live (not exited) threads by kernel id, so a thread found by the CPU
+    /// sampler and the same thread emitting an event share one key.
+    live_by_tid: HashMap<i64, u64>,
 }
 
 impl ThreadRegistry {
     pub(crate) fn new() -> Self {
         Self {
             next_key: AtomicU64::new(1),
-            threads: Mutex::new(HashMap::new()),
+            threads: Mutex::new(Threads::default()),
         }
     }
 
-    /// Registers a thread and returns its key (never 0).
-    pub(crate) fn register(&self, name: String, os_tid: i64) -> u64 {
+    /// The key of the live thread `os_tid`, registering it (as `name()`) if
+    /// it has none. Keys are never 0.
+    pub(crate) fn key_for_tid(&self, os_tid: i64, name: impl FnOnce() -> String) -> u64 {
+        let mut t = self.threads.lock();
+        if let Some(&key) = t.live_by_tid.get(&os_tid) {
+            return key;
+        }
         let key = self.next_key.fetch_add(1, Ordering::Relaxed);
-        self.threads.lock().insert(
+        t.by_key.insert(
             key,
             ThreadInfo {
-                name,
+                name: name(),
                 os_tid,
                 exited_in: None,
             },
         );
+        t.live_by_tid.insert(os_tid, key);
         key
     }
 
-    /// Marks `key` as exited in `epoch`.
+    /// Marks `key` as exited in `epoch`: its kernel id may be reused by a new
+    /// thread, which gets a new key.
     pub(crate) fn exited(&self, key: u64, epoch: u64) {
-        if let Some(t) = self.threads.lock().get_mut(&key) {
-            t.exited_in = Some(epoch);
+        let mut t = self.threads.lock();
+        if let Some(info) = t.by_key.get_mut(&key) {
+            info.exited_in = Some(epoch);
+            let tid = info.os_tid;
+            if t.live_by_tid.get(&tid) == Some(&key) {
+                t.live_by_tid.remove(&tid);
+            }
         }
     }
 
@@ -68,6 +88,7 @@ impl ThreadRegistry {
     pub(crate) fn prune_exited_before(&self, epoch: u64) {
         self.threads
             .lock()
+            .by_key
             .retain(|_, t| t.exited_in.is_none_or(|e| e >= epoch));
     }
 
@@ -76,7 +97,9 @@ impl ThreadRegistry {
         let threads = self.threads.lock();
         let mut pool = cp.pool(TypeId::THREAD);
         for &key in keys {
-            let Some(t) = threads.get(&key) else { continue };
+            let Some(t) = threads.by_key.get(&key) else {
+                continue;
+            };
             let value = ThreadValue {
                 os_name: &t.name,
                 os_thread_id: t.os_tid,

@@ -195,6 +195,24 @@ pub(crate) fn emit(
     }
 }
 
+/// Writes one pre-encoded record (a built-in event such as a CPU sample,
+/// whose thread and stack keys the caller chose) into the calling thread's
+/// buffer. `encode` must write a whole record into the slice it is given,
+/// e.g. with [`EventEncoder`], and return its length, or `None` if it does
+/// not fit. Returns false if the event was dropped (and counted).
+#[allow(dead_code)] // the CPU sampler (next) writes its samples through this
+pub(crate) fn emit_record(encode: impl Fn(&mut [u8]) -> Option<usize>) -> bool {
+    let Some(rt) = runtime::get() else { return false };
+    match local::with_slot(rt, |slot| slot.emit(&rt.epoch, &rt.pool, &rt.losses, encode)) {
+        Some(crate::buffer::slot::Emitted::Written(_)) => true,
+        Some(crate::buffer::slot::Emitted::Dropped) => false,
+        None => {
+            rt.losses.record(LossCause::ThreadExiting, 0);
+            false
+        }
+    }
+}
+
 /// Captures the caller's stack and interns it; returns its key.
 #[cold]
 #[inline(never)]
