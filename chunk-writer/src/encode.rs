@@ -311,18 +311,48 @@ pub fn encode_varint(v: u64, out: &mut [u8; MAX_VARINT_LEN]) -> usize {
     if v >> 56 != 0 {
         return encode_varint_slow(v, out);
     }
-    let n = varint_len(v);
+    // Length and continuation mask by leading zeros: two table loads instead
+    // of a division by 7 on the critical path.
+    let lz = (v | 1).leading_zeros() as usize;
+    let n = usize::from(LEN_BY_LEADING_ZEROS[lz]);
     let mut spread = 0u64;
     let mut i = 0;
     while i < 8 {
         spread |= (v << i) & (0x7f << (8 * i));
         i += 1;
     }
-    // 0x80 in bytes 0..n-1.
-    let continuation = 0x8080_8080_8080_8080u64 & ((1u64 << (8 * (n - 1))) - 1);
-    out[..8].copy_from_slice(&(spread | continuation).to_le_bytes());
+    out[..8].copy_from_slice(&(spread | CONTINUATION_BY_LEADING_ZEROS[lz]).to_le_bytes());
     n
 }
+
+/// `varint_len` of a value with `i` leading zeros (values below 2^56).
+static LEN_BY_LEADING_ZEROS: [u8; 65] = {
+    let mut t = [0u8; 65];
+    let mut lz = 0;
+    while lz < 65 {
+        let bits: usize = if lz >= 64 { 1 } else { 64 - lz };
+        t[lz] = bits.div_ceil(7) as u8;
+        lz += 1;
+    }
+    t
+};
+
+/// 0x80 in bytes `0..n-1`, where `n` is the length for `i` leading zeros.
+static CONTINUATION_BY_LEADING_ZEROS: [u64; 65] = {
+    let mut t = [0u64; 65];
+    let mut lz = 0;
+    while lz < 65 {
+        let bits: usize = if lz >= 64 { 1 } else { 64 - lz };
+        let n = bits.div_ceil(7);
+        t[lz] = if n >= 9 {
+            0
+        } else {
+            0x8080_8080_8080_8080u64 & ((1u64 << (8 * (n - 1))) - 1)
+        };
+        lz += 1;
+    }
+    t
+};
 
 #[cold]
 fn encode_varint_slow(mut v: u64, out: &mut [u8; MAX_VARINT_LEN]) -> usize {

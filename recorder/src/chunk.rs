@@ -1,10 +1,22 @@
-//! Assembling one chunk on the recorder thread: drained event bytes in, then
-//! the end-of-chunk events, metadata and constant pools, then the header.
+//! Assembling one chunk on the recorder thread: drained event bytes in; at
+//! each flush, the metadata (if types were added) and a checkpoint with the
+//! constants first referenced since the previous one, then the header
+//! update; at the end, the end-of-chunk events and the final constants.
 //!
-//! Invariant: a finished chunk holds the metadata of every type registered
-//! when it finished (a superset of the types of its events) and every
-//! constant its events reference (collected by [`crate::scan`]).
+//! # Live readability
+//!
+//! After every [`ChunkAssembler::flush`] the header on disk describes a
+//! complete prefix of the chunk (metadata describing every event before it,
+//! a checkpoint chain holding every constant they reference), so a streaming
+//! reader can follow the chunk as it grows and a process killed after a flush
+//! leaves a chunk that [`crate::repository::recover_chunk`] makes readable.
+//!
+//! Invariant: every constant referenced by an event before the header's size
+//! is defined in a checkpoint before it, and no key is defined twice with
+//! different values (a key, once written in this chunk, is not written again;
+//! method and symbol constants may repeat, always with the same value).
 
+use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::{self, BufWriter};
 
@@ -27,6 +39,11 @@ pub(crate) struct ChunkAssembler {
     writer: ChunkWriter<BufWriter<File>>,
     start: clock::Instant,
     refs: Referenced,
+    written_threads: BTreeSet<u64>,
+    written_stacks: BTreeSet<u64>,
+    statics_written: bool,
+    /// Registered-type count described by the last metadata written, if any.
+    metadata_types: Option<usize>,
     scanner: Scanner,
     known_types: usize,
     losses_at_start: LossCounts,
@@ -49,6 +66,10 @@ impl ChunkAssembler {
             writer,
             start,
             refs: Referenced::default(),
+            written_threads: BTreeSet::new(),
+            written_stacks: BTreeSet::new(),
+            statics_written: false,
+            metadata_types: None,
             scanner: Scanner::default(),
             known_types: usize::MAX, // forces the first refresh
             losses_at_start,
@@ -56,9 +77,9 @@ impl ChunkAssembler {
         })
     }
 
-    /// Absolute file offset where this chunk starts.
-    pub(crate) fn start_offset(&self) -> u64 {
-        self.writer.base()
+    /// Wall clock at the chunk's start.
+    pub(crate) fn start_nanos(&self) -> i64 {
+        self.start.wall_nanos
     }
 
     /// Bytes in the chunk so far.
@@ -94,8 +115,77 @@ impl ChunkAssembler {
         }
     }
 
-    /// Writes the end-of-chunk events, the metadata and the constants, and
-    /// finishes the chunk. Returns the file, positioned after the chunk.
+    /// Makes everything written so far readable: metadata if types were
+    /// added, a checkpoint with the new constants, the header.
+    pub(crate) fn flush(&mut self, rt: &Runtime, frames: &mut FrameTables) -> io::Result<()> {
+        let now = clock::now();
+        self.write_metadata_if_changed(now.ticks)?;
+        self.write_new_constants(rt, frames, now.ticks)?;
+        self.writer
+            .flush_header((now.wall_nanos - self.start.wall_nanos).max(0))
+    }
+
+    fn write_metadata_if_changed(&mut self, ticks: i64) -> io::Result<()> {
+        let n = registry().type_count();
+        if self.metadata_types == Some(n) {
+            return Ok(());
+        }
+        let (metadata, metadata_id) = registry().metadata();
+        self.writer.write_metadata(&metadata, metadata_id, ticks)?;
+        self.metadata_types = Some(n);
+        Ok(())
+    }
+
+    /// A checkpoint with the constants referenced since the last one (and the
+    /// enum-like pools, once per chunk). Always writes at least once per
+    /// chunk: a chunk needs a checkpoint to be followed by others.
+    fn write_new_constants(
+        &mut self,
+        rt: &Runtime,
+        frames: &mut FrameTables,
+        ticks: i64,
+    ) -> io::Result<()> {
+        let threads: Vec<u64> = self
+            .refs
+            .threads
+            .difference(&self.written_threads)
+            .copied()
+            .collect();
+        let stacks: Vec<u64> = self
+            .refs
+            .stacks
+            .difference(&self.written_stacks)
+            .copied()
+            .collect();
+        if threads.is_empty() && stacks.is_empty() && self.statics_written {
+            return Ok(());
+        }
+        let mut cp = Checkpoint::new(chunk_writer::checkpoint::FLAG_FLUSH);
+        rt.threads.write_pool(&mut cp, &threads);
+        frames.write_pools(&mut cp, &rt.stacks, &stacks);
+        if !self.statics_written {
+            // Small and always written: samples refer to thread states
+            // without the scan collecting them.
+            {
+                let mut pool = cp.pool(TypeId::FRAME_TYPE);
+                for (k, name) in frame_type::ALL {
+                    write_simple_string(pool.entry(k), name);
+                }
+            }
+            let mut pool = cp.pool(TypeId::THREAD_STATE);
+            for (k, name) in thread_state::ALL {
+                write_simple_string(pool.entry(k), name);
+            }
+        }
+        self.writer.write_checkpoint(&cp, ticks, 0)?;
+        self.statics_written = true;
+        self.written_threads.extend(threads);
+        self.written_stacks.extend(stacks);
+        Ok(())
+    }
+
+    /// Writes the end-of-chunk events, the metadata and the remaining
+    /// constants, and finishes the chunk. Returns the file.
     pub(crate) fn finish(
         mut self,
         rt: &Runtime,
@@ -113,32 +203,8 @@ impl ChunkAssembler {
         );
         write_active_settings(&mut self.scratch, end.ticks);
         self.writer.write_events(&self.scratch)?;
-
-        let (metadata, metadata_id) = registry().metadata();
-        self.writer
-            .write_metadata(&metadata, metadata_id, end.ticks)?;
-
-        let mut cp = Checkpoint::new(chunk_writer::checkpoint::FLAG_FLUSH);
-        let threads: Vec<u64> = self.refs.threads.iter().copied().collect();
-        rt.threads.write_pool(&mut cp, &threads);
-        let stacks: Vec<u64> = self.refs.stacks.iter().copied().collect();
-        frames.write_pools(&mut cp, &rt.stacks, &stacks);
-        // The enum-like pools are small and always written: samples refer to
-        // thread states without the scan collecting them, and a chunk needs a
-        // non-empty checkpoint to be followed by others.
-        {
-            let mut pool = cp.pool(TypeId::FRAME_TYPE);
-            for (k, name) in frame_type::ALL {
-                write_simple_string(pool.entry(k), name);
-            }
-        }
-        {
-            let mut pool = cp.pool(TypeId::THREAD_STATE);
-            for (k, name) in thread_state::ALL {
-                write_simple_string(pool.entry(k), name);
-            }
-        }
-        self.writer.write_checkpoint(&cp, end.ticks, 0)?;
+        self.write_metadata_if_changed(end.ticks)?;
+        self.write_new_constants(rt, frames, end.ticks)?;
         let duration_nanos = (end.wall_nanos - self.start.wall_nanos).max(0);
         self.writer.finish(ChunkEnd {
             duration_nanos,

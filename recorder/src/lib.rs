@@ -15,12 +15,15 @@
 pub(crate) mod buffer;
 mod chunk;
 pub mod clock;
+pub mod config;
 pub(crate) mod cpool;
 pub mod event;
 mod local;
 mod loss;
 mod membarrier;
+mod recorder_thread;
 pub mod recording;
+pub mod repository;
 mod runtime;
 mod scan;
 pub mod settings;
@@ -28,12 +31,14 @@ pub mod settings;
 pub mod stack;
 pub(crate) mod sync;
 
+pub use config::{RecordingConfig, StartError};
 pub use event::commit::{DurationGuard, Event, StackTrace, ThreadRef, Timer};
 pub use event::descriptor::{DefaultSettings, EventKind, EventType, EventTypeInfo, FieldInfo};
 pub use event::dynamic::{EventTypeBuilder, Value};
 pub use event::field::{ContentType, FieldKind, FieldValue, FieldWriter};
 pub use loss::{LossCause, LossCounts};
-pub use recording::{Recording, RecordingConfig, RecordingError, RecordingSummary, StartError};
+pub use recording::{Recording, RecordingError, RecordingSummary};
+pub use repository::{assemble, recover_chunk};
 pub use settings::{SettingError, Settings, TypeSettings};
 
 /// Paths used by `#[derive(Event)]`'s generated code.

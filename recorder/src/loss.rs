@@ -105,6 +105,13 @@ impl Losses {
         self.bytes[cause.index()].fetch_add(bytes, Ordering::Relaxed);
     }
 
+    /// Counts `events` dropped events totalling `bytes` bytes.
+    #[cold]
+    pub(crate) fn record_many(&self, cause: LossCause, events: u64, bytes: u64) {
+        self.events[cause.index()].fetch_add(events, Ordering::Relaxed);
+        self.bytes[cause.index()].fetch_add(bytes, Ordering::Relaxed);
+    }
+
     /// The current totals.
     pub(crate) fn snapshot(&self) -> LossCounts {
         let mut c = LossCounts::default();

@@ -1,0 +1,235 @@
+//! How a recording is set up: a builder that [`crate::Recording::start`]
+//! validates, with the documented ranges and defaults.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::settings::Settings;
+
+/// Smallest thread buffer.
+pub const MIN_THREAD_BUFFER: usize = 1024;
+/// Largest thread buffer.
+pub const MAX_THREAD_BUFFER: usize = 16 << 20;
+/// Smallest chunk size that triggers a rotation.
+pub const MIN_CHUNK_SIZE: u64 = 64 << 10;
+
+/// How a recording is set up. Validated by [`crate::Recording::start`].
+#[derive(Debug, Clone)]
+pub struct RecordingConfig {
+    pub(crate) destination: Option<PathBuf>,
+    pub(crate) repository: Option<PathBuf>,
+    pub(crate) thread_buffer_size: usize,
+    pub(crate) max_memory: usize,
+    pub(crate) flush_interval: Duration,
+    pub(crate) max_stack_depth: usize,
+    pub(crate) max_chunk_size: u64,
+    pub(crate) max_chunk_age: Option<Duration>,
+    pub(crate) max_age: Option<Duration>,
+    pub(crate) max_size: Option<u64>,
+    pub(crate) settings: Settings,
+}
+
+impl RecordingConfig {
+    /// Records into a repository and writes the whole recording to `path`
+    /// when it stops. Defaults: 64 KiB thread buffers, at most 64 MiB of
+    /// buffers, a flush every second, stacks up to 64 frames, chunks of
+    /// 12 MiB, no retention limit, the per-process repository under the
+    /// system temp directory.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            destination: Some(path.into()),
+            ..Self::repository_only()
+        }
+    }
+
+    /// Records into the repository only (no file is written at stop; use
+    /// [`crate::Recording::dump`]).
+    pub fn repository_only() -> Self {
+        Self {
+            destination: None,
+            repository: None,
+            thread_buffer_size: 64 << 10,
+            max_memory: 64 << 20,
+            flush_interval: Duration::from_secs(1),
+            max_stack_depth: 64,
+            max_chunk_size: 12 << 20,
+            max_chunk_age: None,
+            max_age: None,
+            max_size: None,
+            settings: Settings::new(),
+        }
+    }
+
+    /// The file written when the recording stops (`None`: none).
+    pub fn destination(mut self, path: Option<PathBuf>) -> Self {
+        self.destination = path;
+        self
+    }
+
+    /// The repository directory (created `0700` if missing; must not be a
+    /// symbolic link). Default: per process under the system temp directory,
+    /// removed at stop.
+    pub fn repository(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.repository = Some(dir.into());
+        self
+    }
+
+    /// Bytes per thread buffer (1 KiB ..= 16 MiB); the largest event that can
+    /// be recorded is one buffer.
+    pub fn thread_buffer_size(mut self, bytes: usize) -> Self {
+        self.thread_buffer_size = bytes;
+        self
+    }
+
+    /// The most memory all event buffers together may use (at least two
+    /// thread buffers). When it is used up, events are dropped and counted.
+    pub fn max_memory(mut self, bytes: usize) -> Self {
+        self.max_memory = bytes;
+        self
+    }
+
+    /// How often the chunk on disk is brought up to date (10 ms ..= 1 h).
+    pub fn flush_interval(mut self, d: Duration) -> Self {
+        self.flush_interval = d;
+        self
+    }
+
+    /// Deepest stack captured (1 ..= 128).
+    pub fn max_stack_depth(mut self, frames: usize) -> Self {
+        self.max_stack_depth = frames;
+        self
+    }
+
+    /// Rotate when the chunk reaches this size (at least 64 KiB).
+    pub fn max_chunk_size(mut self, bytes: u64) -> Self {
+        self.max_chunk_size = bytes;
+        self
+    }
+
+    /// Rotate when the chunk is this old (at least 10 ms).
+    pub fn max_chunk_age(mut self, age: Option<Duration>) -> Self {
+        self.max_chunk_age = age;
+        self
+    }
+
+    /// Drop repository chunks older than this.
+    pub fn max_age(mut self, age: Option<Duration>) -> Self {
+        self.max_age = age;
+        self
+    }
+
+    /// Drop the oldest repository chunks while the finished ones exceed this.
+    pub fn max_size(mut self, bytes: Option<u64>) -> Self {
+        self.max_size = bytes;
+        self
+    }
+
+    /// Per-event-type settings.
+    pub fn settings(mut self, settings: Settings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), StartError> {
+        let bad = |what: &'static str, value: String, reason: &'static str| {
+            Err(StartError::InvalidConfig {
+                what,
+                value,
+                reason,
+            })
+        };
+        if !(MIN_THREAD_BUFFER..=MAX_THREAD_BUFFER).contains(&self.thread_buffer_size) {
+            return bad(
+                "thread_buffer_size",
+                self.thread_buffer_size.to_string(),
+                "must be 1 KiB ..= 16 MiB",
+            );
+        }
+        if self.max_memory < 2 * self.thread_buffer_size {
+            return bad(
+                "max_memory",
+                self.max_memory.to_string(),
+                "must hold at least two thread buffers",
+            );
+        }
+        if !(Duration::from_millis(10)..=Duration::from_secs(3600)).contains(&self.flush_interval) {
+            return bad(
+                "flush_interval",
+                format!("{:?}", self.flush_interval),
+                "must be 10 ms ..= 1 h",
+            );
+        }
+        if !(1..=128).contains(&self.max_stack_depth) {
+            return bad(
+                "max_stack_depth",
+                self.max_stack_depth.to_string(),
+                "must be 1 ..= 128",
+            );
+        }
+        if self.max_chunk_size < MIN_CHUNK_SIZE {
+            return bad(
+                "max_chunk_size",
+                self.max_chunk_size.to_string(),
+                "must be at least 64 KiB",
+            );
+        }
+        if self
+            .max_chunk_age
+            .is_some_and(|a| a < Duration::from_millis(1))
+        {
+            return bad(
+                "max_chunk_age",
+                format!("{:?}", self.max_chunk_age),
+                "must be at least 1 ms",
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Why a recording could not start.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum StartError {
+    /// Another recording is running (one at a time per process).
+    AlreadyRecording,
+    /// A configuration value is out of range.
+    InvalidConfig {
+        /// The option.
+        what: &'static str,
+        /// The value given.
+        value: String,
+        /// The accepted range.
+        reason: &'static str,
+    },
+    /// The repository or the first chunk could not be created.
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::AlreadyRecording => f.write_str("a recording is already running in this process"),
+            Self::InvalidConfig {
+                what,
+                value,
+                reason,
+            } => write!(f, "invalid {what} `{value}`: {reason}"),
+            Self::Io { path, source } => write!(f, "cannot create {}: {source}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for StartError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}

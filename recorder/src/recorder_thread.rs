@@ -1,0 +1,408 @@
+//! The recorder thread: drains buffers into the current chunk, keeps the
+//! chunk readable on disk, rotates chunks, applies retention, writes dumps.
+//!
+//! # Loop
+//!
+//! Wakes when the sealed-block queue grows (or every 10 ms), answers
+//! commands, drains sealed blocks of the current epoch, and every flush
+//! interval also drains the committed part of every live thread's block and
+//! flushes the chunk (metadata, new constants, header), so idle threads'
+//! events reach the disk and a live reader can follow. Rotates when the chunk
+//! reaches its size or age limit.
+//!
+//! # Rotation (the safepoint)
+//!
+//! 1. flip the epoch: emitters that open a write section from now on tag
+//!    their blocks with the new epoch;
+//! 2. `membarrier(PRIVATE_EXPEDITED)`: every running thread executes a full
+//!    barrier, so each writer's open section is visible or it will load the
+//!    new epoch (see [`crate::buffer::slot`]);
+//! 3. wait until no slot is inside a write section (bounded: sections never
+//!    block);
+//! 4. drain every live block of the old epoch, then every sealed one;
+//! 5. finish the old chunk (end events, metadata, constants, header, state 0
+//!    last), record it in the repository, apply retention, open the next
+//!    chunk file. Emitting threads never wait for any of this.
+//!
+//! Invariant: every event committed in epoch *e* is written to the chunk of
+//! epoch *e*, exactly once: blocks hold one epoch each, `flushed` positions
+//! make every drain resume where the last stopped, and after step 3 no block
+//! of epoch *e* can grow.
+
+use std::fs::OpenOptions;
+use std::io::{self, BufWriter, Seek, Write};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::buffer::pool::BlockPtr;
+use crate::chunk::ChunkAssembler;
+use crate::clock;
+use crate::config::RecordingConfig;
+use crate::cpool::methods::FrameTables;
+use crate::loss::{LossCause, LossCounts};
+use crate::membarrier;
+use crate::recording::{RecordingError, RecordingSummary};
+use crate::repository::{ChunkFile, Repository};
+use crate::runtime::{Runtime, registry};
+use crate::scan::{Referenced, Scanner};
+use crate::settings::Settings;
+use crate::sync::{Ordering, spin_hint};
+
+/// Requests from the [`crate::Recording`] handle.
+#[derive(Debug)]
+pub(crate) enum Command {
+    Rotate(mpsc::Sender<Result<(), RecordingError>>),
+    Dump {
+        path: PathBuf,
+        from: Option<i64>,
+        to: Option<i64>,
+        reply: mpsc::Sender<Result<(), RecordingError>>,
+    },
+    Stop(mpsc::Sender<Result<RecordingSummary, RecordingError>>),
+}
+
+/// Why the recording stopped writing.
+#[derive(Debug)]
+struct Failure {
+    context: String,
+    kind: io::ErrorKind,
+    message: String,
+}
+
+impl Failure {
+    fn to_error(&self) -> RecordingError {
+        RecordingError::Failed {
+            context: self.context.clone(),
+            source: io::Error::new(self.kind, self.message.clone()),
+        }
+    }
+}
+
+/// The recorder thread's state.
+#[derive(Debug)]
+pub(crate) struct Recorder {
+    rt: &'static Runtime,
+    config: RecordingConfig,
+    repo: Repository,
+    chunk: Option<(ChunkAssembler, PathBuf)>,
+    chunk_opened: Instant,
+    failure: Option<Failure>,
+    losses_at_start: LossCounts,
+}
+
+impl Recorder {
+    /// Opens the repository's first chunk.
+    pub(crate) fn new(
+        rt: &'static Runtime,
+        config: RecordingConfig,
+        repo: Repository,
+    ) -> io::Result<Self> {
+        let losses_at_start = rt.losses.snapshot();
+        let mut r = Self {
+            rt,
+            config,
+            repo,
+            chunk: None,
+            chunk_opened: Instant::now(),
+            failure: None,
+            losses_at_start,
+        };
+        r.open_chunk()?;
+        Ok(r)
+    }
+
+    fn open_chunk(&mut self) -> io::Result<()> {
+        let (path, file) = self.repo.create_chunk(clock::wall_nanos())?;
+        let chunk = ChunkAssembler::begin(
+            BufWriter::with_capacity(1 << 20, file),
+            self.rt.losses.snapshot(),
+        )?;
+        self.chunk = Some((chunk, path));
+        self.chunk_opened = Instant::now();
+        Ok(())
+    }
+
+    /// The thread's body.
+    pub(crate) fn run(&mut self, rx: mpsc::Receiver<Command>) {
+        // Created on this thread: the symbolizer's caches stay here.
+        let mut frames = FrameTables::new();
+        let mut last_flush = Instant::now();
+        loop {
+            {
+                let mut q = self.rt.pool.full_queue();
+                if q.is_empty() {
+                    let _ = self
+                        .rt
+                        .pool
+                        .wakeup
+                        .wait_for(&mut q, Duration::from_millis(10));
+                }
+            }
+            while let Ok(cmd) = rx.try_recv() {
+                if self.command(cmd, &mut frames) {
+                    return;
+                }
+            }
+            if self.failure.is_some() {
+                self.discard_all();
+                continue;
+            }
+            let flush_due = last_flush.elapsed() >= self.config.flush_interval;
+            if flush_due {
+                last_flush = Instant::now();
+            }
+            if let Err(e) = self.step(flush_due, &mut frames) {
+                self.fail("writing the current chunk", e);
+            }
+        }
+    }
+
+    fn step(&mut self, flush_due: bool, frames: &mut FrameTables) -> io::Result<()> {
+        let epoch = self.rt.epoch.load(Ordering::Acquire);
+        self.drain_sealed(epoch)?;
+        if flush_due {
+            self.drain_live(epoch)?;
+            if let Some((chunk, _)) = self.chunk.as_mut() {
+                chunk.flush(self.rt, frames)?;
+            }
+        }
+        let len = self.chunk.as_ref().map_or(0, |(c, _)| c.len());
+        let too_old = self
+            .config
+            .max_chunk_age
+            .is_some_and(|a| self.chunk_opened.elapsed() >= a);
+        if len >= self.config.max_chunk_size || too_old {
+            self.rotate(false, frames)?;
+        }
+        Ok(())
+    }
+
+    /// Handles one command; true when the thread should exit.
+    fn command(&mut self, cmd: Command, frames: &mut FrameTables) -> bool {
+        match cmd {
+            Command::Rotate(reply) => {
+                let r = self.checked(|me| me.rotate(false, frames), "rotating");
+                let _ = reply.send(r);
+                false
+            }
+            Command::Dump {
+                path,
+                from,
+                to,
+                reply,
+            } => {
+                let r = self
+                    .checked(|me| me.rotate(false, frames), "rotating for a dump")
+                    .and_then(|()| {
+                        self.write_file(&path, from, to)
+                            .map(drop)
+                            .map_err(|source| RecordingError::Dump { path, source })
+                    });
+                let _ = reply.send(r);
+                false
+            }
+            Command::Stop(reply) => {
+                registry().apply(Settings::clone(&registry().settings.load()), false);
+                let r = self
+                    .checked(|me| me.rotate(true, frames), "finishing the last chunk")
+                    .and_then(|()| self.summary());
+                self.repo
+                    .clean_up_if_default(self.config.destination.is_some() && r.is_ok());
+                let _ = reply.send(r);
+                true
+            }
+        }
+    }
+
+    /// Runs `f` unless the recording already failed; a new failure is
+    /// recorded (stopping the recording) and returned.
+    fn checked(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> io::Result<()>,
+        context: &str,
+    ) -> Result<(), RecordingError> {
+        if let Some(fail) = &self.failure {
+            return Err(fail.to_error());
+        }
+        f(self).map_err(|e| {
+            self.fail(context, e);
+            self.failure.as_ref().expect("just set").to_error()
+        })
+    }
+
+    fn summary(&mut self) -> Result<RecordingSummary, RecordingError> {
+        let losses = self.rt.losses.snapshot().since(&self.losses_at_start);
+        let Some(dest) = self.config.destination.clone() else {
+            return Ok(RecordingSummary {
+                destination: None,
+                chunks: 0,
+                bytes: 0,
+                losses,
+            });
+        };
+        match self.write_file(&dest, None, None) {
+            Ok((chunks, bytes)) => Ok(RecordingSummary {
+                destination: Some(dest),
+                chunks,
+                bytes,
+                losses,
+            }),
+            Err(source) => Err(RecordingError::Dump { path: dest, source }),
+        }
+    }
+
+    /// Concatenates the finished chunks into `path`.
+    fn write_file(
+        &self,
+        path: &Path,
+        from: Option<i64>,
+        to: Option<i64>,
+    ) -> io::Result<(u64, u64)> {
+        let mut out = BufWriter::new(
+            OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(path)?,
+        );
+        let chunks = self.repo.concat_into(&mut out, from, to)?;
+        let mut file = out.into_inner().map_err(|e| e.into_error())?;
+        let bytes = file.stream_position()?;
+        file.sync_all()?;
+        Ok((chunks as u64, bytes))
+    }
+
+    /// Stops the recording after an I/O error: no type stays enabled, the
+    /// events still buffered are counted lost, the chunk is abandoned (its
+    /// last flushed state stays readable through recovery).
+    #[cold]
+    fn fail(&mut self, context: &str, e: io::Error) {
+        let path = self
+            .chunk
+            .as_ref()
+            .map(|(_, p)| p.display().to_string())
+            .unwrap_or_default();
+        self.failure = Some(Failure {
+            context: format!("{context} ({path})"),
+            kind: e.kind(),
+            message: e.to_string(),
+        });
+        registry().apply(Settings::clone(&registry().settings.load()), false);
+        self.chunk = None;
+        self.discard_all();
+    }
+
+    /// Drops (and counts) every buffered event after a failure.
+    fn discard_all(&mut self) {
+        let mut scanner = Scanner::default();
+        scanner.update(registry().layouts());
+        let count = |b: &crate::buffer::block::Block| {
+            let _ = b.drain_with(|bytes| {
+                let n = scanner.scan(bytes, &mut Referenced::default()).unwrap_or(0);
+                self.rt
+                    .losses
+                    .record_many(LossCause::WriteError, n as u64, bytes.len() as u64);
+                Ok::<(), ()>(())
+            });
+        };
+        for slot in self.rt.slots.lock().iter() {
+            if let Some(b) = slot.current_block() {
+                count(b.get());
+            }
+        }
+        for b in self.rt.pool.take_sealed() {
+            count(b.get());
+            self.rt.pool.release(b);
+        }
+    }
+
+    fn chunk_mut(&mut self) -> io::Result<&mut ChunkAssembler> {
+        self.chunk
+            .as_mut()
+            .map(|(c, _)| c)
+            .ok_or_else(|| io::Error::other("no chunk open"))
+    }
+
+    /// Drains sealed blocks of epoch `<= epoch` into the chunk; later ones go
+    /// back to the queue.
+    fn drain_sealed(&mut self, epoch: u64) -> io::Result<()> {
+        let sealed = self.rt.pool.take_sealed();
+        let mut later = Vec::new();
+        let mut result = Ok(());
+        for b in sealed {
+            if b.get().epoch() > epoch || result.is_err() {
+                later.push(b);
+                continue;
+            }
+            match self.chunk_mut().and_then(|c| c.add_block(b.get())) {
+                Ok(_) => self.rt.pool.release(b),
+                Err(e) => {
+                    later.push(b);
+                    result = Err(e);
+                }
+            }
+        }
+        self.rt.pool.requeue(later);
+        result
+    }
+
+    /// Drains the committed part of every live block of epoch `epoch`, and
+    /// forgets slots of exited threads.
+    fn drain_live(&mut self, epoch: u64) -> io::Result<()> {
+        let slots: Vec<_> = {
+            let mut slots = self.rt.slots.lock();
+            slots.retain(|s| !(s.has_exited() && s.current_block().is_none()));
+            slots.clone()
+        };
+        for slot in slots {
+            let Some(b): Option<BlockPtr> = slot.current_block() else {
+                continue;
+            };
+            if b.get().epoch() == epoch {
+                self.chunk_mut()?.add_block(b.get())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Finishes the current chunk after the safepoint and, unless `last`,
+    /// starts the next one.
+    fn rotate(&mut self, last: bool, frames: &mut FrameTables) -> io::Result<()> {
+        let old = self.rt.epoch.load(Ordering::Relaxed);
+        self.rt.epoch.store(old + 1, Ordering::SeqCst);
+        membarrier::barrier();
+        let slots: Vec<_> = self.rt.slots.lock().clone();
+        for slot in &slots {
+            while slot.in_section() {
+                spin_hint();
+                std::thread::yield_now();
+            }
+        }
+        self.drain_live(old)?;
+        self.drain_sealed(old)?;
+        let (chunk, path) = self
+            .chunk
+            .take()
+            .ok_or_else(|| io::Error::other("no chunk open"))?;
+        let start_nanos = chunk.start_nanos();
+        let mut file = chunk.finish(self.rt, frames, last)?;
+        file.flush()?;
+        let size = file.stream_position()?;
+        drop(file);
+        let end_nanos = clock::wall_nanos();
+        self.repo.add_finished(ChunkFile {
+            path,
+            start_nanos,
+            end_nanos,
+            size,
+        });
+        self.repo
+            .apply_retention(end_nanos, self.config.max_age, self.config.max_size);
+        self.rt.threads.prune_exited_before(old);
+        if !last {
+            self.open_chunk()?;
+        }
+        Ok(())
+    }
+}
