@@ -380,6 +380,43 @@ impl Jdk {
         self.home.join("bin/java")
     }
 
+    /// Reads every file in `paths` completely with the JDK's own
+    /// `jdk.jfr.consumer.RecordingFile` (the parser behind `jfr print`) in one
+    /// JVM, and returns the number of events of each file (by type name).
+    ///
+    /// # Panics
+    ///
+    /// If any file fails to parse (the message names it and the exception).
+    pub fn read_each_with_recording_file(&self, paths: &[PathBuf]) -> Vec<BTreeMap<String, u64>> {
+        let dir = temp_dir("recording-file-check");
+        let src = dir.join("ReadEach.java");
+        std::fs::write(&src, READ_EACH_JAVA).expect("write ReadEach.java");
+        let mut cmd = Command::new(self.java_path());
+        cmd.arg(&src)
+            .args(paths)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let out = run_with_timeout(cmd, JFR_TIMEOUT, "java ReadEach.java <files>");
+        assert!(
+            out.status.success(),
+            "RecordingFile failed ({}):\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).expect("utf-8");
+        let mut files = vec![BTreeMap::new(); paths.len()];
+        for line in text.lines() {
+            let mut f = line.split('\t');
+            let (Some(i), Some(name), Some(n)) = (f.next(), f.next(), f.next()) else {
+                continue;
+            };
+            let i: usize = i.parse().expect("file index");
+            files[i].insert(name.to_owned(), n.parse().expect("count"));
+        }
+        files
+    }
+
     /// Runs `jfr args…` and returns its output whatever the exit status.
     ///
     /// # Panics
@@ -658,3 +695,36 @@ mod tests {
         assert!(String::from_utf8_lossy(&out.stdout).contains(jdk.version()));
     }
 }
+
+/// Reads each file given on the command line to the end with
+/// `RecordingFile`, printing `index<TAB>event type<TAB>count` lines; exits
+/// non-zero naming the file on the first parse error.
+const READ_EACH_JAVA: &str = r#"
+import java.nio.file.Path;
+import java.util.TreeMap;
+import jdk.jfr.consumer.RecordedEvent;
+import jdk.jfr.consumer.RecordingFile;
+
+public class ReadEach {
+    public static void main(String[] args) throws Exception {
+        for (int i = 0; i < args.length; i++) {
+            TreeMap<String, Long> counts = new TreeMap<>();
+            try (RecordingFile f = new RecordingFile(Path.of(args[i]))) {
+                while (f.hasMoreEvents()) {
+                    RecordedEvent e = f.readEvent();
+                    // Touch every field, as `jfr print` does.
+                    e.getFields().forEach(d -> e.getValue(d.getName()));
+                    if (e.getStackTrace() != null) e.getStackTrace().getFrames().forEach(fr -> fr.getMethod().getType().getName());
+                    if (e.getThread() != null) e.getThread().getJavaName();
+                    counts.merge(e.getEventType().getName(), 1L, Long::sum);
+                }
+            } catch (Exception ex) {
+                System.err.println(args[i] + ": " + ex);
+                ex.printStackTrace();
+                System.exit(1);
+            }
+            for (var c : counts.entrySet()) System.out.println(i + "\t" + c.getKey() + "\t" + c.getValue());
+        }
+    }
+}
+"#;
