@@ -21,6 +21,7 @@ pub mod event;
 mod local;
 mod loss;
 mod membarrier;
+pub mod options;
 mod recorder_thread;
 pub mod recording;
 pub mod repository;

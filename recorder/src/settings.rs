@@ -1,5 +1,6 @@
-//! Per-event-type settings (`enabled`, `threshold`, `stackTrace`), their
-//! textual forms, and the packed word the hot path reads.
+//! Per-event-type settings (`enabled`, `threshold`, `stackTrace`, and the
+//! samplers' `throttle` and `period`), their textual forms, and the packed
+//! word the hot path reads.
 //!
 //! # The settings word
 //!
@@ -54,6 +55,10 @@ pub struct TypeSettings {
     pub threshold: Option<Duration>,
     /// `stackTrace`
     pub stack_trace: Option<bool>,
+    /// `throttle` (samplers; not part of the settings word)
+    pub throttle: Option<Throttle>,
+    /// `period` (periodic events and samplers; not part of the settings word)
+    pub period: Option<Period>,
 }
 
 /// The settings of a recording: per event-type name.
@@ -66,7 +71,8 @@ pub struct Settings {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SettingError {
-    /// The setting name is not one of `enabled`, `threshold`, `stackTrace`.
+    /// The setting name is not one of `enabled`, `threshold`, `stackTrace`,
+    /// `throttle`, `period`.
     UnknownSetting {
         /// The event type.
         event: String,
@@ -91,7 +97,7 @@ impl fmt::Display for SettingError {
         match self {
             Self::UnknownSetting { event, setting } => write!(
                 f,
-                "unknown setting `{setting}` for `{event}` (expected enabled, threshold or stackTrace)"
+                "unknown setting `{setting}` for `{event}` (expected enabled, threshold, stackTrace, throttle or period)"
             ),
             Self::InvalidValue {
                 setting,
@@ -116,8 +122,9 @@ impl Settings {
         Self::default()
     }
 
-    /// Sets `setting` (`enabled`, `threshold` or `stackTrace`) of event type
-    /// `event` from its textual form (`true`/`false`, `20 ms`, `1s`, `0`).
+    /// Sets `setting` (`enabled`, `threshold`, `stackTrace`, `throttle` or
+    /// `period`) of event type `event` from its textual form (`true`/`false`,
+    /// `20 ms`, `1s`, `0`, `500/s`, `everyChunk`).
     pub fn set(
         &mut self,
         event: &str,
@@ -131,6 +138,8 @@ impl Settings {
             "enabled" => entry.enabled = Some(parse_bool(setting, value)?),
             "stackTrace" => entry.stack_trace = Some(parse_bool(setting, value)?),
             "threshold" => entry.threshold = Some(parse_duration(setting, value)?),
+            "throttle" => entry.throttle = Some(parse_throttle(setting, value)?),
+            "period" => entry.period = Some(parse_period(setting, value)?),
             _ => {
                 return Err(SettingError::UnknownSetting {
                     event: event.to_owned(),
@@ -215,6 +224,105 @@ pub fn format_duration(d: Duration) -> String {
         format!("{} us", ns / 1_000)
     } else {
         format!("{ns} ns")
+    }
+}
+
+// === throttle and period ===
+
+/// The `throttle` setting: how often a sampler may emit (JDK 25's
+/// `jdk.CPUTimeSample` takes both forms).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Throttle {
+    /// `off`: no limit.
+    Off,
+    /// `500/s`, `10/ms`: at most `count` events per `per`.
+    Rate {
+        /// Events allowed per `per`.
+        count: u64,
+        /// The unit of the rate (1 ns, 1 us, 1 ms, 1 s, 1 min, 1 h or 1 d).
+        per: Duration,
+    },
+    /// `10ms`, `20 ms`: one event per this much time (for the CPU-time
+    /// sampler: per this much CPU time of each thread).
+    Interval(Duration),
+}
+
+/// The `period` setting of a periodic event or sampler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Period {
+    /// `20 ms`, `1s`: every this long.
+    Interval(Duration),
+    /// `everyChunk`: at the start and the end of every chunk.
+    EveryChunk,
+    /// `beginChunk`: at the start of every chunk.
+    BeginChunk,
+    /// `endChunk`: at the end of every chunk.
+    EndChunk,
+}
+
+/// Parses a throttle: `off`, a rate `N/unit` (unit `ns`, `us`, `ms`, `s`,
+/// `m`/`min`, `h`, `d`) or an interval in the forms of [`parse_duration`].
+pub fn parse_throttle(setting: &str, value: &str) -> Result<Throttle, SettingError> {
+    let bad = || SettingError::InvalidValue {
+        setting: setting.to_owned(),
+        value: value.to_owned(),
+        expected: "a rate such as `500/s` or `10/ms`, an interval such as `10 ms`, or `off`",
+    };
+    let v = value.trim();
+    if v == "off" {
+        return Ok(Throttle::Off);
+    }
+    let Some((count, unit)) = v.split_once('/') else {
+        return parse_duration(setting, v)
+            .map(Throttle::Interval)
+            .map_err(|_| bad());
+    };
+    let count = count.trim();
+    if count.is_empty() || !count.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let count: u64 = count.parse().map_err(|_| bad())?;
+    let per = match unit.trim() {
+        "ns" => Duration::from_nanos(1),
+        "us" | "µs" => Duration::from_micros(1),
+        "ms" => Duration::from_millis(1),
+        "s" => Duration::from_secs(1),
+        "m" | "min" => Duration::from_secs(60),
+        "h" => Duration::from_secs(3600),
+        "d" => Duration::from_secs(86400),
+        _ => return Err(bad()),
+    };
+    Ok(Throttle::Rate { count, per })
+}
+
+/// Parses a period: `everyChunk`, `beginChunk`, `endChunk` or an interval in
+/// the forms of [`parse_duration`].
+pub fn parse_period(setting: &str, value: &str) -> Result<Period, SettingError> {
+    match value.trim() {
+        "everyChunk" => Ok(Period::EveryChunk),
+        "beginChunk" => Ok(Period::BeginChunk),
+        "endChunk" => Ok(Period::EndChunk),
+        v => parse_duration(setting, v)
+            .map(Period::Interval)
+            .map_err(|_| SettingError::InvalidValue {
+                setting: setting.to_owned(),
+                value: value.to_owned(),
+                expected: "an interval such as `20 ms`, or `everyChunk`, `beginChunk`, `endChunk`",
+            }),
+    }
+}
+
+impl Settings {
+    /// Sets the throttle of `event`.
+    pub fn throttle(&mut self, event: &str, throttle: Throttle) -> &mut Self {
+        self.types.entry(event.to_owned()).or_default().throttle = Some(throttle);
+        self
+    }
+
+    /// Sets the period of `event`.
+    pub fn period(&mut self, event: &str, period: Period) -> &mut Self {
+        self.types.entry(event.to_owned()).or_default().period = Some(period);
+        self
     }
 }
 
