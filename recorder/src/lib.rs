@@ -26,6 +26,7 @@ mod recorder_thread;
 pub mod recording;
 pub mod repository;
 mod runtime;
+pub mod sampler;
 mod scan;
 pub mod settings;
 #[doc(hidden)]

@@ -137,6 +137,7 @@ impl Recording {
                     source,
                 })
             })?;
+        crate::sampler::reconcile();
         Ok(Recording {
             commands: tx,
             thread: Some(thread),
@@ -158,12 +159,14 @@ impl Recording {
         let mut s = Settings::clone(&reg.settings.load());
         s.set(event, setting, value)?;
         reg.apply(s, true);
+        crate::sampler::reconcile();
         Ok(())
     }
 
     /// Replaces all settings while recording.
     pub fn apply_settings(&self, settings: Settings) {
         registry().apply(settings, true);
+        crate::sampler::reconcile();
     }
 
     /// Finishes the current chunk and starts a new one.
@@ -225,6 +228,7 @@ impl Recording {
         let Some(thread) = self.thread.take() else {
             return Err(RecordingError::RecorderGone);
         };
+        crate::sampler::shutdown();
         let (tx, rx) = mpsc::channel();
         let sent = self.commands.send(Command::Stop(tx));
         self.rt.pool.wakeup.notify_all();

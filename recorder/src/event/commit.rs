@@ -200,10 +200,13 @@ pub(crate) fn emit(
 /// buffer. `encode` must write a whole record into the slice it is given,
 /// e.g. with [`EventEncoder`], and return its length, or `None` if it does
 /// not fit. Returns false if the event was dropped (and counted).
-#[allow(dead_code)] // the CPU sampler (next) writes its samples through this
 pub(crate) fn emit_record(encode: impl Fn(&mut [u8]) -> Option<usize>) -> bool {
-    let Some(rt) = runtime::get() else { return false };
-    match local::with_slot(rt, |slot| slot.emit(&rt.epoch, &rt.pool, &rt.losses, encode)) {
+    let Some(rt) = runtime::get() else {
+        return false;
+    };
+    match local::with_slot(rt, |slot| {
+        slot.emit(&rt.epoch, &rt.pool, &rt.losses, encode)
+    }) {
         Some(crate::buffer::slot::Emitted::Written(_)) => true,
         Some(crate::buffer::slot::Emitted::Dropped) => false,
         None => {

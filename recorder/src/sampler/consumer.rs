@@ -1,0 +1,423 @@
+//! The sampler thread: keeps a timer on every thread, drains the per-thread
+//! queues, interns the stacks and writes the events.
+//!
+//! # One pass (every [`PASS`], shorter at fast rates)
+//!
+//! 1. *Configure*: if the settings or overrides changed, rebuild the timers
+//!    at the new period (or drop them), and write `jdk.ActiveSetting`s; they
+//!    are written again in every new chunk (epoch).
+//! 2. *Discover*: list `/proc/self/task`; attach a slot and timers to new
+//!    threads; detach exited ones after draining their queues.
+//! 3. *Drain*: for every slot, move its samples into the stack-trace pool
+//!    (refreshing the unwind tables when a frame lies outside every known
+//!    module) and write one `jdk.CPUTimeSample` or `jdk.ExecutionSample`
+//!    each, with the sampled thread's key; then one `jdk.CPUTimeSamplesLost`
+//!    per thread whose queue overflowed.
+//! 4. *Bounds*: for slots whose stack bounds are unknown, look up the
+//!    mapping around the last reported stack pointer.
+//!
+//! Events go through [`emit_record`] into this thread's own buffer; the
+//! thread never samples itself.
+//!
+//! Invariant: a thread's samples are drained before its slot is released,
+//! and its key is marked exited only after its last sample is written.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use chunk_writer::TypeId;
+use chunk_writer::constants::thread_state;
+use chunk_writer::encode::Sink;
+use chunk_writer::record::EventEncoder;
+
+use super::Sampler;
+use super::config::{self, SamplerConfig};
+use super::cpu_timer_linux::{ThreadTimers, TimerClock};
+use super::queue::{RawSample, SampleKind, SampleSlot, SlotTable};
+use super::signal::{self, SLOTS};
+use super::threads;
+use super::unwind::{self, ModuleWatch};
+use crate::clock;
+use crate::event::commit::emit_record;
+use crate::runtime::Runtime;
+use crate::sync::{AtomicBool, Ordering};
+
+/// Longest time between two passes.
+const PASS: Duration = Duration::from_millis(10);
+
+/// How often a slot's stack bounds are looked up before giving up.
+const BOUNDS_TRIES: u8 = 3;
+
+/// A thread being sampled.
+#[derive(Debug)]
+struct Tracked {
+    index: usize,
+    generation: u64,
+    /// Registered at its first sample, when the thread has named itself.
+    key: Option<u64>,
+    bounds_tries: u8,
+}
+
+/// The sampler thread's state.
+pub(crate) struct Consumer {
+    rt: &'static Runtime,
+    slots: &'static SlotTable,
+    own_tid: u64,
+    tracked: HashMap<u64, Tracked>,
+    config: Option<SamplerConfig>,
+    cpu: Option<ThreadTimers>,
+    wall: Option<ThreadTimers>,
+    watch: ModuleWatch,
+    settings_epoch: u64,
+    /// Threads not sampled because every slot was taken.
+    pub(crate) untracked: u64,
+}
+
+impl std::fmt::Debug for Consumer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Consumer")
+            .field("threads", &self.tracked.len())
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+impl Consumer {
+    pub(crate) fn new(rt: &'static Runtime) -> Self {
+        let slots = SLOTS.get_or_init(SlotTable::new);
+        let mut watch = ModuleWatch::new();
+        watch.ensure(slots);
+        Self {
+            rt,
+            slots,
+            own_tid: crate::sync::os_thread_id() as u64,
+            tracked: HashMap::new(),
+            config: None,
+            cpu: None,
+            wall: None,
+            watch,
+            settings_epoch: 0,
+            untracked: 0,
+        }
+    }
+
+    /// Runs passes until `stop` is set, then detaches every thread and
+    /// writes what is left.
+    pub(crate) fn run(&mut self, stop: &AtomicBool, config: impl Fn() -> SamplerConfig) {
+        loop {
+            // Acquire: pairs with the Release store in `shutdown`.
+            let stopping = stop.load(Ordering::Acquire);
+            self.pass(config(), !stopping);
+            if stopping {
+                break;
+            }
+            std::thread::sleep(self.pass_interval());
+        }
+        self.cpu = None;
+        self.wall = None;
+        let tids: Vec<u64> = self.tracked.keys().copied().collect();
+        for tid in tids {
+            self.release(tid);
+        }
+    }
+
+    fn pass_interval(&self) -> Duration {
+        let fastest = [&self.cpu, &self.wall]
+            .into_iter()
+            .flatten()
+            .map(|t| t.period())
+            .min()
+            .unwrap_or(PASS);
+        // Drain before a busy thread's queue can fill.
+        (fastest * (super::queue::QUEUE_CAPACITY as u32 / 4)).min(PASS)
+    }
+
+    /// One pass: configure, discover, drain, look up bounds.
+    pub(crate) fn pass(&mut self, config: SamplerConfig, discover: bool) {
+        if self.config.as_ref() != Some(&config) {
+            self.configure(config);
+        }
+        let epoch = self.rt.epoch.load(Ordering::Relaxed);
+        if epoch != self.settings_epoch {
+            self.write_settings();
+            self.settings_epoch = epoch;
+        }
+        if discover {
+            self.discover();
+        }
+        let tids: Vec<u64> = self.tracked.keys().copied().collect();
+        for tid in tids {
+            self.drain(tid);
+            self.find_bounds(tid);
+        }
+    }
+
+    fn configure(&mut self, config: SamplerConfig) {
+        if config.any() {
+            let _ = signal::install(config.signal);
+        }
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        // Dropping the old timers deletes them.
+        self.cpu = config.cpu.map(|t| {
+            ThreadTimers::new(
+                TimerClock::ThreadCpu,
+                config::cpu_period(t, cpus),
+                config.signal,
+            )
+        });
+        self.wall = config
+            .wall
+            .map(|p| ThreadTimers::new(TimerClock::Wall, p, config.signal));
+        let tracked: Vec<(u64, usize, u64)> = self
+            .tracked
+            .iter()
+            .map(|(&tid, t)| (tid, t.index, t.generation))
+            .collect();
+        for (tid, index, generation) in tracked {
+            self.arm(tid, index, generation);
+        }
+        self.config = Some(config);
+        self.write_settings();
+    }
+
+    fn arm(&mut self, tid: u64, index: usize, generation: u64) -> bool {
+        let mut ok = true;
+        if let Some(t) = &mut self.cpu {
+            ok &= t
+                .attach(tid, signal::encode(index, generation, SampleKind::CpuTime))
+                .is_ok();
+        }
+        if let Some(t) = &mut self.wall {
+            ok &= t
+                .attach(tid, signal::encode(index, generation, SampleKind::Wall))
+                .is_ok();
+        }
+        ok
+    }
+
+    fn discover(&mut self) {
+        if !self.config.as_ref().is_some_and(|c| c.any()) {
+            return;
+        }
+        let now = threads::list();
+        let gone: Vec<u64> = self
+            .tracked
+            .keys()
+            .filter(|tid| !now.contains(tid))
+            .copied()
+            .collect();
+        for tid in gone {
+            self.release(tid);
+        }
+        for tid in now {
+            if tid == self.own_tid || self.tracked.contains_key(&tid) {
+                continue;
+            }
+            let Some((index, generation)) = self.slots.assign(tid) else {
+                self.untracked += 1;
+                continue;
+            };
+            self.tracked.insert(
+                tid,
+                Tracked {
+                    index,
+                    generation,
+                    key: None,
+                    bounds_tries: 0,
+                },
+            );
+            if !self.arm(tid, index, generation) {
+                // The thread exited between the listing and the timer.
+                self.release(tid);
+            }
+        }
+    }
+
+    /// Detaches `tid`: deletes its timers, writes its last samples, frees
+    /// its slot and marks its key exited.
+    fn release(&mut self, tid: u64) {
+        if let Some(t) = &mut self.cpu {
+            t.detach(tid);
+        }
+        if let Some(t) = &mut self.wall {
+            t.detach(tid);
+        }
+        self.drain(tid);
+        let Some(t) = self.tracked.remove(&tid) else {
+            return;
+        };
+        if let Some(slot) = self.slots.get(t.index) {
+            slot.tid.store(0, Ordering::Release);
+        }
+        if let Some(key) = t.key {
+            self.rt
+                .threads
+                .exited(key, self.rt.epoch.load(Ordering::Relaxed));
+        }
+    }
+
+    fn drain(&mut self, tid: u64) {
+        let Some(t) = self.tracked.get(&tid) else {
+            return;
+        };
+        let Some(slot) = self.slots.get(t.index) else {
+            return;
+        };
+        let mut key = t.key;
+        let (cpu_period, wall_on) = match &self.config {
+            Some(c) => (
+                self.cpu
+                    .as_ref()
+                    .filter(|_| c.cpu.is_some())
+                    .map(|t| clock::duration_to_ticks(t.period())),
+                c.wall.is_some(),
+            ),
+            None => (None, false),
+        };
+        let (rt, slots, watch) = (self.rt, self.slots, &mut self.watch);
+        // SAFETY: this thread is the only consumer of every queue.
+        unsafe {
+            slot.queue.drain(|s: &RawSample| {
+                let key = *key.get_or_insert_with(|| {
+                    rt.threads.key_for_tid(tid as i64, || threads::name(tid))
+                });
+                for &pc in s.frames() {
+                    if watch.check(pc, slots) {
+                        break;
+                    }
+                }
+                let wanted = match s.kind {
+                    SampleKind::CpuTime => cpu_period.is_some(),
+                    SampleKind::Wall => wall_on,
+                };
+                if !wanted {
+                    return;
+                }
+                // The recording's depth limit applies to samples too.
+                let frames = s.frames();
+                let depth = frames.len().min(rt.max_stack_depth);
+                let stack = rt
+                    .stacks
+                    .intern(&frames[..depth], s.truncated || depth < frames.len());
+                match (s.kind, cpu_period) {
+                    (SampleKind::CpuTime, Some(period)) => write_cpu_sample(s, stack, key, period),
+                    _ => write_execution_sample(s, stack, key),
+                }
+            })
+        };
+        let lost = slot.queue.take_lost();
+        if lost > 0 {
+            let key = *key.get_or_insert_with(|| {
+                self.rt
+                    .threads
+                    .key_for_tid(tid as i64, || threads::name(tid))
+            });
+            write_lost(lost, key);
+        }
+        if let Some(t) = self.tracked.get_mut(&tid) {
+            t.key = key;
+        }
+    }
+
+    fn find_bounds(&mut self, tid: u64) {
+        let Some(t) = self.tracked.get_mut(&tid) else {
+            return;
+        };
+        let Some(slot): Option<&SampleSlot> = self.slots.get(t.index) else {
+            return;
+        };
+        if t.bounds_tries >= BOUNDS_TRIES || slot.stack_hi.load(Ordering::Relaxed) != 0 {
+            return;
+        }
+        let sp = slot.last_sp.load(Ordering::Relaxed);
+        if sp == 0 {
+            return;
+        }
+        t.bounds_tries += 1;
+        if let Some((lo, hi)) = unwind::stack_bounds(sp) {
+            // Release: pairs with the handler's Acquire loads. Either order
+            // of the two stores is safe: a torn read gives `lo = 0` (reads
+            // from `sp` up to the right `hi`) or `hi = 0` (snapshot path).
+            slot.stack_hi.store(hi, Ordering::Release);
+            slot.stack_lo.store(lo, Ordering::Release);
+        }
+    }
+
+    fn write_settings(&self) {
+        let Some(c) = &self.config else { return };
+        let cpu_on = if c.cpu.is_some() { "true" } else { "false" };
+        let throttle = c.cpu.map_or_else(
+            || crate::settings::format_duration(config::DEFAULT_THROTTLE),
+            config::throttle_text,
+        );
+        write_setting(TypeId::CPU_TIME_SAMPLE, "enabled", cpu_on);
+        write_setting(TypeId::CPU_TIME_SAMPLE, "throttle", &throttle);
+        write_setting(TypeId::CPU_TIME_SAMPLE, "stackTrace", "true");
+        let wall_on = if c.wall.is_some() { "true" } else { "false" };
+        write_setting(TypeId::EXECUTION_SAMPLE, "enabled", wall_on);
+        if let Some(p) = c.wall {
+            write_setting(
+                TypeId::EXECUTION_SAMPLE,
+                "period",
+                &crate::settings::format_duration(p),
+            );
+        }
+    }
+}
+
+/// `jdk.CPUTimeSample`: ts, stackTrace, eventThread, failed,
+/// samplingPeriod (ticks), biased. The period covers the expiries the
+/// signal stands for (1 + overruns): the CPU time the sample represents.
+fn write_cpu_sample(s: &RawSample, stack: u64, thread: u64, period_ticks: i64) {
+    let period_ticks = period_ticks.saturating_mul(1 + i64::from(s.overrun));
+    emit_record(|buf| {
+        let mut e = EventEncoder::begin(buf, TypeId::CPU_TIME_SAMPLE);
+        e.put_i64(s.ticks);
+        e.put_varint(stack);
+        e.put_varint(thread);
+        e.put_bool(s.failed);
+        e.put_i64(period_ticks);
+        e.put_bool(false);
+        e.finish()
+    });
+}
+
+/// `jdk.ExecutionSample`: ts, sampledThread, stackTrace, state.
+fn write_execution_sample(s: &RawSample, stack: u64, thread: u64) {
+    let state = if s.running {
+        thread_state::RUNNABLE.0
+    } else {
+        thread_state::SLEEPING.0
+    };
+    emit_record(|buf| {
+        let mut e = EventEncoder::begin(buf, TypeId::EXECUTION_SAMPLE);
+        e.put_i64(s.ticks);
+        e.put_varint(thread);
+        e.put_varint(stack);
+        e.put_varint(state);
+        e.finish()
+    });
+}
+
+/// `jdk.CPUTimeSamplesLost`: ts, lostSamples, eventThread.
+fn write_lost(lost: u64, thread: u64) {
+    emit_record(|buf| {
+        let mut e = EventEncoder::begin(buf, TypeId::CPU_TIME_SAMPLES_LOST);
+        e.put_i64(clock::ticks());
+        e.put_i32(lost.min(i32::MAX as u64) as i32);
+        e.put_varint(thread);
+        e.finish()
+    });
+}
+
+/// `jdk.ActiveSetting`: ts, id (the event type's id), name, value.
+fn write_setting(ty: TypeId, name: &str, value: &str) {
+    emit_record(|buf| {
+        let mut e = EventEncoder::begin(buf, TypeId::ACTIVE_SETTING);
+        e.put_i64(clock::ticks());
+        e.put_i64(ty.0 as i64);
+        e.put_str(name);
+        e.put_str(value);
+        e.finish()
+    });
+}

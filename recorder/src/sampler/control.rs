@@ -1,0 +1,92 @@
+//! Starting, re-configuring and stopping the sampler thread, driven by the
+//! recording's lifecycle.
+//!
+//! ```text
+//!                 reconcile(): recording && enabled
+//!   Idle ─────────────────────────────────────────► Running
+//!    ▲   (Recording::start / set / apply_settings)     │ the thread re-reads the
+//!    │                                                 │ settings on every pass
+//!    └───────────── shutdown() (Recording::stop) ◄─────┘
+//! ```
+//!
+//! Only the caller of [`reconcile`]/[`shutdown`] (under `CONTROL`'s lock)
+//! moves between states; the sampler thread only reads the settings.
+
+use std::sync::OnceLock;
+use std::thread::JoinHandle;
+
+use super::config::SamplerConfig;
+use super::consumer::Consumer;
+use crate::runtime::{self, registry};
+use crate::settings::SettingError;
+use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
+
+struct Running {
+    stop: Arc<AtomicBool>,
+    thread: JoinHandle<()>,
+}
+
+fn control() -> &'static Mutex<Option<Running>> {
+    static CONTROL: OnceLock<Mutex<Option<Running>>> = OnceLock::new();
+    CONTROL.get_or_init(|| Mutex::new(None))
+}
+
+/// The sampling signal (default `SIGPROF`).
+static SIGNAL: AtomicU64 = AtomicU64::new(libc::SIGPROF as u64);
+
+/// The configuration the current settings ask for.
+fn current() -> SamplerConfig {
+    SamplerConfig::from_settings(
+        &registry().settings.load(),
+        SIGNAL.load(Ordering::Relaxed) as i32,
+    )
+}
+
+/// Sets the signal the timers send (default `SIGPROF`); a handler already
+/// installed for it is chained. Takes effect when sampling is next
+/// (re)configured.
+pub fn set_signal(signal: i32) -> Result<(), SettingError> {
+    if !(1..=64).contains(&signal) || signal == libc::SIGKILL || signal == libc::SIGSTOP {
+        return Err(SettingError::InvalidValue {
+            setting: "signal".to_owned(),
+            value: signal.to_string(),
+            expected: "a catchable signal number",
+        });
+    }
+    SIGNAL.store(signal as u64, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Starts the sampler thread if a recording runs and sampling is enabled.
+/// Called after every settings change of the recording; idempotent. A
+/// running thread follows later changes (including disabling) by itself.
+pub(crate) fn reconcile() {
+    let mut ctl = control().lock();
+    if ctl.is_some() || !registry().is_recording() || !current().any() {
+        return;
+    }
+    let Some(rt) = runtime::get() else { return };
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = stop.clone();
+    let spawned = std::thread::Builder::new()
+        .name("flightrec-sampler".into())
+        .spawn(move || {
+            let mut consumer = Consumer::new(rt);
+            consumer.run(&stop2, current);
+        });
+    if let Ok(thread) = spawned {
+        *ctl = Some(Running { stop, thread });
+    }
+}
+
+/// Stops the sampler thread: deletes every timer, writes the remaining
+/// samples, and waits for the thread. Called before the recording's last
+/// chunk is finished.
+pub(crate) fn shutdown() {
+    let running = control().lock().take();
+    if let Some(r) = running {
+        // Release: pairs with the sampler's Acquire load.
+        r.stop.store(true, Ordering::Release);
+        let _ = r.thread.join();
+    }
+}

@@ -1,0 +1,331 @@
+//! Preallocated per-thread sample queues and the table of sampled threads.
+//!
+//! # Slots
+//!
+//! [`SlotTable`] has [`MAX_THREADS`] entries, each an `AtomicPtr` to a
+//! [`SampleSlot`]. A slot is allocated by the sampler thread the first time it
+//! is needed and never freed while the process lives: a timer signal already
+//! queued for a thread may still arrive after its timer was deleted, and the
+//! handler must then find valid memory. When a thread exits, its slot is
+//! released (its `tid` reset to 0) and reused for the next new thread, under a
+//! new generation number.
+//!
+//! ```text
+//!            sampler: assign(tid, gen)          sampler: release()
+//!   Free ───────────────────────────► Armed ─────────────────────► Free
+//!   (tid 0; nobody writes)             (handler of `tid` pushes,    (queue drained
+//!                                       sampler pops)                first)
+//! ```
+//!
+//! # Queue
+//!
+//! Each slot holds a single-producer single-consumer ring of [`RawSample`]s.
+//! The producer is the signal handler running on the slot's thread (a timer
+//! signal is blocked while its handler runs, so there is one producer at a
+//! time); the consumer is the sampler thread. `tail` is written only by the
+//! producer, `head` only by the consumer. A full ring drops the sample and
+//! increments `lost`.
+//!
+//! Invariant: entries `head..tail` (mod capacity) are fully written samples
+//! that only the consumer reads; entries outside are only touched by the
+//! producer.
+
+use crate::sync::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering, UnsafeCell};
+
+/// Most threads sampled at once; more are not sampled (and counted).
+pub(crate) const MAX_THREADS: usize = if cfg!(any(flightrec_loom, miri)) {
+    4
+} else {
+    4096
+};
+
+/// Deepest stack a sample records.
+pub(crate) const MAX_DEPTH: usize = 128;
+
+/// Samples a thread's queue holds before the sampler drains it.
+pub(crate) const QUEUE_CAPACITY: usize = if cfg!(any(flightrec_loom, miri)) {
+    2
+} else {
+    32
+};
+
+/// What made a sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum SampleKind {
+    /// The thread's CPU-time timer expired.
+    CpuTime = 0,
+    /// The wall-clock timer expired.
+    Wall = 1,
+}
+
+/// One captured sample, as the handler writes it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RawSample {
+    /// `clock::ticks()` in the handler.
+    pub(crate) ticks: i64,
+    pub(crate) kind: SampleKind,
+    /// The thread consumed CPU since its previous wall-clock sample.
+    pub(crate) running: bool,
+    /// The unwind stopped early (unreadable memory, no unwind info).
+    pub(crate) failed: bool,
+    /// The stack had more than [`MAX_DEPTH`] frames.
+    pub(crate) truncated: bool,
+    pub(crate) len: u16,
+    /// Expiries merged into this one signal (the kernel checks CPU timers
+    /// at its tick, so periods shorter than a tick arrive as overruns).
+    pub(crate) overrun: u32,
+    /// Lookup addresses, innermost first: the interrupted PC unadjusted,
+    /// then return addresses minus one.
+    pub(crate) frames: [u64; MAX_DEPTH],
+}
+
+impl RawSample {
+    const EMPTY: RawSample = RawSample {
+        ticks: 0,
+        kind: SampleKind::CpuTime,
+        running: false,
+        failed: false,
+        truncated: false,
+        len: 0,
+        overrun: 0,
+        frames: [0; MAX_DEPTH],
+    };
+
+    /// The recorded frames.
+    pub(crate) fn frames(&self) -> &[u64] {
+        &self.frames[..self.len as usize]
+    }
+}
+
+/// A single-producer single-consumer ring of samples.
+#[derive(Debug)]
+pub(crate) struct SampleQueue {
+    /// Next entry the consumer reads (consumer-owned).
+    head: AtomicUsize,
+    /// Next entry the producer writes (producer-owned).
+    tail: AtomicUsize,
+    /// Samples dropped because the ring was full.
+    lost: AtomicU64,
+    entries: Box<[UnsafeCell<RawSample>]>,
+}
+
+// SAFETY: entries are accessed by one producer and one consumer, which the
+// head/tail protocol (module docs) keeps on disjoint entries.
+unsafe impl Sync for SampleQueue {}
+
+impl SampleQueue {
+    pub(crate) fn new() -> Self {
+        Self {
+            head: AtomicUsize::new(0),
+            tail: AtomicUsize::new(0),
+            lost: AtomicU64::new(0),
+            entries: (0..QUEUE_CAPACITY)
+                .map(|_| UnsafeCell::new(RawSample::EMPTY))
+                .collect(),
+        }
+    }
+
+    /// Producer: writes one sample with `fill`, or counts it lost if the ring
+    /// is full. Async-signal-safe: two loads, one store, no allocation.
+    ///
+    /// # Safety
+    ///
+    /// Only one producer may call this at a time (the handler on the slot's
+    /// thread; the timer signal is blocked while it runs).
+    #[inline]
+    pub(crate) unsafe fn push_with(&self, fill: impl FnOnce(&mut RawSample)) -> bool {
+        let tail = self.tail.load(Ordering::Relaxed);
+        // Acquire: the consumer's reads of the entry we are about to reuse
+        // happened before it advanced `head`.
+        let head = self.head.load(Ordering::Acquire);
+        if tail.wrapping_sub(head) >= QUEUE_CAPACITY {
+            self.lost.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        self.entries[tail % QUEUE_CAPACITY].with_mut(|p| {
+            // SAFETY: entry `tail` is outside `head..tail`, so the consumer
+            // does not read it (module invariant) and we are the only
+            // producer (caller's contract).
+            fill(unsafe { &mut *p })
+        });
+        // Release: the entry's bytes are visible before the consumer sees it.
+        self.tail.store(tail.wrapping_add(1), Ordering::Release);
+        true
+    }
+
+    /// Consumer: hands every queued sample to `f`, oldest first.
+    ///
+    /// # Safety
+    ///
+    /// Only one consumer may call this at a time (the sampler thread).
+    pub(crate) unsafe fn drain(&self, mut f: impl FnMut(&RawSample)) -> usize {
+        let head = self.head.load(Ordering::Relaxed);
+        // Acquire: pairs with the producer's Release store of `tail`.
+        let tail = self.tail.load(Ordering::Acquire);
+        let mut i = head;
+        while i != tail {
+            self.entries[i % QUEUE_CAPACITY].with(|p| {
+                // SAFETY: `i` is in `head..tail`: written completely and not
+                // touched by the producer until `head` passes it.
+                f(unsafe { &*p })
+            });
+            i = i.wrapping_add(1);
+        }
+        // Release: our reads finish before the producer reuses the entries.
+        self.head.store(tail, Ordering::Release);
+        tail.wrapping_sub(head)
+    }
+
+    /// Takes the count of samples lost to a full ring since the last call.
+    pub(crate) fn take_lost(&self) -> u64 {
+        self.lost.swap(0, Ordering::Relaxed)
+    }
+}
+
+/// Everything the handler needs for one thread, allocated outside it.
+#[derive(Debug)]
+pub(crate) struct SampleSlot {
+    /// Kernel thread id of the thread this slot samples; 0 when free.
+    pub(crate) tid: AtomicU64,
+    /// Bumped at each assignment; signals carry it so a late signal of a
+    /// previous owner is recognised and dropped.
+    pub(crate) generation: AtomicU64,
+    /// The thread's stack `[lo, hi)`, found by the sampler from a stack
+    /// pointer the handler reported; 0/0 while unknown.
+    pub(crate) stack_lo: AtomicU64,
+    pub(crate) stack_hi: AtomicU64,
+    /// The last interrupted stack pointer (for the bounds lookup).
+    pub(crate) last_sp: AtomicU64,
+    /// The thread's CPU time at its previous wall-clock sample (nanoseconds).
+    pub(crate) last_cpu_nanos: AtomicU64,
+    /// True while the handler runs on this slot (read by the unwinder swap).
+    pub(crate) in_handler: AtomicBool,
+    pub(crate) queue: SampleQueue,
+    /// Per-thread unwinder cache and stack snapshot: only the handler on the
+    /// slot's thread touches them.
+    pub(crate) scratch: UnsafeCell<super::unwind::Scratch>,
+}
+
+// SAFETY: `scratch` is only accessed by the handler running on the slot's
+// own thread, one invocation at a time (the signal is blocked while its
+// handler runs); everything else is atomics or the SPSC queue.
+unsafe impl Sync for SampleSlot {}
+// SAFETY: as above; the slot owns its data and holds no thread-bound handles.
+unsafe impl Send for SampleSlot {}
+
+impl SampleSlot {
+    fn new() -> Self {
+        Self {
+            tid: AtomicU64::new(0),
+            generation: AtomicU64::new(0),
+            stack_lo: AtomicU64::new(0),
+            stack_hi: AtomicU64::new(0),
+            last_sp: AtomicU64::new(0),
+            last_cpu_nanos: AtomicU64::new(0),
+            in_handler: AtomicBool::new(false),
+            queue: SampleQueue::new(),
+            scratch: UnsafeCell::new(super::unwind::Scratch::new()),
+        }
+    }
+}
+
+/// The fixed table of slots, indexed by the number carried in the signal.
+#[derive(Debug)]
+pub(crate) struct SlotTable {
+    slots: Box<[AtomicPtr<SampleSlot>]>,
+    next_generation: AtomicU64,
+}
+
+impl SlotTable {
+    pub(crate) fn new() -> Self {
+        Self {
+            slots: (0..MAX_THREADS)
+                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+                .collect(),
+            next_generation: AtomicU64::new(1),
+        }
+    }
+
+    /// The slot at `index`, if allocated. Async-signal-safe (one load).
+    #[inline]
+    pub(crate) fn get(&self, index: usize) -> Option<&SampleSlot> {
+        let p = self.slots.get(index)?.load(Ordering::Acquire);
+        // SAFETY: non-null pointers come from Box::into_raw in `assign` and
+        // are never freed (module docs), so they live as long as the table.
+        unsafe { p.as_ref() }
+    }
+
+    /// Sampler: claims a free slot for `tid`, allocating one if needed.
+    /// Returns its index and generation, or `None` if the table is full.
+    pub(crate) fn assign(&self, tid: u64) -> Option<(usize, u64)> {
+        let generation = self.next_generation.fetch_add(1, Ordering::Relaxed) & 0xffff;
+        for (i, cell) in self.slots.iter().enumerate() {
+            let p = cell.load(Ordering::Acquire);
+            let slot = if p.is_null() {
+                let fresh = Box::into_raw(Box::new(SampleSlot::new()));
+                // Release: the slot's initial contents before its pointer.
+                cell.store(fresh, Ordering::Release);
+                // SAFETY: just created from a Box; never freed.
+                unsafe { &*fresh }
+            } else {
+                // SAFETY: as in `get`.
+                unsafe { &*p }
+            };
+            if slot.tid.load(Ordering::Relaxed) != 0 {
+                continue;
+            }
+            slot.stack_lo.store(0, Ordering::Relaxed);
+            slot.stack_hi.store(0, Ordering::Relaxed);
+            slot.last_sp.store(0, Ordering::Relaxed);
+            slot.last_cpu_nanos.store(0, Ordering::Relaxed);
+            slot.generation.store(generation, Ordering::Relaxed);
+            // Release: the reset fields before the signal that names them
+            // (the timer is created after this store).
+            slot.tid.store(tid, Ordering::Release);
+            return Some((i, generation));
+        }
+        None
+    }
+
+    /// Every allocated slot, with its index.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (usize, &SampleSlot)> {
+        (0..self.slots.len()).filter_map(|i| self.get(i).map(|s| (i, s)))
+    }
+}
+
+#[cfg(all(test, not(flightrec_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_drops_and_counts_when_full() {
+        let q = SampleQueue::new();
+        for i in 0..QUEUE_CAPACITY + 3 {
+            // SAFETY: single-threaded test: one producer.
+            unsafe { q.push_with(|s| s.ticks = i as i64) };
+        }
+        assert_eq!(q.take_lost(), 3);
+        let mut seen = Vec::new();
+        // SAFETY: one consumer.
+        let n = unsafe { q.drain(|s| seen.push(s.ticks)) };
+        assert_eq!(n, QUEUE_CAPACITY);
+        assert_eq!(seen, (0..QUEUE_CAPACITY as i64).collect::<Vec<_>>());
+        // SAFETY: as above.
+        assert!(unsafe { q.push_with(|s| s.ticks = 99) });
+        // SAFETY: as above.
+        unsafe { q.drain(|s| assert_eq!(s.ticks, 99)) };
+    }
+
+    #[test]
+    fn slots_are_reused_with_new_generations() {
+        let t = SlotTable::new();
+        let (a, ga) = t.assign(10).unwrap();
+        let (b, _) = t.assign(11).unwrap();
+        assert_ne!(a, b);
+        t.get(a).unwrap().tid.store(0, Ordering::Relaxed);
+        let (c, gc) = t.assign(12).unwrap();
+        assert_eq!(c, a);
+        assert_ne!(ga, gc);
+    }
+}

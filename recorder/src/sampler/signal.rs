@@ -1,0 +1,315 @@
+//! The sampling signal: installing the handler (chaining the one it
+//! replaces) and the async-signal-safe handler itself.
+//!
+//! # Mechanism
+//!
+//! Each sampled thread has timers (see [`super::cpu_timer_linux`]) that send
+//! the sampling signal to that thread, carrying in `si_value` a tag, the
+//! index of the thread's [`SampleSlot`](super::queue::SampleSlot), the slot's
+//! generation and the kind of timer. The handler finds the slot from that
+//! value (no lookup by thread id, no thread-local), unwinds the interrupted
+//! context into the slot's queue, and returns. A signal that is not ours
+//! (other `si_code`, other tag) goes to the handler that was installed
+//! before ours; a late signal of a slot's previous owner (stale generation)
+//! is dropped.
+//!
+//! # What the handler may do
+//!
+//! The handler calls only: atomic loads and stores on preallocated slots,
+//! `clock::ticks()` (`rdtsc` or `clock_gettime`, after `clock::init`),
+//! `clock_gettime(CLOCK_THREAD_CPUTIME_ID)`, `process_vm_readv` and `getpid`
+//! (in [`super::unwind`]), framehop's unwinder with a
+//! `MustNotAllocateDuringUnwind` cache preallocated per slot, bounds-checked
+//! reads of the own stack, and the previous handler. It never allocates,
+//! locks, touches a lazily initialised thread-local, or blocks; its work is
+//! bounded by [`MAX_DEPTH`](super::queue::MAX_DEPTH) frames. `errno` is saved
+//! on entry and restored on exit.
+//!
+//! Invariant: the handler writes only into the queue and scratch of the slot
+//! named by a current-generation signal value, on that slot's own thread.
+//!
+//! The handler stays installed once installed: a timer's last signal can be
+//! pending after the timer is deleted, and the default action of `SIGPROF`
+//! would end the process.
+
+use std::io;
+use std::sync::OnceLock;
+
+use super::queue::{SampleKind, SlotTable};
+use super::unwind::{self, Regs};
+use crate::clock;
+use crate::sync::{AtomicPtr, Ordering};
+
+/// High 16 bits of every value our timers carry.
+const TAG: u64 = 0xf1e7;
+
+/// Encodes a signal value for slot `index` of `generation`.
+pub(crate) fn encode(index: usize, generation: u64, kind: SampleKind) -> u64 {
+    TAG << 48 | (generation & 0xffff) << 32 | (kind as u64) << 31 | index as u64 & 0x7fff_ffff
+}
+
+fn decode(v: u64) -> Option<(usize, u64, SampleKind)> {
+    if v >> 48 != TAG {
+        return None;
+    }
+    let kind = if v >> 31 & 1 == 1 {
+        SampleKind::Wall
+    } else {
+        SampleKind::CpuTime
+    };
+    Some(((v & 0x7fff_ffff) as usize, v >> 32 & 0xffff, kind))
+}
+
+/// The slot table the handler samples into (set before the first timer).
+pub(crate) static SLOTS: OnceLock<SlotTable> = OnceLock::new();
+
+/// The handlers replaced by ours, per signal number (leaked `sigaction`s).
+static PREVIOUS: [AtomicPtr<libc::sigaction>; 65] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; 65];
+
+/// Installs the handler for `signal` unless it is the current one,
+/// remembering the handler it replaces so signals that are not ours reach
+/// it. Called whenever sampling is (re)configured, so a handler another
+/// library installed over ours meanwhile gets chained behind ours again.
+pub(crate) fn install(signal: i32) -> io::Result<()> {
+    let Some(prev_cell) = PREVIOUS.get(signal as usize).filter(|_| signal > 0) else {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    };
+    let ours = on_signal as *const () as usize;
+    // SAFETY: an all-zero `sigaction` is a valid value (SIG_DFL, empty mask).
+    let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: a null new action only queries; `current` is a valid out-pointer.
+    if unsafe { libc::sigaction(signal, std::ptr::null(), &mut current) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if current.sa_sigaction == ours {
+        return Ok(());
+    }
+    // SAFETY: as above.
+    let mut prev: Box<libc::sigaction> = Box::new(unsafe { std::mem::zeroed() });
+    // SAFETY: as above.
+    let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+    action.sa_sigaction = ours;
+    action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+    // SAFETY: `action.sa_mask` is a valid sigset to initialise.
+    unsafe { libc::sigemptyset(&mut action.sa_mask) };
+    let prev_ptr: *mut libc::sigaction = &mut *prev;
+    // SAFETY: both pointers are valid `sigaction`s; the kernel fills `prev`.
+    let r = unsafe { libc::sigaction(signal, &action, prev_ptr) };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // Release: the previous handler's fields before the pointer. A signal
+    // arriving between sigaction and this store is chained to the handler
+    // remembered before (or ignored if none): our timers are not armed yet.
+    // An older remembered action is leaked, not freed: a handler running on
+    // another thread may still be reading it.
+    prev_cell.store(Box::into_raw(prev), Ordering::Release);
+    Ok(())
+}
+
+/// The part of `siginfo_t` a POSIX timer fills (Linux, 64-bit).
+#[repr(C)]
+struct TimerInfo {
+    si_signo: i32,
+    si_errno: i32,
+    si_code: i32,
+    _pad: i32,
+    si_tid: i32,
+    si_overrun: i32,
+    si_value: u64,
+}
+
+extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, uc: *mut libc::c_void) {
+    // SAFETY: `__errno_location` returns this thread's errno, always valid.
+    let errno = unsafe { *libc::__errno_location() };
+    // SAFETY: the kernel passes a valid siginfo and ucontext to an
+    // SA_SIGINFO handler.
+    let handled = unsafe { sample(info, uc) };
+    if !handled {
+        // SAFETY: as above; `chain` forwards them unchanged.
+        unsafe { chain(sig, info, uc) };
+    }
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = errno };
+}
+
+/// Takes one sample if the signal is one of ours. Returns false otherwise.
+///
+/// # Safety
+///
+/// `info` and `uc` must be the handler's arguments.
+unsafe fn sample(info: *mut libc::siginfo_t, uc: *mut libc::c_void) -> bool {
+    // SAFETY: every siginfo starts with signo/errno/code; a timer's (checked
+    // through `si_code`) has the layout of `TimerInfo`.
+    let info = unsafe { &*(info as *const TimerInfo) };
+    if info.si_code != libc::SI_TIMER {
+        return false;
+    }
+    let Some((index, generation, kind)) = decode(info.si_value) else {
+        return false;
+    };
+    let Some(slot) = SLOTS.get().and_then(|t| t.get(index)) else {
+        return true; // ours, but no slot: drop
+    };
+    if slot.generation.load(Ordering::Relaxed) != generation
+        || slot.tid.load(Ordering::Acquire) == 0
+    {
+        return true; // a late signal of the slot's previous owner
+    }
+    // SeqCst: orders this flag before the tables load (see unwind docs).
+    slot.in_handler.store(true, Ordering::SeqCst);
+    // SAFETY: `uc` is the interrupted context (caller's contract).
+    let regs = unsafe { regs_of(uc) };
+    slot.last_sp.store(regs.sp, Ordering::Relaxed);
+    let running = match kind {
+        SampleKind::CpuTime => true,
+        SampleKind::Wall => {
+            let now = thread_cpu_nanos();
+            let before = slot.last_cpu_nanos.swap(now, Ordering::Relaxed);
+            now.saturating_sub(before) > 200_000
+        }
+    };
+    let lo = slot.stack_lo.load(Ordering::Acquire);
+    let hi = slot.stack_hi.load(Ordering::Acquire);
+    let fill = |s: &mut super::queue::RawSample| {
+        s.ticks = clock::ticks();
+        s.kind = kind;
+        s.running = running;
+        s.overrun = info.si_overrun.max(0) as u32;
+        slot.scratch.with_mut(|scratch| {
+            // SAFETY: on the slot's own thread, one handler at a time (the
+            // signal is blocked while it runs), `in_handler` set; the bounds
+            // came from the sampler's stack lookup for this thread.
+            unsafe { unwind::capture(regs, lo, hi, &mut *scratch, s) }
+        });
+    };
+    // SAFETY: this handler is the queue's only producer: the signal is
+    // blocked while it runs, and only the slot's own thread receives it.
+    unsafe { slot.queue.push_with(fill) };
+    slot.in_handler.store(false, Ordering::SeqCst);
+    true
+}
+
+/// The interrupted program counter, stack pointer and frame pointer.
+///
+/// # Safety
+///
+/// `uc` must point to the `ucontext_t` the kernel passed to the handler.
+#[cfg(target_arch = "x86_64")]
+unsafe fn regs_of(uc: *mut libc::c_void) -> Regs {
+    // SAFETY: caller's contract.
+    let uc = unsafe { &*(uc as *const libc::ucontext_t) };
+    let g = &uc.uc_mcontext.gregs;
+    Regs {
+        pc: g[libc::REG_RIP as usize] as u64,
+        sp: g[libc::REG_RSP as usize] as u64,
+        fp: g[libc::REG_RBP as usize] as u64,
+    }
+}
+
+/// The interrupted program counter, stack pointer and frame pointer.
+///
+/// # Safety
+///
+/// `uc` must point to the `ucontext_t` the kernel passed to the handler.
+#[cfg(target_arch = "aarch64")]
+unsafe fn regs_of(uc: *mut libc::c_void) -> Regs {
+    // SAFETY: caller's contract.
+    let uc = unsafe { &*(uc as *const libc::ucontext_t) };
+    let m = &uc.uc_mcontext;
+    Regs {
+        pc: m.pc,
+        sp: m.sp,
+        fp: m.regs[29],
+    }
+}
+
+/// The calling thread's CPU time in nanoseconds (async-signal-safe).
+pub(crate) fn thread_cpu_nanos() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer; clock_gettime is async-signal-safe.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Forwards a signal that is not ours to the handler we replaced.
+///
+/// # Safety
+///
+/// The arguments must be the handler's.
+unsafe fn chain(sig: libc::c_int, info: *mut libc::siginfo_t, uc: *mut libc::c_void) {
+    let Some(cell) = PREVIOUS.get(sig as usize) else {
+        return;
+    };
+    // SAFETY: non-null pointers are leaked boxes, never freed.
+    let Some(prev) = (unsafe { cell.load(Ordering::Acquire).as_ref() }) else {
+        return;
+    };
+    let h = prev.sa_sigaction;
+    // A handler installed over ours that chains back to ours would loop
+    // (ours → it → ours → …); the second entry on a thread stops here. The
+    // flag is a `const`-initialised thread-local without destructor: no lazy
+    // initialisation, so reading it is async-signal-safe.
+    if CHAINING.with(|c| c.replace(true)) {
+        return;
+    }
+    // SAFETY: `h` is the remembered handler; the arguments are ours.
+    unsafe { chain_to(h, prev.sa_flags, sig, info, uc) };
+    CHAINING.with(|c| c.set(false));
+}
+
+#[cfg(not(flightrec_loom))]
+crate::sync::thread_local! {
+    static CHAINING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+#[cfg(flightrec_loom)]
+crate::sync::thread_local! {
+    static CHAINING: std::cell::Cell<bool> = std::cell::Cell::new(false);
+}
+
+/// Calls handler `h` (installed with `flags`).
+///
+/// # Safety
+///
+/// `h` must be a handler address from a `sigaction`, and the remaining
+/// arguments the handler's.
+unsafe fn chain_to(
+    h: libc::sighandler_t,
+    flags: libc::c_int,
+    sig: libc::c_int,
+    info: *mut libc::siginfo_t,
+    uc: *mut libc::c_void,
+) {
+    if h == libc::SIG_DFL || h == libc::SIG_IGN {
+        // A stray profiling signal with no handler before ours: ignore it
+        // rather than let the default action end the process.
+        return;
+    }
+    if flags & libc::SA_SIGINFO != 0 {
+        // SAFETY: the previous handler was installed with this signature.
+        let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+            unsafe { std::mem::transmute(h) };
+        f(sig, info, uc);
+    } else {
+        // SAFETY: the previous handler was installed with this signature.
+        let f: extern "C" fn(libc::c_int) = unsafe { std::mem::transmute(h) };
+        f(sig);
+    }
+}
+
+#[cfg(all(test, not(flightrec_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_round_trip() {
+        let v = encode(4095, 0x1_2345, SampleKind::Wall);
+        assert_eq!(decode(v), Some((4095, 0x2345, SampleKind::Wall)));
+        assert_eq!(decode(7), None);
+    }
+}
