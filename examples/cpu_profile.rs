@@ -1,0 +1,175 @@
+//! CPU-time profiling of a small workload, written as `jdk.CPUTimeSample`
+//! events; prints each worker thread's measured CPU time as one JSON line.
+//!
+//! ```text
+//! cargo run --release --example cpu_profile -- --out OUT.jfr --seconds 5
+//! jfr view cpu-time-hot-methods OUT.jfr
+//! ```
+//!
+//! Workload:
+//! * (a) `burn-heavy` burns CPU in `burn_heavy` three quarters of the time,
+//!   `burn-light` in `burn_light` one quarter (it sleeps the rest of each
+//!   20 ms period): about 3:1 CPU time;
+//! * (b) JEP 509's demonstration: `fast-server` serves ten fast CPU-bound
+//!   requests (`handle_fast_request`) in each round while `slow-server`
+//!   serves one slow request (`handle_slow_request`) that mostly sleeps. A
+//!   wall-clock profiler sees both handlers take the same time; CPU time
+//!   shows where the CPU went.
+//!
+//! Options: `--throttle 10ms|500/s` (default `10ms`), `--wall` also turns
+//! on wall-clock sampling (`jdk.ExecutionSample`).
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use flightrec::{Recording, RecordingConfig, Settings};
+
+/// This thread's CPU time (CLOCK_THREAD_CPUTIME_ID), in nanoseconds.
+fn thread_cpu_nanos() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Spins on arithmetic until `$cpu` of this thread's CPU time has passed.
+/// A macro, not a function: the loop is part of the function that uses it,
+/// so that function is the top frame of the samples (an inlined helper
+/// would show up as a frame of its own). The loop calls nothing; the clock
+/// is read once per ~100 µs of work.
+macro_rules! spin_for {
+    ($cpu:expr, $seed:expr) => {{
+        let end = thread_cpu_nanos() + ($cpu as Duration).as_nanos() as u64;
+        let mut x: u64 = $seed | 1;
+        loop {
+            let mut i = 0u32;
+            while i < 100_000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                i += 1;
+            }
+            x = black_box(x);
+            if thread_cpu_nanos() >= end {
+                break x;
+            }
+        }
+    }};
+}
+
+#[inline(never)]
+fn burn_heavy(cpu: Duration) -> u64 {
+    spin_for!(cpu, 3)
+}
+
+#[inline(never)]
+fn burn_light(cpu: Duration) -> u64 {
+    spin_for!(cpu, 5)
+}
+
+#[inline(never)]
+fn handle_fast_request(id: u64) -> u64 {
+    spin_for!(Duration::from_millis(8), id)
+}
+
+#[inline(never)]
+fn handle_slow_request(id: u64) -> u64 {
+    // Mostly waiting (a database, a downstream call), a little CPU.
+    std::thread::sleep(Duration::from_millis(190));
+    spin_for!(Duration::from_millis(2), id)
+}
+
+/// Runs `work` in a loop on a thread named `name` until `stop`, then
+/// returns the thread's CPU time.
+fn worker(
+    name: &str,
+    stop: Arc<AtomicBool>,
+    mut work: impl FnMut() + Send + 'static,
+) -> std::thread::JoinHandle<(String, u64)> {
+    let name = name.to_owned();
+    std::thread::Builder::new()
+        .name(name.clone())
+        .spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                work();
+            }
+            (name, thread_cpu_nanos())
+        })
+        .expect("spawn worker")
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut out = None;
+    let mut seconds = 5.0f64;
+    let mut throttle = "10ms".to_owned();
+    let mut wall = false;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--out" => out = args.next(),
+            "--seconds" => seconds = args.next().ok_or("--seconds N")?.parse()?,
+            "--throttle" => throttle = args.next().ok_or("--throttle T")?,
+            "--wall" => wall = true,
+            other => return Err(format!("unknown argument {other}").into()),
+        }
+    }
+    let out = out.ok_or("usage: cpu_profile --out OUT.jfr [--seconds N] [--throttle 10ms]")?;
+
+    let mut settings = Settings::new();
+    settings.set("jdk.CPUTimeSample", "enabled", "true")?;
+    settings.set("jdk.CPUTimeSample", "throttle", &throttle)?;
+    if wall {
+        settings.set("jdk.ExecutionSample", "enabled", "true")?;
+    }
+    let recording = Recording::start(RecordingConfig::new(&out).settings(settings))?;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let period = Duration::from_millis(20);
+    let workers = vec![
+        worker("burn-heavy", stop.clone(), move || {
+            burn_heavy(period * 3 / 4);
+            std::thread::sleep(period / 4);
+        }),
+        worker("burn-light", stop.clone(), move || {
+            burn_light(period / 4);
+            std::thread::sleep(period * 3 / 4);
+        }),
+        worker("fast-server", stop.clone(), {
+            let mut id = 0;
+            move || {
+                let round = Instant::now();
+                for _ in 0..10 {
+                    id += 1;
+                    black_box(handle_fast_request(id));
+                }
+                std::thread::sleep(Duration::from_millis(200).saturating_sub(round.elapsed()));
+            }
+        }),
+        worker("slow-server", stop.clone(), {
+            let mut id = 0;
+            move || {
+                id += 1;
+                black_box(handle_slow_request(id));
+            }
+        }),
+    ];
+    std::thread::sleep(Duration::from_secs_f64(seconds));
+    stop.store(true, Ordering::Relaxed);
+    let mut cpu = Vec::new();
+    for w in workers {
+        cpu.push(w.join().expect("worker panicked"));
+    }
+    recording.stop()?;
+
+    let fields: Vec<String> = cpu
+        .iter()
+        .map(|(name, ns)| format!("\"{name}\": {ns}"))
+        .collect();
+    println!("{{\"threads\": {{{}}}}}", fields.join(", "));
+    Ok(())
+}
