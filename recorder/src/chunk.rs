@@ -48,6 +48,9 @@ pub(crate) struct ChunkAssembler {
     known_types: usize,
     losses_at_start: LossCounts,
     scratch: Vec<u8>,
+    /// Events and bytes handed to the file since the last successful flush:
+    /// lost if the file fails before the next one.
+    pending: (u64, u64),
 }
 
 impl ChunkAssembler {
@@ -74,6 +77,7 @@ impl ChunkAssembler {
             known_types: usize::MAX, // forces the first refresh
             losses_at_start,
             scratch: Vec::new(),
+            pending: (0, 0),
         })
     }
 
@@ -90,10 +94,19 @@ impl ChunkAssembler {
     /// Writes the complete, unflushed events of `block` into the chunk.
     pub(crate) fn add_block(&mut self, block: &Block) -> io::Result<usize> {
         self.refresh_layouts();
-        let (scanner, refs, writer) = (&self.scanner, &mut self.refs, &mut self.writer);
+        let (scanner, refs, writer, pending) = (
+            &self.scanner,
+            &mut self.refs,
+            &mut self.writer,
+            &mut self.pending,
+        );
         let written = block.drain_with(|bytes| {
             let bytes = match scanner.scan(bytes, refs) {
-                Ok(_) => bytes,
+                Ok(records) => {
+                    pending.0 += records as u64;
+                    pending.1 += bytes.len() as u64;
+                    bytes
+                }
                 Err(bad) => {
                     // Our own encoder wrote these bytes; a walk failure is a
                     // bug. Keep the file readable: write the records before it.
@@ -122,7 +135,15 @@ impl ChunkAssembler {
         self.write_metadata_if_changed(now.ticks)?;
         self.write_new_constants(rt, frames, now.ticks)?;
         self.writer
-            .flush_header((now.wall_nanos - self.start.wall_nanos).max(0))
+            .flush_header((now.wall_nanos - self.start.wall_nanos).max(0))?;
+        self.pending = (0, 0);
+        Ok(())
+    }
+
+    /// Events (and bytes) written since the last successful flush, which a
+    /// failure of the file loses.
+    pub(crate) fn pending(&self) -> (u64, u64) {
+        self.pending
     }
 
     fn write_metadata_if_changed(&mut self, ticks: i64) -> io::Result<()> {

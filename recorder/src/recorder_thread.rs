@@ -289,7 +289,12 @@ impl Recorder {
             message: e.to_string(),
         });
         registry().apply(Settings::clone(&registry().settings.load()), false);
-        self.chunk = None;
+        if let Some((chunk, _)) = self.chunk.take() {
+            let (events, bytes) = chunk.pending();
+            self.rt
+                .losses
+                .record_many(LossCause::WriteError, events, bytes);
+        }
         self.discard_all();
     }
 

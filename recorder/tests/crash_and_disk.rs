@@ -1,0 +1,253 @@
+//! What survives when things go wrong: a process killed with SIGKILL leaves a
+//! repository from which every event flushed before the kill is recovered,
+//! retention bounds the repository, and a disk error stops the recording
+//! with an error (and counted losses) instead of a panic or a hang.
+//!
+//! The crash and disk-error cases run in a child process: this test binary
+//! re-executes itself with `FLIGHTREC_TEST_CHILD` set.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use chunk_writer::reader::read_recording;
+use recorder::{
+    DefaultSettings, Event, EventKind, EventType, EventTypeInfo, FieldInfo, FieldKind, FieldValue,
+    FieldWriter, LossCause, Recording, RecordingConfig, RecordingError,
+};
+
+static INFO: EventTypeInfo = EventTypeInfo {
+    name: "test.Tick",
+    label: None,
+    description: None,
+    category: &[],
+    experimental: false,
+    kind: EventKind::Instant,
+    defaults: DefaultSettings {
+        enabled: true,
+        threshold: Duration::ZERO,
+        stack_trace: false,
+    },
+    fields: &[
+        FieldInfo::new("n", FieldKind::U64),
+        FieldInfo::new("text", FieldKind::String),
+    ],
+};
+static TICK: EventType = EventType::new(&INFO);
+
+struct Tick(u64);
+
+impl Event for Tick {
+    fn event_type() -> &'static EventType {
+        &TICK
+    }
+    fn write_fields(&self, w: &mut FieldWriter<'_>) {
+        self.0.write(w);
+        "some payload to make the chunk grow".write(w);
+    }
+}
+
+fn child(mode: &str, dir: &Path) -> Command {
+    let mut c = Command::new(std::env::current_exe().unwrap());
+    c.args([mode, "--exact", "--nocapture", "--test-threads=1"])
+        .env("FLIGHTREC_TEST_CHILD", mode)
+        .env("FLIGHTREC_TEST_DIR", dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    c
+}
+
+fn is_child(mode: &str) -> Option<PathBuf> {
+    (std::env::var("FLIGHTREC_TEST_CHILD").ok()? == mode)
+        .then(|| PathBuf::from(std::env::var("FLIGHTREC_TEST_DIR").unwrap()))
+}
+
+fn count_ticks(file: &Path) -> u64 {
+    let f = read_recording(&std::fs::read(file).unwrap()).unwrap();
+    f.chunks
+        .iter()
+        .flat_map(|c| &c.events)
+        .filter(|e| &*e.type_name == "test.Tick")
+        .count() as u64
+}
+
+/// Child: records into `dir/repo`, commits events in rounds, rotates once,
+/// and after each flush says how many events are flushed; the parent kills
+/// it mid-recording.
+#[test]
+fn killed_child() {
+    let Some(dir) = is_child("killed_child") else {
+        return;
+    };
+    let rec = Recording::start(
+        RecordingConfig::repository_only()
+            .repository(dir.join("repo"))
+            .flush_interval(Duration::from_millis(20)),
+    )
+    .unwrap();
+    let mut n = 0;
+    for round in 0..3 {
+        for _ in 0..5000 {
+            Tick(n).commit();
+            n += 1;
+        }
+        if round == 1 {
+            rec.rotate().unwrap();
+        }
+        // Two flush intervals: the events are on disk with a header saying so.
+        std::thread::sleep(Duration::from_millis(100));
+        println!("flushed {n}");
+    }
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+#[test]
+fn sigkill_leaves_a_recoverable_repository() {
+    if std::env::var("FLIGHTREC_TEST_CHILD").is_ok() {
+        return;
+    }
+    let dir = flightrec_testkit::temp_dir("sigkill");
+    let mut c = child("killed_child", &dir).spawn().unwrap();
+    let mut lines = BufReader::new(c.stdout.take().unwrap()).lines();
+    let mut flushed = 0;
+    while let Some(Ok(line)) = lines.next() {
+        if let Some(n) = line.strip_prefix("flushed ") {
+            flushed = n.parse().unwrap();
+            if flushed == 15000 {
+                break;
+            }
+        }
+    }
+    assert_eq!(flushed, 15000, "child did not report its flushes");
+    c.kill().unwrap(); // SIGKILL
+    c.wait().unwrap();
+
+    let out = dir.join("recovered.jfr");
+    let chunks = recorder::assemble(&dir.join("repo"), &out).unwrap();
+    assert_eq!(chunks, 2, "one finished chunk and the one in progress");
+    assert_eq!(count_ticks(&out), 15000);
+    let jdk = flightrec_testkit::summary(&out);
+    assert_eq!(jdk.chunks, 2);
+    assert_eq!(jdk.counts.get("test.Tick").copied(), Some(15000));
+}
+
+/// Child: records with a file-size limit far below what it writes, so the
+/// disk "fills up" mid-recording.
+#[test]
+fn disk_full_child() {
+    let Some(dir) = is_child("disk_full_child") else {
+        return;
+    };
+    // SAFETY: plain libc calls with valid arguments; SIGXFSZ is ignored so a
+    // write past the limit fails with EFBIG instead of killing the process.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+        let lim = libc::rlimit {
+            rlim_cur: 256 << 10,
+            rlim_max: 256 << 10,
+        };
+        assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &lim), 0);
+    }
+    let rec = Recording::start(
+        RecordingConfig::new(dir.join("out.jfr"))
+            .repository(dir.join("repo"))
+            .flush_interval(Duration::from_millis(10)),
+    )
+    .unwrap();
+    for n in 0..200_000 {
+        Tick(n).commit();
+        if n % 10_000 == 0 {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    let rotate = rec.rotate();
+    let losses = rec.losses();
+    let stop = rec.stop();
+    println!(
+        "rotate={} stop={} write_losses={}",
+        rotate.is_err(),
+        matches!(stop, Err(RecordingError::Failed { .. })),
+        losses.events(LossCause::WriteError)
+    );
+    if let Err(e) = stop {
+        println!("error: {e}");
+    }
+}
+
+#[test]
+fn disk_errors_stop_the_recording_with_an_error() {
+    if std::env::var("FLIGHTREC_TEST_CHILD").is_ok() {
+        return;
+    }
+    let dir = flightrec_testkit::temp_dir("disk_full");
+    let mut c = child("disk_full_child", &dir);
+    let out = c.output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "child crashed: {:?}\n{text}",
+        out.status
+    );
+    let line = text
+        .lines()
+        .find_map(|l| l.find("rotate=").map(|i| &l[i..]))
+        .unwrap_or_else(|| panic!("no report:\n{text}"));
+    assert!(line.starts_with("rotate=true stop=true"), "{line}");
+    let lost: u64 = line.rsplit('=').next().unwrap().trim().parse().unwrap();
+    assert!(
+        lost > 0,
+        "events dropped after the error must be counted: {line}"
+    );
+    assert!(
+        text.contains("File too large") || text.contains("too large"),
+        "{text}"
+    );
+}
+
+#[test]
+fn retention_bounds_the_repository_by_size_and_age() {
+    if std::env::var("FLIGHTREC_TEST_CHILD").is_ok() {
+        return;
+    }
+    let dir = flightrec_testkit::temp_dir("retention");
+    let repo = dir.join("repo");
+    let rec = Recording::start(
+        RecordingConfig::repository_only()
+            .repository(&repo)
+            .max_size(Some(64 << 10))
+            .max_age(Some(Duration::from_millis(300))),
+    )
+    .unwrap();
+    let mut n = 0;
+    for _ in 0..40 {
+        for _ in 0..500 {
+            Tick(n).commit();
+            n += 1;
+        }
+        rec.rotate().unwrap();
+    }
+    let size: u64 = std::fs::read_dir(&repo)
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    let files = std::fs::read_dir(&repo).unwrap().count();
+    // Finished chunks are at most 64 KiB together, plus the one in progress.
+    assert!(
+        size <= (64 << 10) + (64 << 10),
+        "repository holds {size} bytes in {files} files"
+    );
+    assert!(files < 40, "retention removed nothing: {files} files");
+    // Age: after waiting past max_age, one rotation drops everything older.
+    std::thread::sleep(Duration::from_millis(400));
+    rec.rotate().unwrap();
+    let files = std::fs::read_dir(&repo).unwrap().count();
+    assert_eq!(files, 2, "the chunk just finished and the one in progress");
+    let dump = dir.join("dump.jfr");
+    rec.dump(&dump).unwrap();
+    assert_eq!(count_ticks(&dump), 0, "the last chunks hold no ticks");
+    rec.stop().unwrap();
+}
