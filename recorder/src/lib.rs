@@ -12,6 +12,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
+pub mod autostart;
 pub(crate) mod buffer;
 mod chunk;
 pub mod clock;
@@ -33,6 +34,7 @@ pub mod settings;
 pub mod stack;
 pub(crate) mod sync;
 
+pub use autostart::{AutoStartError, start_from_env};
 pub use config::{RecordingConfig, StartError};
 pub use event::commit::{DurationGuard, Event, StackTrace, ThreadRef, Timer};
 pub use event::descriptor::{DefaultSettings, EventKind, EventType, EventTypeInfo, FieldInfo};

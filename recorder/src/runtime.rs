@@ -68,6 +68,7 @@ impl Registry {
     #[cold]
     #[inline(never)]
     pub(crate) fn register(&self, ty: &'static EventType) -> u64 {
+        crate::autostart::keep_linked();
         let mut inner = self.inner.lock();
         let word = ty.word.load(Ordering::Acquire);
         if word != 0 {
