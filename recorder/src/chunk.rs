@@ -158,8 +158,10 @@ impl ChunkAssembler {
     }
 
     /// A checkpoint with the constants referenced since the last one (and the
-    /// enum-like pools, once per chunk). Always writes at least once per
-    /// chunk: a chunk needs a checkpoint to be followed by others.
+    /// enum-like pools, once per chunk). Written at every flush even when it
+    /// holds no pool: a streaming reader delivers the events of a flush
+    /// segment only when it reaches the checkpoint that ends it (the FLUSH
+    /// flag), and a chunk needs a checkpoint to be followed by others.
     fn write_new_constants(
         &mut self,
         rt: &Runtime,
@@ -178,9 +180,6 @@ impl ChunkAssembler {
             .difference(&self.written_stacks)
             .copied()
             .collect();
-        if threads.is_empty() && stacks.is_empty() && self.statics_written {
-            return Ok(());
-        }
         let mut cp = Checkpoint::new(chunk_writer::checkpoint::FLAG_FLUSH);
         rt.threads.write_pool(&mut cp, &threads);
         frames.write_pools(&mut cp, &rt.stacks, &stacks);
