@@ -129,7 +129,9 @@ fn a_thousand_rotations_lose_nothing_duplicate_nothing_and_miss_no_constant() {
     let rotating = t0.elapsed();
     let summary = rec.stop().unwrap();
     assert_eq!(summary.losses.total_events(), 0, "{:?}", summary.losses);
-    assert_eq!(summary.chunks, ROTATIONS as u64 + 1);
+    // At least one chunk per rotation (a chunk may also have reached the
+    // size limit while the first rotation symbolized stacks).
+    assert!(summary.chunks > ROTATIONS as u64, "{} chunks", summary.chunks);
     eprintln!(
         "{ROTATIONS} rotations in {rotating:?}; {:?} events per writer",
         written
@@ -137,7 +139,7 @@ fn a_thousand_rotations_lose_nothing_duplicate_nothing_and_miss_no_constant() {
 
     // Every event exactly once; every reference resolved in its own chunk.
     let file = read_recording(&std::fs::read(&dest).unwrap()).unwrap();
-    assert_eq!(file.chunks.len(), ROTATIONS + 1);
+    assert_eq!(file.chunks.len() as u64, summary.chunks);
     let mut seen: Vec<HashSet<u64>> = vec![HashSet::new(); WRITERS as usize];
     for chunk in &file.chunks {
         for e in &chunk.events {
@@ -185,7 +187,7 @@ fn a_thousand_rotations_lose_nothing_duplicate_nothing_and_miss_no_constant() {
     // Every chunk file of the repository is readable alone, by us and by the
     // JDK, and holds the same events as its copy in the destination file.
     let files = chunk_files(&repo);
-    assert_eq!(files.len(), ROTATIONS + 1);
+    assert_eq!(files.len() as u64, summary.chunks);
     let jdk = flightrec_testkit::jfr().read_each_with_recording_file(&files);
     for (i, f) in files.iter().enumerate() {
         let alone = read_recording(&std::fs::read(f).unwrap()).unwrap();
