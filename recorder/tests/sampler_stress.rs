@@ -118,9 +118,10 @@ fn stress(secs: f64, throttle: &str) {
         summary.losses
     );
     assert!(spawned.load(Ordering::Relaxed) > 100);
-    // Two busy threads at 1 ms for `secs` give thousands of samples even on
-    // a loaded machine.
-    assert!(samples as f64 > secs * 200.0, "only {samples} samples");
+    // Two busy threads sampled every 1 ms of CPU (in practice every kernel
+    // tick, 4 ms at HZ=250) give hundreds of samples per second; a loaded
+    // 2-CPU machine gives them far less CPU, hence the low bar.
+    assert!(samples as f64 > secs * 50.0, "only {samples} samples");
     if std::env::var_os("FLIGHTREC_STRESS_KEEP").is_none() {
         let _ = std::fs::remove_dir_all(&dir);
     }
