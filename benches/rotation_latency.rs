@@ -44,14 +44,22 @@ fn run(rec: &Recording, rotate: bool) -> Vec<i64> {
                     let mut lat = Vec::with_capacity(COMMITS);
                     for i in 0..COMMITS {
                         let t0 = clock::ticks();
-                        Latency { a: black_box(i as u64), b: 7, c: 0.5 }.commit();
+                        Latency {
+                            a: black_box(i as u64),
+                            b: 7,
+                            c: 0.5,
+                        }
+                        .commit();
                         lat.push(clock::ticks() - t0);
                     }
                     lat
                 })
             })
             .collect();
-        let mut all: Vec<i64> = emitters.into_iter().flat_map(|h| h.join().expect("emitter")).collect();
+        let mut all: Vec<i64> = emitters
+            .into_iter()
+            .flat_map(|h| h.join().expect("emitter"))
+            .collect();
         stop.store(true, Ordering::Relaxed);
         let rotations = rotator.join().expect("rotator");
         if rotate {
@@ -73,7 +81,10 @@ fn main() {
     }
     let dir = std::env::temp_dir().join(format!("flightrec-latency-{}", std::process::id()));
     let rec = Recording::start(
-        RecordingConfig::repository_only().repository(&dir).max_memory(512 << 20).max_size(Some(64 << 20)),
+        RecordingConfig::repository_only()
+            .repository(&dir)
+            .max_memory(512 << 20)
+            .max_size(Some(64 << 20)),
     )
     .expect("start recording");
     run(&rec, false); // warm up: buffers, type registration, symbolizer
@@ -87,7 +98,14 @@ fn main() {
         // Median over rounds of each statistic (max is the noisiest).
         let mut per: Vec<[f64; 4]> = runs
             .iter()
-            .map(|r| [percentile(r, 0.5), percentile(r, 0.99), percentile(r, 0.999), percentile(r, 1.0)])
+            .map(|r| {
+                [
+                    percentile(r, 0.5),
+                    percentile(r, 0.99),
+                    percentile(r, 0.999),
+                    percentile(r, 1.0),
+                ]
+            })
             .collect();
         let mut out = [0.0; 4];
         for (k, slot) in out.iter_mut().enumerate() {
@@ -99,9 +117,21 @@ fn main() {
     let (b, r) = (stats(&base), stats(&rot));
     println!("commit latency, ns (median of {ROUNDS} rounds of {COMMITS} commits)");
     println!("                 p50      p99    p99.9        max");
-    println!("no rotation  {:>7.0}  {:>7.0}  {:>7.0}  {:>9.0}", b[0], b[1], b[2], b[3]);
-    println!("rotate 5 ms  {:>7.0}  {:>7.0}  {:>7.0}  {:>9.0}", r[0], r[1], r[2], r[3]);
-    println!("ratio        {:>7.2}  {:>7.2}  {:>7.2}  {:>9.2}", r[0] / b[0], r[1] / b[1], r[2] / b[2], r[3] / b[3]);
+    println!(
+        "no rotation  {:>7.0}  {:>7.0}  {:>7.0}  {:>9.0}",
+        b[0], b[1], b[2], b[3]
+    );
+    println!(
+        "rotate 5 ms  {:>7.0}  {:>7.0}  {:>7.0}  {:>9.0}",
+        r[0], r[1], r[2], r[3]
+    );
+    println!(
+        "ratio        {:>7.2}  {:>7.2}  {:>7.2}  {:>9.2}",
+        r[0] / b[0],
+        r[1] / b[1],
+        r[2] / b[2],
+        r[3] / b[3]
+    );
     let s = rec.stop().expect("stop");
     eprintln!("losses: {:?}", s.losses);
     let _ = std::fs::remove_dir_all(dir);
