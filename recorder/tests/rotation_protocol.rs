@@ -131,7 +131,11 @@ fn a_thousand_rotations_lose_nothing_duplicate_nothing_and_miss_no_constant() {
     assert_eq!(summary.losses.total_events(), 0, "{:?}", summary.losses);
     // At least one chunk per rotation (a chunk may also have reached the
     // size limit while the first rotation symbolized stacks).
-    assert!(summary.chunks > ROTATIONS as u64, "{} chunks", summary.chunks);
+    assert!(
+        summary.chunks > ROTATIONS as u64,
+        "{} chunks",
+        summary.chunks
+    );
     eprintln!(
         "{ROTATIONS} rotations in {rotating:?}; {:?} events per writer",
         written
