@@ -99,7 +99,7 @@ fn parse_args() -> Result<Args, String> {
 fn serve(worker: u32, i: u64, requests: &AtomicU64) {
     let timer = Request::begin();
     // Every 16th request does real work and crosses the threshold.
-    let rounds = if i % 16 == 0 { 4_000 } else { 1 };
+    let rounds = if i.is_multiple_of(16) { 4_000 } else { 1 };
     let mut h = i;
     for _ in 0..rounds {
         h = std::hint::black_box(
@@ -107,7 +107,7 @@ fn serve(worker: u32, i: u64, requests: &AtomicU64) {
                 .wrapping_add(1442695040888963407),
         );
     }
-    let path = if worker % 2 == 0 {
+    let path = if worker.is_multiple_of(2) {
         "/index.html"
     } else {
         "/api/v1/items"

@@ -184,11 +184,11 @@ fn xml_values(xml: &str) -> BTreeMap<(String, String), Vec<(String, String)>> {
                 .map(|(_, v)| v.clone())
                 .expect("startTime");
             out.insert((ty, start), values);
-        } else if let Some(rest) = line.strip_prefix("<value name=\"") {
-            if let (Some((name, rest)), Some(cur)) = (rest.split_once("\">"), current.as_mut()) {
-                let text = rest.strip_suffix("</value>").unwrap_or(rest);
-                cur.1.push((name.to_owned(), text.to_owned()));
-            }
+        } else if let Some(rest) = line.strip_prefix("<value name=\"")
+            && let (Some((name, rest)), Some(cur)) = (rest.split_once("\">"), current.as_mut())
+        {
+            let text = rest.strip_suffix("</value>").unwrap_or(rest);
+            cur.1.push((name.to_owned(), text.to_owned()));
         }
     }
     out

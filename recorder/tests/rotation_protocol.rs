@@ -105,13 +105,13 @@ fn a_thousand_rotations_lose_nothing_duplicate_nothing_and_miss_no_constant() {
                     .spawn_scoped(s, move || {
                         let mut seq = 0u64;
                         while !stop.load(Ordering::Relaxed) {
-                            if seq % 32 == 0 {
+                            if seq.is_multiple_of(32) {
                                 traced(w, seq);
                             } else {
                                 Seq(w, seq).commit();
                             }
                             seq += 1;
-                            if seq % 64 == 0 {
+                            if seq.is_multiple_of(64) {
                                 std::thread::yield_now();
                             }
                         }

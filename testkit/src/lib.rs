@@ -656,6 +656,39 @@ fn run_with_timeout(mut cmd: Command, timeout: Duration, what: &str) -> Output {
     }
 }
 
+/// Reads each file given on the command line to the end with
+/// `RecordingFile`, printing `index<TAB>event type<TAB>count` lines; exits
+/// non-zero naming the file on the first parse error.
+const READ_EACH_JAVA: &str = r#"
+import java.nio.file.Path;
+import java.util.TreeMap;
+import jdk.jfr.consumer.RecordedEvent;
+import jdk.jfr.consumer.RecordingFile;
+
+public class ReadEach {
+    public static void main(String[] args) throws Exception {
+        for (int i = 0; i < args.length; i++) {
+            TreeMap<String, Long> counts = new TreeMap<>();
+            try (RecordingFile f = new RecordingFile(Path.of(args[i]))) {
+                while (f.hasMoreEvents()) {
+                    RecordedEvent e = f.readEvent();
+                    // Touch every field, as `jfr print` does.
+                    e.getFields().forEach(d -> e.getValue(d.getName()));
+                    if (e.getStackTrace() != null) e.getStackTrace().getFrames().forEach(fr -> fr.getMethod().getType().getName());
+                    if (e.getThread() != null) e.getThread().getJavaName();
+                    counts.merge(e.getEventType().getName(), 1L, Long::sum);
+                }
+            } catch (Exception ex) {
+                System.err.println(args[i] + ": " + ex);
+                ex.printStackTrace();
+                System.exit(1);
+            }
+            for (var c : counts.entrySet()) System.out.println(i + "\t" + c.getKey() + "\t" + c.getValue());
+        }
+    }
+}
+"#;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -695,36 +728,3 @@ mod tests {
         assert!(String::from_utf8_lossy(&out.stdout).contains(jdk.version()));
     }
 }
-
-/// Reads each file given on the command line to the end with
-/// `RecordingFile`, printing `index<TAB>event type<TAB>count` lines; exits
-/// non-zero naming the file on the first parse error.
-const READ_EACH_JAVA: &str = r#"
-import java.nio.file.Path;
-import java.util.TreeMap;
-import jdk.jfr.consumer.RecordedEvent;
-import jdk.jfr.consumer.RecordingFile;
-
-public class ReadEach {
-    public static void main(String[] args) throws Exception {
-        for (int i = 0; i < args.length; i++) {
-            TreeMap<String, Long> counts = new TreeMap<>();
-            try (RecordingFile f = new RecordingFile(Path.of(args[i]))) {
-                while (f.hasMoreEvents()) {
-                    RecordedEvent e = f.readEvent();
-                    // Touch every field, as `jfr print` does.
-                    e.getFields().forEach(d -> e.getValue(d.getName()));
-                    if (e.getStackTrace() != null) e.getStackTrace().getFrames().forEach(fr -> fr.getMethod().getType().getName());
-                    if (e.getThread() != null) e.getThread().getJavaName();
-                    counts.merge(e.getEventType().getName(), 1L, Long::sum);
-                }
-            } catch (Exception ex) {
-                System.err.println(args[i] + ": " + ex);
-                ex.printStackTrace();
-                System.exit(1);
-            }
-            for (var c : counts.entrySet()) System.out.println(i + "\t" + c.getKey() + "\t" + c.getValue());
-        }
-    }
-}
-"#;

@@ -103,9 +103,9 @@ pub(crate) fn offset_date_time_utc(epoch_nanos: i128) -> String {
     if ss > 0 || nano > 0 {
         s += &format!(":{ss:02}");
         if nano > 0 {
-            if nano % 1_000_000 == 0 {
+            if nano.is_multiple_of(1_000_000) {
                 s += &format!(".{:03}", nano / 1_000_000);
-            } else if nano % 1000 == 0 {
+            } else if nano.is_multiple_of(1000) {
                 s += &format!(".{:06}", nano / 1000);
             } else {
                 s += &format!(".{nano:09}");

@@ -152,7 +152,7 @@ pub(crate) unsafe fn capture(
     };
     let snap: &[u8] = &snapshot[..];
     let mut read = |addr: u64| -> Result<u64, ()> {
-        if addr % 8 != 0 || addr < base || addr.checked_add(8).ok_or(())? > base + len {
+        if !addr.is_multiple_of(8) || addr < base || addr.checked_add(8).ok_or(())? > base + len {
             return Err(());
         }
         if in_place {

@@ -165,16 +165,17 @@ fn file_class(file: &str) -> Option<Vec<String>> {
                 .find(|&(at, _)| dir[at + 1..].starts_with(|c: char| c.is_ascii_digit()))
                 .map_or(dir, |(at, _)| &dir[..at]);
             let mut modules = &parts[src + 1..];
-            if let [first, rest @ ..] = modules {
-                if *first == "bin" && !rest.is_empty() {
-                    // A binary is its own crate: `src/bin/x.rs` is `x`.
-                    return Some(vec![sanitize_segment(&rest[0].replace('-', "_"))?]);
-                }
+            if let [first, rest @ ..] = modules
+                && *first == "bin"
+                && !rest.is_empty()
+            {
+                // A binary is its own crate: `src/bin/x.rs` is `x`.
+                return Some(vec![sanitize_segment(&rest[0].replace('-', "_"))?]);
             }
-            if let [.., last] = modules {
-                if matches!(*last, "lib" | "main" | "mod") {
-                    modules = &modules[..modules.len() - 1];
-                }
+            if let [.., last] = modules
+                && matches!(*last, "lib" | "main" | "mod")
+            {
+                modules = &modules[..modules.len() - 1];
             }
             std::iter::once(krate)
                 .chain(modules.iter().copied())
