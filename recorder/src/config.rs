@@ -10,6 +10,18 @@ use crate::settings::Settings;
 pub const MIN_THREAD_BUFFER: usize = 1024;
 /// Largest thread buffer.
 pub const MAX_THREAD_BUFFER: usize = 16 << 20;
+/// Default thread buffer (block) size. Under loom a block holds two 5-byte
+/// model records, so block-full is reached in small models. (Not under
+/// miri: there the real recording runs, and validation wants at least
+/// [`MIN_THREAD_BUFFER`].)
+pub(crate) const DEFAULT_THREAD_BUFFER: usize = if cfg!(flightrec_loom) { 10 } else { 64 << 10 };
+/// Default memory for event buffers. Under loom three blocks, so the
+/// pool-exhausted path is reached in small models.
+pub(crate) const DEFAULT_MAX_MEMORY: usize = if cfg!(flightrec_loom) {
+    3 * DEFAULT_THREAD_BUFFER
+} else {
+    64 << 20
+};
 /// Smallest chunk size that triggers a rotation.
 pub const MIN_CHUNK_SIZE: u64 = 64 << 10;
 
@@ -48,8 +60,8 @@ impl RecordingConfig {
         Self {
             destination: None,
             repository: None,
-            thread_buffer_size: 64 << 10,
-            max_memory: 64 << 20,
+            thread_buffer_size: DEFAULT_THREAD_BUFFER,
+            max_memory: DEFAULT_MAX_MEMORY,
             flush_interval: Duration::from_secs(1),
             max_stack_depth: 64,
             max_chunk_size: 12 << 20,

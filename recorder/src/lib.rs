@@ -11,7 +11,11 @@
 //!   `cfg(flightrec_loom)`.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
+// Under loom only the protocol's pieces are driven (by `loom_api`); the rest
+// is built but idle.
+#![cfg_attr(flightrec_loom, allow(dead_code, unused_imports))]
 
+#[cfg(not(flightrec_loom))]
 pub mod autostart;
 pub(crate) mod buffer;
 mod chunk;
@@ -20,12 +24,18 @@ pub mod config;
 pub(crate) mod cpool;
 pub mod event;
 mod local;
+#[cfg(flightrec_loom)]
+#[doc(hidden)]
+pub mod loom_api;
 mod loss;
 mod membarrier;
 pub mod options;
+#[cfg(not(flightrec_loom))]
 mod recorder_thread;
+#[cfg(not(flightrec_loom))]
 pub mod recording;
 pub mod repository;
+mod rotation;
 mod runtime;
 pub mod sampler;
 mod scan;
@@ -34,6 +44,7 @@ pub mod settings;
 pub mod stack;
 pub(crate) mod sync;
 
+#[cfg(not(flightrec_loom))]
 pub use autostart::{AutoStartError, start_from_env};
 pub use config::{RecordingConfig, StartError};
 pub use event::commit::{DurationGuard, Event, StackTrace, ThreadRef, Timer};
@@ -41,6 +52,7 @@ pub use event::descriptor::{DefaultSettings, EventKind, EventType, EventTypeInfo
 pub use event::dynamic::{EventTypeBuilder, Value};
 pub use event::field::{ContentType, FieldKind, FieldValue, FieldWriter};
 pub use loss::{LossCause, LossCounts};
+#[cfg(not(flightrec_loom))]
 pub use recording::{Recording, RecordingError, RecordingSummary};
 pub use repository::{assemble, recover_chunk};
 pub use settings::{SettingError, Settings, TypeSettings};

@@ -30,12 +30,25 @@ impl Drop for LocalHandle {
         // is reclaimed exactly once, here.
         let slot = unsafe { Arc::from_raw(p) };
         if let Some(rt) = crate::runtime::get() {
-            rt.threads
-                .exited(slot.thread_key, rt.epoch.load(Ordering::Relaxed));
-            slot.retire(&rt.pool);
-            rt.pool.wakeup.notify_one();
+            exit(rt, &slot);
         }
     }
+}
+
+/// The exit of the thread owning `slot` (its handle's destructor): marks its
+/// thread constant exited in the current epoch, seals its block.
+pub(crate) fn exit(rt: &Runtime, slot: &ThreadSlot) {
+    rt.threads
+        .exited(slot.thread_key, rt.epoch.load(Ordering::Relaxed));
+    slot.retire(&rt.pool);
+    rt.pool.wakeup.notify_one();
+}
+
+/// Registers a writer slot for the thread with constant key `key`.
+pub(crate) fn register(rt: &Runtime, key: u64) -> Arc<ThreadSlot> {
+    let slot = Arc::new(ThreadSlot::new(key));
+    rt.slots.lock().push(slot.clone());
+    slot
 }
 
 #[cfg(not(flightrec_loom))]
@@ -78,9 +91,7 @@ fn attach(rt: &'static Runtime, local: &LocalHandle) -> *const ThreadSlot {
         crate::sync::os_thread_id(),
         crate::cpool::threads::current_thread_name,
     );
-    let slot = Arc::new(ThreadSlot::new(key));
-    rt.slots.lock().push(slot.clone());
-    let p = Arc::into_raw(slot);
+    let p = Arc::into_raw(register(rt, key));
     local.slot.set(p);
     p
 }

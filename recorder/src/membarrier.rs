@@ -8,18 +8,32 @@
 //! expedited command is unavailable (old kernels, seccomp), writers are told
 //! to issue a real `fence(SeqCst)` themselves ([`writers_need_fence`]).
 //!
+//! # Under loom
+//!
+//! Loom has no membarrier. There, `compiler_fence` is a real `fence(SeqCst)`
+//! (see [`crate::sync`]) and [`barrier`] is the caller's `fence(SeqCst)`:
+//! the two SeqCst fences are the usual model of the asymmetric pair (what
+//! membarrier promotes each writer's compiler fence to).
+//!
 //! Invariant: after [`barrier`] returns, every writer either has its open
 //! section visible to the caller or will load the new epoch.
 
-use crate::sync::{AtomicBool, Ordering, fence};
+#[cfg(not(flightrec_loom))]
+use crate::sync::AtomicBool;
+use crate::sync::{Ordering, fence};
 
+#[cfg(not(flightrec_loom))]
 const CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
+#[cfg(not(flightrec_loom))]
 const CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
 
 /// True when membarrier is unavailable and writers must fence themselves.
+#[cfg(not(flightrec_loom))]
 static WRITERS_FENCE: AtomicBool = AtomicBool::new(false);
+#[cfg(not(flightrec_loom))]
 static REGISTERED: AtomicBool = AtomicBool::new(false);
 
+#[cfg(not(flightrec_loom))]
 fn membarrier(cmd: libc::c_int) -> bool {
     // SAFETY: membarrier takes two integer arguments and touches no memory
     // of ours; failure is reported through the return value.
@@ -28,22 +42,25 @@ fn membarrier(cmd: libc::c_int) -> bool {
 
 /// Registers the process for expedited barriers (once, at recording start).
 #[cold]
+#[cfg(not(flightrec_loom))]
 pub(crate) fn register() {
     if REGISTERED.swap(true, Ordering::AcqRel) {
         return;
     }
-    if cfg!(flightrec_loom) || !membarrier(CMD_REGISTER_PRIVATE_EXPEDITED) {
+    if !membarrier(CMD_REGISTER_PRIVATE_EXPEDITED) {
         WRITERS_FENCE.store(true, Ordering::SeqCst);
     }
 }
 
 /// True if writers must issue a full fence after opening a section.
 #[inline]
+#[cfg(not(flightrec_loom))]
 pub(crate) fn writers_need_fence() -> bool {
     WRITERS_FENCE.load(Ordering::Relaxed)
 }
 
 /// Makes every running thread execute a full memory barrier.
+#[cfg(not(flightrec_loom))]
 pub(crate) fn barrier() {
     fence(Ordering::SeqCst);
     if !writers_need_fence() && !membarrier(CMD_PRIVATE_EXPEDITED) {
@@ -55,4 +72,17 @@ pub(crate) fn barrier() {
         WRITERS_FENCE.store(true, Ordering::SeqCst);
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
+}
+
+/// Under loom, writers' `compiler_fence` already is a full fence.
+#[inline]
+#[cfg(flightrec_loom)]
+pub(crate) fn writers_need_fence() -> bool {
+    false
+}
+
+/// Under loom, the caller's SeqCst fence (see the module docs).
+#[cfg(flightrec_loom)]
+pub(crate) fn barrier() {
+    fence(Ordering::SeqCst);
 }

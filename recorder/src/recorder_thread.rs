@@ -10,7 +10,7 @@
 //! events reach the disk and a live reader can follow. Rotates when the chunk
 //! reaches its size or age limit.
 //!
-//! # Rotation (the safepoint)
+//! # Rotation (the safepoint; steps 1–4 are [`crate::rotation`])
 //!
 //! 1. flip the epoch: emitters that open a write section from now on tag
 //!    their blocks with the new epoch;
@@ -35,19 +35,18 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::buffer::pool::BlockPtr;
 use crate::chunk::ChunkAssembler;
 use crate::clock;
 use crate::config::RecordingConfig;
 use crate::cpool::methods::FrameTables;
 use crate::loss::{LossCause, LossCounts};
-use crate::membarrier;
 use crate::recording::{RecordingError, RecordingSummary};
 use crate::repository::{ChunkFile, Repository};
+use crate::rotation;
 use crate::runtime::{Runtime, registry};
 use crate::scan::{Referenced, Scanner};
 use crate::settings::Settings;
-use crate::sync::{Ordering, spin_hint};
+use crate::sync::Ordering;
 
 /// Requests from the [`crate::Recording`] handle.
 #[derive(Debug)]
@@ -332,60 +331,22 @@ impl Recorder {
     /// Drains sealed blocks of epoch `<= epoch` into the chunk; later ones go
     /// back to the queue.
     fn drain_sealed(&mut self, epoch: u64) -> io::Result<()> {
-        let sealed = self.rt.pool.take_sealed();
-        let mut later = Vec::new();
-        let mut result = Ok(());
-        for b in sealed {
-            if b.get().epoch() > epoch || result.is_err() {
-                later.push(b);
-                continue;
-            }
-            match self.chunk_mut().and_then(|c| c.add_block(b.get())) {
-                Ok(_) => self.rt.pool.release(b),
-                Err(e) => {
-                    later.push(b);
-                    result = Err(e);
-                }
-            }
-        }
-        self.rt.pool.requeue(later);
-        result
+        let rt = self.rt;
+        rotation::drain_sealed(rt, epoch, |b| self.chunk_mut()?.add_block(b).map(drop))
     }
 
     /// Drains the committed part of every live block of epoch `epoch`, and
     /// forgets slots of exited threads.
     fn drain_live(&mut self, epoch: u64) -> io::Result<()> {
-        let slots: Vec<_> = {
-            let mut slots = self.rt.slots.lock();
-            slots.retain(|s| !(s.has_exited() && s.current_block().is_none()));
-            slots.clone()
-        };
-        for slot in slots {
-            let Some(b): Option<BlockPtr> = slot.current_block() else {
-                continue;
-            };
-            if b.get().epoch() == epoch {
-                self.chunk_mut()?.add_block(b.get())?;
-            }
-        }
-        Ok(())
+        let rt = self.rt;
+        rotation::drain_live(rt, epoch, |b| self.chunk_mut()?.add_block(b).map(drop))
     }
 
     /// Finishes the current chunk after the safepoint and, unless `last`,
     /// starts the next one.
     fn rotate(&mut self, last: bool, frames: &mut FrameTables) -> io::Result<()> {
-        let old = self.rt.epoch.load(Ordering::Relaxed);
-        self.rt.epoch.store(old + 1, Ordering::SeqCst);
-        membarrier::barrier();
-        let slots: Vec<_> = self.rt.slots.lock().clone();
-        for slot in &slots {
-            while slot.in_section() {
-                spin_hint();
-                std::thread::yield_now();
-            }
-        }
-        self.drain_live(old)?;
-        self.drain_sealed(old)?;
+        let rt = self.rt;
+        let old = rotation::rotate(rt, |b| self.chunk_mut()?.add_block(b).map(drop))?;
         let (chunk, path) = self
             .chunk
             .take()

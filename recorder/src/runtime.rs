@@ -52,22 +52,28 @@ struct RegistryInner {
 /// The global registry.
 pub(crate) fn registry() -> &'static Registry {
     static REGISTRY: OnceLock<Registry> = OnceLock::new();
-    REGISTRY.get_or_init(|| Registry {
-        inner: Mutex::new(RegistryInner {
-            types: Vec::new(),
-            next_id: TypeId::FIRST_DYNAMIC.0,
-            recording: false,
-        }),
-        settings: ArcSwap::from_pointee(Settings::new()),
-        count: AtomicUsize::new(0),
-    })
+    REGISTRY.get_or_init(Registry::new)
 }
 
 impl Registry {
+    /// An empty registry, not recording (the global one, or a loom model's).
+    pub(crate) fn new() -> Self {
+        Self {
+            inner: Mutex::new(RegistryInner {
+                types: Vec::new(),
+                next_id: TypeId::FIRST_DYNAMIC.0,
+                recording: false,
+            }),
+            settings: ArcSwap::from_pointee(Settings::new()),
+            count: AtomicUsize::new(0),
+        }
+    }
+
     /// Registers `ty` (once) and returns its settings word.
     #[cold]
     #[inline(never)]
     pub(crate) fn register(&self, ty: &'static EventType) -> u64 {
+        #[cfg(not(flightrec_loom))]
         crate::autostart::keep_linked();
         let mut inner = self.inner.lock();
         let word = ty.word.load(Ordering::Acquire);
@@ -235,13 +241,20 @@ pub(crate) fn init(
     max_blocks: usize,
     max_stack_depth: usize,
 ) -> &'static Runtime {
-    RUNTIME.get_or_init(|| Runtime {
-        epoch: AtomicU64::new(1),
-        pool: BufferPool::new(block_size, max_blocks),
-        slots: Mutex::new(Vec::new()),
-        threads: ThreadRegistry::new(),
-        stacks: StackRepository::new(),
-        losses: Losses::default(),
-        max_stack_depth,
-    })
+    RUNTIME.get_or_init(|| Runtime::new(block_size, max_blocks, max_stack_depth))
+}
+
+impl Runtime {
+    /// A runtime in epoch 1 (the global one, or a loom model's).
+    pub(crate) fn new(block_size: usize, max_blocks: usize, max_stack_depth: usize) -> Self {
+        Self {
+            epoch: AtomicU64::new(1),
+            pool: BufferPool::new(block_size, max_blocks),
+            slots: Mutex::new(Vec::new()),
+            threads: ThreadRegistry::new(),
+            stacks: StackRepository::new(),
+            losses: Losses::default(),
+            max_stack_depth,
+        }
+    }
 }

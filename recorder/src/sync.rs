@@ -46,6 +46,27 @@ mod imp {
     pub(crate) fn spin_hint() {
         std::hint::spin_loop();
     }
+
+    /// Access tracking of buffer bytes ([`super::ByteCell`]): nothing
+    /// outside loom.
+    #[derive(Debug)]
+    pub(crate) struct ByteShadow;
+
+    impl ByteShadow {
+        /// Tracking for `capacity` bytes.
+        #[inline(always)]
+        pub(crate) fn new(_capacity: usize) -> Self {
+            Self
+        }
+
+        /// Records that this thread wrote `range`.
+        #[inline(always)]
+        pub(crate) fn wrote(&self, _range: std::ops::Range<usize>) {}
+
+        /// Records that this thread read `range`.
+        #[inline(always)]
+        pub(crate) fn read(&self, _range: std::ops::Range<usize>) {}
+    }
 }
 
 #[cfg(flightrec_loom)]
@@ -73,6 +94,11 @@ mod imp {
         /// Locks; loom models never poison.
         pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
             self.0.lock().expect("loom mutex poisoned")
+        }
+
+        /// The value, through exclusive access (no locking).
+        pub(crate) fn get_mut(&mut self) -> &mut T {
+            self.0.get_mut().expect("loom mutex poisoned")
         }
     }
 
@@ -110,14 +136,43 @@ mod imp {
     pub(crate) fn spin_hint() {
         loom::thread::yield_now();
     }
+
+    /// One loom cell per buffer byte, touched (not holding the data) at each
+    /// access of the real bytes, so loom reports a read of bytes that does
+    /// not happen-after their write (or a write racing a read) as a
+    /// causality violation, which it cannot do for the std cells.
+    #[derive(Debug)]
+    pub(crate) struct ByteShadow(Box<[UnsafeCell<()>]>);
+
+    impl ByteShadow {
+        /// Tracking for `capacity` bytes.
+        pub(crate) fn new(capacity: usize) -> Self {
+            Self((0..capacity).map(|_| UnsafeCell::new(())).collect())
+        }
+
+        /// Records that this thread wrote `range`.
+        pub(crate) fn wrote(&self, range: std::ops::Range<usize>) {
+            for cell in &self.0[range] {
+                cell.with_mut(|_| ());
+            }
+        }
+
+        /// Records that this thread read `range`.
+        pub(crate) fn read(&self, range: std::ops::Range<usize>) {
+            for cell in &self.0[range] {
+                cell.with(|_| ());
+            }
+        }
+    }
 }
 
 pub(crate) use imp::*;
 
 /// The cell type of buffer bytes. Always std's: a buffer is handed out as one
 /// contiguous `&mut [u8]`, which loom's per-cell tracking cannot express.
-/// Loom still checks the positions (`committed`, `flushed`) that order every
-/// access to these bytes.
+/// Loom checks the positions (`committed`, `flushed`) that order every access
+/// to these bytes, and [`ByteShadow`] mirrors each access onto one loom cell
+/// per byte so that a missing happens-before edge is reported.
 pub(crate) type ByteCell = std::cell::UnsafeCell<u8>;
 
 /// The calling thread's kernel thread id (`gettid`).

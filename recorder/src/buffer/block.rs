@@ -30,7 +30,19 @@
 //! without coordinating with the owner; and only the recorder thread resets
 //! blocks, so a block it is reading is never recycled under it.
 
-use crate::sync::{AtomicU64, AtomicUsize, ByteCell as UnsafeCell, Ordering};
+use crate::sync::{AtomicU64, AtomicUsize, ByteCell as UnsafeCell, ByteShadow, Ordering};
+
+/// The ordering that publishes `committed`. Release; the loom negative
+/// control `--cfg flightrec_loom_weaken="relaxed_commit"` weakens it to
+/// Relaxed so the models can show they notice (see `loom-tests/`).
+const COMMIT_ORDER: Ordering = if cfg!(all(
+    flightrec_loom,
+    flightrec_loom_weaken = "relaxed_commit"
+)) {
+    Ordering::Relaxed
+} else {
+    Ordering::Release
+};
 
 /// A buffer block; see the module docs for who may touch what.
 #[derive(Debug)]
@@ -43,6 +55,8 @@ pub(crate) struct Block {
     /// The epoch whose events this block holds (set while Free or by the
     /// owner before its first event).
     epoch: AtomicU64,
+    /// Loom's view of the accesses to `data` (nothing outside loom).
+    shadow: ByteShadow,
 }
 
 // SAFETY: the bytes are only accessed per the ownership rules in the module
@@ -59,6 +73,7 @@ impl Block {
             committed: AtomicUsize::new(0),
             flushed: AtomicUsize::new(0),
             epoch: AtomicU64::new(0),
+            shadow: ByteShadow::new(capacity),
         }
     }
 
@@ -108,7 +123,8 @@ impl Block {
         let space = unsafe { std::slice::from_raw_parts_mut(UnsafeCell::raw_get(base), free) };
         let n = f(space)?;
         debug_assert!(n <= free);
-        self.committed.store(pos + n, Ordering::Release);
+        self.shadow.wrote(pos..pos + n);
+        self.committed.store(pos + n, COMMIT_ORDER);
         Some(n)
     }
 
@@ -124,6 +140,7 @@ impl Block {
         if end <= start {
             return None;
         }
+        self.shadow.read(start..end);
         let cells = &self.data[start..end];
         // SAFETY: `[start, end)` lies below `committed` (loaded with Acquire,
         // pairing with the owner's Release store), so those bytes are complete

@@ -92,6 +92,13 @@ impl ThreadRegistry {
             .retain(|_, t| t.exited_in.is_none_or(|e| e >= epoch));
     }
 
+    /// True if `key` is still known (its pool entry can be written). For the
+    /// loom models.
+    #[cfg(flightrec_loom)]
+    pub(crate) fn is_known(&self, key: u64) -> bool {
+        self.threads.lock().by_key.contains_key(&key)
+    }
+
     /// Writes the pool of the threads in `keys` into `cp`.
     pub(crate) fn write_pool(&self, cp: &mut Checkpoint, keys: &[u64]) {
         let threads = self.threads.lock();

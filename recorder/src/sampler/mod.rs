@@ -13,17 +13,30 @@
 //! * `control`: start, re-configure and stop with the recording.
 //! * `config`: settings (`enabled`, `throttle`).
 
+//!
+//! Under `cfg(flightrec_loom)` only `config` and `queue` are built: the
+//! signal, timer and unwinding code needs the real kernel, and the loom
+//! model of the queue drives the handler's part of it (see `loom_api`).
+
 mod config;
+#[cfg(not(flightrec_loom))]
 mod consumer;
+#[cfg(not(flightrec_loom))]
 mod control;
+#[cfg(not(flightrec_loom))]
 mod cpu_timer_linux;
-mod queue;
+pub(crate) mod queue;
+#[cfg(not(flightrec_loom))]
 mod signal;
+#[cfg(not(flightrec_loom))]
 mod threads;
+#[cfg(not(flightrec_loom))]
 mod unwind;
 
 pub use config::{CPU_EVENT, DEFAULT_THROTTLE, DEFAULT_WALL_PERIOD, MIN_PERIOD, WALL_EVENT};
+#[cfg(not(flightrec_loom))]
 pub use control::set_signal;
+#[cfg(not(flightrec_loom))]
 pub(crate) use control::{reconcile, shutdown};
 
 /// A sampling mechanism: makes samples of one thread arrive (as the

@@ -39,6 +39,23 @@ pub(crate) const MAX_THREADS: usize = if cfg!(any(flightrec_loom, miri)) {
     4096
 };
 
+/// The handler's per-slot unwinder state.
+#[cfg(not(flightrec_loom))]
+type Scratch = super::unwind::Scratch;
+
+/// Loom models do not unwind (the unwinder only touches the scratch of its
+/// own thread's slot), so the scratch is empty there.
+#[cfg(flightrec_loom)]
+#[derive(Debug)]
+pub(crate) struct Scratch;
+
+#[cfg(flightrec_loom)]
+impl Scratch {
+    fn new() -> Self {
+        Self
+    }
+}
+
 /// Deepest stack a sample records.
 pub(crate) const MAX_DEPTH: usize = 128;
 
@@ -204,7 +221,7 @@ pub(crate) struct SampleSlot {
     pub(crate) queue: SampleQueue,
     /// Per-thread unwinder cache and stack snapshot: only the handler on the
     /// slot's thread touches them.
-    pub(crate) scratch: UnsafeCell<super::unwind::Scratch>,
+    pub(crate) scratch: UnsafeCell<Scratch>,
 }
 
 // SAFETY: `scratch` is only accessed by the handler running on the slot's
@@ -225,7 +242,7 @@ impl SampleSlot {
             last_cpu_nanos: AtomicU64::new(0),
             in_handler: AtomicBool::new(false),
             queue: SampleQueue::new(),
-            scratch: UnsafeCell::new(super::unwind::Scratch::new()),
+            scratch: UnsafeCell::new(Scratch::new()),
         }
     }
 }
@@ -254,6 +271,17 @@ impl SlotTable {
         // SAFETY: non-null pointers come from Box::into_raw in `assign` and
         // are never freed (module docs), so they live as long as the table.
         unsafe { p.as_ref() }
+    }
+
+    /// Handler: the slot a signal for slot `index` of `generation` samples
+    /// into, or `None` when the slot is missing or the signal is a late one
+    /// of its previous owner (both dropped). Async-signal-safe (three loads).
+    #[inline]
+    pub(crate) fn admit(&self, index: usize, generation: u64) -> Option<&SampleSlot> {
+        let slot = self.get(index)?;
+        (slot.generation.load(Ordering::Relaxed) == generation
+            && slot.tid.load(Ordering::Acquire) != 0)
+            .then_some(slot)
     }
 
     /// Sampler: claims a free slot for `tid`, allocating one if needed.

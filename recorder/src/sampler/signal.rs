@@ -149,14 +149,9 @@ unsafe fn sample(info: *mut libc::siginfo_t, uc: *mut libc::c_void) -> bool {
     let Some((index, generation, kind)) = decode(info.si_value) else {
         return false;
     };
-    let Some(slot) = SLOTS.get().and_then(|t| t.get(index)) else {
-        return true; // ours, but no slot: drop
+    let Some(slot) = SLOTS.get().and_then(|t| t.admit(index, generation)) else {
+        return true; // ours, but no slot or a late signal of its previous owner: drop
     };
-    if slot.generation.load(Ordering::Relaxed) != generation
-        || slot.tid.load(Ordering::Acquire) == 0
-    {
-        return true; // a late signal of the slot's previous owner
-    }
     // SeqCst: orders this flag before the tables load (see unwind docs).
     slot.in_handler.store(true, Ordering::SeqCst);
     // SAFETY: `uc` is the interrupted context (caller's contract).
