@@ -171,10 +171,17 @@ impl ThreadSlot {
         let Some(block) = self.current_block() else {
             return;
         };
-        // Unpublish first, so the recorder never reaches a recycled block
-        // through this slot.
-        self.current.store(std::ptr::null_mut(), Ordering::Release);
+        // Queue first, then unpublish: the block is reachable from the slot
+        // or the queue at every moment, so a rotation that finds the slot
+        // empty (Acquire) finds the block queued. The other order left a
+        // window in which an exiting thread's block was in neither, and its
+        // events missed their epoch's chunk (loom model 3,
+        // `loom-tests/tests/thread_exit.rs`). Reaching a block through the
+        // slot after the recorder recycled it is harmless: only the recorder
+        // drains and resets blocks, `flushed` keeps every byte drained once,
+        // and `drain_live` checks the block's epoch.
         pool.seal(block);
+        self.current.store(std::ptr::null_mut(), Ordering::Release);
     }
 
     /// Called by the owner when it exits: seals its block and marks the slot.
