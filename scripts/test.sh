@@ -42,8 +42,8 @@ step test cargo test --workspace --release
 step bench-build cargo bench --workspace --no-run
 
 # --- loom suite ---------------------------------------------------------------
-# A later issue adds the loom models here, in their own target directory so
-# the cfg does not invalidate the build above:
-#   RUSTFLAGS="--cfg flightrec_loom" CARGO_TARGET_DIR=... \
-#       cargo test -p flightrec-loom-tests --release
+# Loom models of the rotation protocol and their negative controls (issue 5),
+# in their own target directories (target/loom/*) so the cfgs do not
+# invalidate the build above. Times and bounds: ci/loom.sh header.
+step loom bash ci/loom.sh
 # ------------------------------------------------------------------------------

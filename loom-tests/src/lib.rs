@@ -1,1 +1,22 @@
-//! Loom models of the rotation protocol live in `tests/`.
+//! Loom models of the rotation protocol, over the recorder's real code
+//! (through `recorder::loom_api`). They live in `tests/` and build only with
+//! `RUSTFLAGS="--cfg flightrec_loom"`; `scripts/loom.sh` runs them, and the
+//! negative controls, as part of `scripts/test.sh`.
+//!
+//! | file | model | invariant |
+//! |---|---|---|
+//! | `rotation_commit.rs` | 1: writers commit while rotation flips the epoch | each committed event in exactly one chunk, the chunk of its epoch |
+//! | `sealed_drain.rs` | 2: a block sealed to the pool while the recorder drains it | each event drained once, whole |
+//! | `thread_exit.rs` | 3: a thread exits during rotation | its events in their chunks, its constant resolvable there, nothing leaked |
+//! | `constants.rs` | 4: a constant first used while rotation runs | the scan of every chunk holding an event yields its keys, resolvable at chunk end |
+//! | `settings.rs` | 5: settings swapped while events commit | each event sees the old or the new word, whole |
+//! | `sampler_queue.rs` | 6: the sampler's signal-to-consumer queue | each queued sample drained once, whole; none stranded |
+//!
+//! Negative controls (tests that expect the model to fail), each built with
+//! `--cfg flightrec_loom_weaken="…"`:
+//!
+//! * `relaxed_commit`: the block's `committed` store is Relaxed instead of
+//!   Release; model 2 reports a causality violation (the recorder reads
+//!   bytes the owner's write does not happen-before).
+//! * `skip_section_wait`: rotation does not wait for open write sections;
+//!   models 1 and 3 find an event drained into the wrong chunk, or never.

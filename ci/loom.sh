@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The loom suite (issue 5): models of the rotation protocol over the
+# recorder's real code (loom-tests/), then the negative controls, each
+# against its deliberately weakened build. Called by scripts/test.sh.
+#
+#   bash ci/loom.sh
+#
+# Release mode, debug assertions on, own target directories (the cfgs would
+# otherwise invalidate the normal build). Preemption bound: each model's own
+# default (3; 2 for rotation_commit's two-writer model), unless
+# LOOM_MAX_PREEMPTIONS is set.
+#
+# Measured on 2 cores, executions per model at its bound: rotation_commit
+# 11k (one writer, bound 3) + 10k (two writers, bound 2), thread_exit 3.4k,
+# sealed_drain 1.4k, constants 0.5k, sampler_queue 0.2k, settings 0.1k.
+# Measured on 2 cores with clean target dirs (2026-05): models build 2m32s,
+# run 4 s (rotation_commit 3.3 s); relaxed_commit build 2m45s, controls
+# 0.07 s; skip_section_wait build 2m53s, controls 0.2 s. Whole suite 8m15s
+# clean (builds dominate: each cfg rebuilds the dependencies), ~10 s warm.
+# Budget: 10 minutes.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+target=${LOOM_TARGET_DIR:-target/loom}
+base="--cfg flightrec_loom -C debug_assertions"
+
+echo "--> loom models (LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS:-per model})"
+RUSTFLAGS="$base" CARGO_TARGET_DIR="$target/models" \
+    cargo test -p flightrec-loom-tests --release
+
+# Negative controls: `control_*` tests expect their model to FAIL against the
+# weakened protocol (they panic if it passes). Only the controls are run:
+# the regular models are expected to fail in these builds.
+for weaken in relaxed_commit skip_section_wait; do
+    echo "--> loom negative control: flightrec_loom_weaken=\"$weaken\""
+    RUSTFLAGS="$base --cfg flightrec_loom_weaken=\"$weaken\"" \
+        CARGO_TARGET_DIR="$target/weaken-$weaken" \
+        cargo test -p flightrec-loom-tests --release -- control_
+done
