@@ -1,6 +1,6 @@
 //! Loom models of the rotation protocol, over the recorder's real code
 //! (through `recorder::loom_api`). They live in `tests/` and build only with
-//! `RUSTFLAGS="--cfg flightrec_loom"`; `scripts/loom.sh` runs them, and the
+//! `RUSTFLAGS="--cfg flightrec_loom"`; `ci/loom.sh` runs them, and the
 //! negative controls, as part of `scripts/test.sh`.
 //!
 //! | file | model | invariant |
