@@ -5,21 +5,9 @@
 //! handler (far above the slow one), and every sample has a real stack.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::process::Command;
 
-fn example_binary(name: &str) -> PathBuf {
-    // target/<profile>/deps/<test> → target/<profile>/examples/<name>
-    let exe = std::env::current_exe().expect("test binary path");
-    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
-    let path = dir.join("examples").join(name);
-    assert!(
-        path.exists(),
-        "{} not built: run the tests with `cargo test` (which builds examples)",
-        path.display()
-    );
-    path
-}
+use flightrec_testkit::example_binary;
 
 /// The samples of the view's `Method` column, by method text.
 fn view_counts(view: &str) -> BTreeMap<String, u64> {

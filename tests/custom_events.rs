@@ -2,21 +2,9 @@
 //! and checks its file with JDK 25's `jfr`: exact counts per type, declared
 //! labels, thread names, and stack traces with the Rust function names.
 
-use std::path::PathBuf;
 use std::process::Command;
 
-fn example_binary(name: &str) -> PathBuf {
-    // target/<profile>/deps/<test> → target/<profile>/examples/<name>
-    let exe = std::env::current_exe().expect("test binary path");
-    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
-    let path = dir.join("examples").join(name);
-    assert!(
-        path.exists(),
-        "{} not built: run the tests with `cargo test` (which builds examples)",
-        path.display()
-    );
-    path
-}
+use flightrec_testkit::example_binary;
 
 #[test]
 fn custom_events_counts_labels_threads_and_stacks_match_jfr() {

@@ -2,20 +2,9 @@
 //! the file is written at exit; a bad option string is reported, naming the
 //! option, and the program runs unrecorded.
 
-use std::path::PathBuf;
 use std::process::Command;
 
-fn example_binary(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
-    let path = dir.join("examples").join(name);
-    assert!(
-        path.exists(),
-        "{} not built: run the tests with `cargo test` (which builds examples)",
-        path.display()
-    );
-    path
-}
+use flightrec_testkit::example_binary;
 
 #[test]
 fn flightrec_env_var_records_a_program_without_code_changes() {

@@ -3,22 +3,11 @@
 //! out with `jfr disassemble`, read alone by the JDK's parser with the same
 //! per-type counts our reader finds in it.
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use chunk_writer::reader::read_recording;
 
-fn example_binary(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
-    let path = dir.join("examples").join(name);
-    assert!(
-        path.exists(),
-        "{} not built: run the tests with `cargo test` (which builds examples)",
-        path.display()
-    );
-    path
-}
+use flightrec_testkit::example_binary;
 
 #[test]
 fn every_chunk_alone_is_readable_and_totals_are_exact() {

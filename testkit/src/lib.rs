@@ -656,6 +656,25 @@ fn run_with_timeout(mut cmd: Command, timeout: Duration, what: &str) -> Output {
     }
 }
 
+/// The path of example `name` of the calling test's package, built by
+/// `cargo test` beside the test binary (`target/<profile>/examples/<name>`).
+///
+/// # Panics
+///
+/// If the example was not built (e.g. the test was run with `--test`, which
+/// does not build examples).
+pub fn example_binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
+    let path = dir.join("examples").join(name);
+    assert!(
+        path.exists(),
+        "{} not built: run the tests with `cargo test` (which builds examples)",
+        path.display()
+    );
+    path
+}
+
 /// Reads each file given on the command line to the end with
 /// `RecordingFile`, printing `index<TAB>event type<TAB>count` lines; exits
 /// non-zero naming the file on the first parse error.
