@@ -76,6 +76,15 @@ pub trait Sink {
         self.put_slice(&tmp[..n]);
     }
 
+    /// Appends a compressed integer padded to eight bytes (nine if
+    /// `v >= 2^56`); see [`encode_varint_fixed8`].
+    #[inline]
+    fn put_varint_fixed8(&mut self, v: u64) {
+        let mut tmp = [0u8; MAX_VARINT_LEN];
+        let n = encode_varint_fixed8(v, &mut tmp);
+        self.put_slice(&tmp[..n]);
+    }
+
     /// Appends a JFR `long` as a compressed integer (two's complement, no
     /// zig-zag). Advances by 1 to 9 bytes; negative values take 9.
     #[inline]
@@ -315,14 +324,44 @@ pub fn encode_varint(v: u64, out: &mut [u8; MAX_VARINT_LEN]) -> usize {
     // of a division by 7 on the critical path.
     let lz = (v | 1).leading_zeros() as usize;
     let n = usize::from(LEN_BY_LEADING_ZEROS[lz]);
-    let mut spread = 0u64;
-    let mut i = 0;
-    while i < 8 {
-        spread |= (v << i) & (0x7f << (8 * i));
-        i += 1;
-    }
-    out[..8].copy_from_slice(&(spread | CONTINUATION_BY_LEADING_ZEROS[lz]).to_le_bytes());
+    out[..8].copy_from_slice(&(spread7(v) | CONTINUATION_BY_LEADING_ZEROS[lz]).to_le_bytes());
     n
+}
+
+/// Spreads the low 56 bits of `v` into the low seven bits of each of the
+/// eight bytes of the result (group `i` in byte `i`), in three halving steps
+/// of mask, shift and or: 28-bit halves into 32-bit lanes, 14-bit quarters
+/// into 16-bit lanes, 7-bit groups into bytes.
+#[inline(always)]
+const fn spread7(v: u64) -> u64 {
+    let x = (v & 0x0FFF_FFFF) | ((v & 0x00FF_FFFF_F000_0000) << 4);
+    let x = (x & 0x0000_3FFF_0000_3FFF) | ((x & 0x0FFF_C000_0FFF_C000) << 2);
+    (x & 0x007F_007F_007F_007F) | ((x & 0x3F80_3F80_3F80_3F80) << 1)
+}
+
+/// Encodes `v` as a varint of exactly eight bytes (padded with continuation
+/// bits when shorter would do) if `v < 2^56`, else in the usual nine; returns
+/// the length. Readers decode padded varints like any other (see
+/// `shared/docs/jfr-format.md` §2), and a width that does not depend on the
+/// value means a writer's next position does not wait for the value: the
+/// recorder writes event start times this way, so its stores do not queue
+/// behind the clock read. At typical TSC values (2^43..2^50 ticks) it costs
+/// one byte over the shortest form.
+///
+/// ```
+/// use chunk_writer::encode::{encode_varint_fixed8, MAX_VARINT_LEN};
+/// let mut out = [0u8; MAX_VARINT_LEN];
+/// assert_eq!(encode_varint_fixed8(300, &mut out), 8);
+/// assert_eq!(out[..8], [0xac, 0x82, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00]);
+/// assert_eq!(encode_varint_fixed8(1 << 56, &mut out), 9);
+/// ```
+#[inline(always)]
+pub fn encode_varint_fixed8(v: u64, out: &mut [u8; MAX_VARINT_LEN]) -> usize {
+    if v >> 56 != 0 {
+        return encode_varint_slow(v, out);
+    }
+    out[..8].copy_from_slice(&(spread7(v) | 0x0080_8080_8080_8080).to_le_bytes());
+    8
 }
 
 /// `varint_len` of a value with `i` leading zeros (values below 2^56).
@@ -510,6 +549,22 @@ impl Sink for SliceSink<'_> {
         }
     }
 
+    #[inline(always)]
+    fn put_varint_fixed8(&mut self, v: u64) {
+        let at = self.pos;
+        match self.buf.get_mut(at..at + MAX_VARINT_LEN) {
+            Some(dst) => {
+                let dst: &mut [u8; MAX_VARINT_LEN] = dst.try_into().expect("nine bytes");
+                self.pos = at + encode_varint_fixed8(v, dst);
+            }
+            None => {
+                let mut tmp = [0u8; MAX_VARINT_LEN];
+                let n = encode_varint_fixed8(v, &mut tmp);
+                self.put_slice(&tmp[..n]);
+            }
+        }
+    }
+
     #[inline]
     fn position(&self) -> usize {
         self.pos
@@ -555,6 +610,43 @@ mod tests {
             assert_eq!((n, &fast[..n]), (m, &slow[..m]), "{v:#x}");
             assert_eq!(n, varint_len(v));
         }
+    }
+
+    #[test]
+    fn fixed8_varints_decode_to_the_value() {
+        let mut values: Vec<u64> = (0..64)
+            .flat_map(|b| [1u64 << b, (1u64 << b) - 1, (1u64 << b) + 1])
+            .collect();
+        values.extend((0..10_000u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (i % 64)));
+        for v in values {
+            let mut out = [0u8; 9];
+            let n = encode_varint_fixed8(v, &mut out);
+            assert_eq!(n, if v >> 56 == 0 { 8 } else { 9 }, "{v:#x}");
+            // The byte loop of the format: 7 bits a byte, continuation bit
+            // 0x80, and a ninth byte that contributes all eight bits.
+            let mut decoded = 0u64;
+            for (i, &b) in out[..n].iter().enumerate() {
+                if i < 8 {
+                    assert_eq!(b & 0x80 == 0, i == n - 1, "{v:#x}: byte {i}");
+                }
+                decoded |= if i == 8 {
+                    u64::from(b) << 56
+                } else {
+                    u64::from(b & 0x7f) << (7 * i)
+                };
+            }
+            assert_eq!(decoded, v);
+        }
+        let mut buf = [0u8; 12];
+        let mut sink = SliceSink::new(&mut buf);
+        sink.put_u8(1);
+        sink.put_varint_fixed8(5);
+        assert_eq!(
+            sink.written(),
+            Some(&[1, 0x85, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0][..])
+        );
+        sink.put_varint_fixed8(5); // 3 bytes left: overflows, no panic
+        assert!(sink.overflowed());
     }
 
     #[test]

@@ -132,6 +132,11 @@ impl Sink for EventEncoder<'_> {
     }
 
     #[inline(always)]
+    fn put_varint_fixed8(&mut self, v: u64) {
+        self.sink.put_varint_fixed8(v);
+    }
+
+    #[inline(always)]
     fn position(&self) -> usize {
         self.sink.position()
     }
