@@ -254,7 +254,9 @@ fn generate(input: &DeriveInput, c: &ContainerAttrs, fields: &[RecordedField<'_>
                 &TYPE
             }
 
-            #[inline]
+            // Always: its one caller is the recorder's encoder, and inlined
+            // there the field writes share one cursor in registers.
+            #[inline(always)]
             fn write_fields(&self, #w: &mut #p::FieldWriter<'_>) {
                 #(#writes)*
             }

@@ -11,6 +11,7 @@
 //! `attach` and reclaimed only by the handle's destructor, on the same thread.
 
 use std::cell::Cell;
+use std::ptr::NonNull;
 
 use crate::buffer::slot::ThreadSlot;
 use crate::runtime::Runtime;
@@ -63,20 +64,29 @@ crate::sync::thread_local! {
 
 /// Runs `f` with the calling thread's slot, attaching the thread first if
 /// needed. `None` if the thread's locals are already destroyed (it is exiting).
-#[inline]
+#[inline(always)]
 pub(crate) fn with_slot<R>(rt: &'static Runtime, f: impl FnOnce(&ThreadSlot) -> R) -> Option<R> {
-    LOCAL
-        .try_with(|local| {
-            let mut p = local.slot.get();
-            if p.is_null() {
-                p = attach(rt, local);
-            }
-            // SAFETY: `p` is the live Arc leaked by `attach`; only this
-            // thread's destructor reclaims it, and that cannot run while this
-            // closure runs on the same thread.
-            f(unsafe { &*p })
-        })
-        .ok()
+    let p = current_slot(rt)?;
+    // SAFETY: `p` is the live Arc leaked by `attach`; only this thread's
+    // handle destructor reclaims it, and that cannot run while `f` runs on
+    // this thread.
+    Some(f(unsafe { p.as_ref() }))
+}
+
+/// The calling thread's slot, attaching the thread first if needed; `None`
+/// if the thread's locals are already destroyed (it is exiting). No closure,
+/// so the hot path inlines around it.
+///
+/// The pointer is valid on this thread until its thread-local destructors
+/// run (which cannot happen during the caller's frame); it must not be kept
+/// beyond the caller's frame or handed to another thread.
+#[inline(always)]
+pub(crate) fn current_slot(rt: &'static Runtime) -> Option<NonNull<ThreadSlot>> {
+    let p = LOCAL.try_with(|local| local.slot.get()).ok()?;
+    match NonNull::new(p.cast_mut()) {
+        Some(p) => Some(p),
+        None => LOCAL.try_with(|local| attach(rt, local)).ok(),
+    }
 }
 
 /// The calling thread's constant key, attaching it if needed.
@@ -86,12 +96,15 @@ pub(crate) fn current_thread_key(rt: &'static Runtime) -> Option<u64> {
 
 #[cold]
 #[inline(never)]
-fn attach(rt: &'static Runtime, local: &LocalHandle) -> *const ThreadSlot {
+fn attach(rt: &'static Runtime, local: &LocalHandle) -> NonNull<ThreadSlot> {
     let key = rt.threads.key_for_tid(
         crate::sync::os_thread_id(),
         crate::cpool::threads::current_thread_name,
     );
     let p = Arc::into_raw(register(rt, key));
     local.slot.set(p);
-    p
+    NonNull::from(
+        // SAFETY: `p` was just leaked from a live Arc by `Arc::into_raw`.
+        unsafe { &*p },
+    )
 }

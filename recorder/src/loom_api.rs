@@ -225,11 +225,12 @@ impl Writer {
     /// Commits `rec` through the real write section ([`ThreadSlot::emit`]).
     /// True if written, false if dropped (and counted).
     pub fn emit(&self, rt: &Runtime, rec: &[u8]) -> bool {
-        let r = self.0.emit(&rt.0.epoch, &rt.0.pool, &rt.0.losses, |buf| {
+        let copy = |buf: &mut [u8]| {
             let dst = buf.get_mut(..rec.len())?;
             dst.copy_from_slice(rec);
             Some(rec.len())
-        });
+        };
+        let r = self.0.emit(&rt.0.epoch, &rt.0.pool, &rt.0.losses, &copy);
         matches!(r, Emitted::Written(_))
     }
 

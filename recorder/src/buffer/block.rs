@@ -30,6 +30,7 @@
 //! without coordinating with the owner; and only the recorder thread resets
 //! blocks, so a block it is reading is never recycled under it.
 
+use crate::buffer::slot::Encode;
 use crate::sync::{AtomicU64, AtomicUsize, ByteCell as UnsafeCell, ByteShadow, Ordering};
 
 /// The ordering that publishes `committed`. Release; the loom negative
@@ -45,7 +46,13 @@ const COMMIT_ORDER: Ordering = if cfg!(all(
 };
 
 /// A buffer block; see the module docs for who may touch what.
+///
+/// Aligned to two cache lines so that two threads' blocks never share a line:
+/// the owner stores `committed` on every event, and a neighbour's block header
+/// on the same line would bounce between their cores (adjacent-line
+/// prefetching is why 128 and not 64).
 #[derive(Debug)]
+#[repr(align(128))]
 pub(crate) struct Block {
     data: Box<[UnsafeCell]>,
     /// End of the complete events (owner: Release store; readers: Acquire).
@@ -101,18 +108,15 @@ impl Block {
         self.committed.load(Ordering::Relaxed)
     }
 
-    /// Runs `f` over the free space above `committed` (owner only). `f`
-    /// returns how many bytes it wrote; they are published with Release.
+    /// Encodes `record` into the free space above `committed` (owner only);
+    /// the bytes it wrote are published with Release.
     ///
     /// # Safety
     ///
     /// Only the owning thread of an Owned block may call this, and not
     /// reentrantly (the slot's section guard ensures both).
-    #[inline]
-    pub(crate) unsafe fn write_with(
-        &self,
-        f: impl FnOnce(&mut [u8]) -> Option<usize>,
-    ) -> Option<usize> {
+    #[inline(always)]
+    pub(crate) unsafe fn write_with<E: Encode + ?Sized>(&self, record: &E) -> Option<usize> {
         let pos = self.write_pos();
         let free = self.capacity() - pos;
         let base = self.data[pos..].as_ptr();
@@ -121,7 +125,7 @@ impl Block {
         // (= pos) until the Release store below. `UnsafeCell<u8>` has the
         // layout of `u8`, so the cells form one contiguous byte slice.
         let space = unsafe { std::slice::from_raw_parts_mut(UnsafeCell::raw_get(base), free) };
-        let n = f(space)?;
+        let n = record.encode(space)?;
         debug_assert!(n <= free);
         self.shadow.wrote(pos..pos + n);
         self.committed.store(pos + n, COMMIT_ORDER);

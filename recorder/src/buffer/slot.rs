@@ -36,7 +36,11 @@ use crate::loss::{LossCause, Losses};
 use crate::sync::{AtomicPtr, AtomicU64, Ordering, compiler_fence};
 
 /// One registered writer thread.
+///
+/// Aligned like [`Block`](crate::buffer::block::Block): the owner stores
+/// `section` twice per event, so no other thread's slot may share its line.
 #[derive(Debug)]
+#[repr(align(128))]
 pub(crate) struct ThreadSlot {
     /// 1 while the owner is inside a write section, else 0.
     section: AtomicU64,
@@ -47,6 +51,23 @@ pub(crate) struct ThreadSlot {
     pub(crate) thread_key: u64,
     /// Set when the owner exits; its block was sealed.
     pub(crate) exited: AtomicU64,
+}
+
+/// A record that encodes itself into a thread's block: the whole record at
+/// the start of `buf`, returning its length, or `None` if it does not fit.
+///
+/// A trait rather than a closure so the hot path's encoder can be forced
+/// inline (`#[inline(always)]` cannot be put on a closure).
+pub(crate) trait Encode {
+    /// Encodes the record at the start of `buf`.
+    fn encode(&self, buf: &mut [u8]) -> Option<usize>;
+}
+
+impl<F: Fn(&mut [u8]) -> Option<usize>> Encode for F {
+    #[inline(always)]
+    fn encode(&self, buf: &mut [u8]) -> Option<usize> {
+        self(buf)
+    }
 }
 
 /// Result of one attempt to write an event.
@@ -81,18 +102,17 @@ impl ThreadSlot {
         (!p.is_null()).then_some(BlockPtr(p))
     }
 
-    /// Writes one event with `encode`, which encodes the whole record into the
-    /// slice it is given and returns its length (or `None` if it did not fit).
+    /// Writes one event: `record` encodes itself into the thread's block.
     ///
     /// Owner thread only. Never blocks; on failure the event is dropped and
     /// counted in `losses`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn emit(
         &self,
         epoch_word: &AtomicU64,
         pool: &BufferPool,
         losses: &Losses,
-        encode: impl Fn(&mut [u8]) -> Option<usize>,
+        record: &impl Encode,
     ) -> Emitted {
         if self.section.load(Ordering::Relaxed) != 0 {
             losses.record(LossCause::Reentrant, 0);
@@ -106,20 +126,22 @@ impl ThreadSlot {
             crate::sync::fence(Ordering::SeqCst);
         }
         let epoch = epoch_word.load(Ordering::Relaxed);
-        let result = self.write(epoch, pool, losses, &encode);
+        let result = self.write(epoch, pool, losses, record);
         // Release: the rotating thread that sees 0 also sees the committed
         // position of the event.
         self.section.store(0, Ordering::Release);
         result
     }
 
-    #[inline]
+    /// The fast path is inlined whole into the emitting function; the cold
+    /// path takes the record as a trait object.
+    #[inline(always)]
     fn write(
         &self,
         epoch: u64,
         pool: &BufferPool,
         losses: &Losses,
-        encode: &impl Fn(&mut [u8]) -> Option<usize>,
+        record: &impl Encode,
     ) -> Emitted {
         let current = self.current.load(Ordering::Relaxed);
         if !current.is_null() {
@@ -127,12 +149,12 @@ impl ThreadSlot {
             if block.get().epoch() == epoch {
                 // SAFETY: this thread owns `current` (only the owner stores
                 // it) and the section guard rules out reentrancy.
-                if let Some(n) = unsafe { block.get().write_with(encode) } {
+                if let Some(n) = unsafe { block.get().write_with(record) } {
                     return Emitted::Written(n);
                 }
             }
         }
-        self.write_in_fresh_block(epoch, pool, losses, encode)
+        self.write_in_fresh_block(epoch, pool, losses, record)
     }
 
     /// The block is missing, full, or of an older epoch: seal it and retry
@@ -144,7 +166,7 @@ impl ThreadSlot {
         epoch: u64,
         pool: &BufferPool,
         losses: &Losses,
-        encode: &impl Fn(&mut [u8]) -> Option<usize>,
+        record: &dyn Encode,
     ) -> Emitted {
         self.seal_current(pool);
         let Some(block) = pool.acquire(epoch) else {
@@ -154,7 +176,7 @@ impl ThreadSlot {
         self.current.store(block.0 as *mut _, Ordering::Release);
         // SAFETY: `block` was just acquired by this thread (Owned), and the
         // section guard rules out reentrancy.
-        match unsafe { block.get().write_with(encode) } {
+        match unsafe { block.get().write_with(record) } {
             Some(n) => Emitted::Written(n),
             None => {
                 // Larger than a whole block: it can never be written.

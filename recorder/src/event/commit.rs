@@ -13,6 +13,7 @@ use chunk_writer::record::EventEncoder;
 
 use super::descriptor::{EventKind, EventType};
 use super::field::{FieldKind, FieldValue, FieldWriter};
+use crate::buffer::slot::{Emitted, Encode};
 use crate::loss::LossCause;
 use crate::settings::{self, ENABLED, STACK_TRACE};
 use crate::{clock, local, runtime};
@@ -42,7 +43,7 @@ pub trait Event {
         }
         let now = clock::ticks();
         let duration = (ty.info.kind == EventKind::Duration).then_some(0);
-        emit(ty, word, now, duration, |w| self.write_fields(w));
+        emit(ty, word, now, duration, &EventFields(self));
     }
 
     /// Starts timing a duration event; see [`Timer`].
@@ -99,9 +100,13 @@ impl<E: Event> Timer<E> {
             return false;
         }
         let end = clock::ticks();
-        commit_span(E::event_type(), self.word, self.start, end, |w| {
-            event.write_fields(w)
-        })
+        commit_span(
+            E::event_type(),
+            self.word,
+            self.start,
+            end,
+            &EventFields(event),
+        )
     }
 }
 
@@ -147,25 +152,49 @@ pub(crate) fn commit_span(
     word: u64,
     start: i64,
     end: i64,
-    write_fields: impl Fn(&mut FieldWriter<'_>),
+    fields: &impl Fields,
 ) -> bool {
     let duration = end.saturating_sub(start).max(0);
     if (duration as u64) < settings::threshold_ticks(word) {
         return false;
     }
-    emit(ty, word, start, Some(duration), write_fields);
+    emit(ty, word, start, Some(duration), fields);
     true
 }
 
+/// The fields of one event after the implicit ones: a trait rather than a
+/// closure so they are forced inline into the encoder.
+pub(crate) trait Fields {
+    /// Writes the fields, in declared order.
+    fn write(&self, w: &mut FieldWriter<'_>);
+}
+
+impl<F: Fn(&mut FieldWriter<'_>)> Fields for F {
+    #[inline(always)]
+    fn write(&self, w: &mut FieldWriter<'_>) {
+        self(w)
+    }
+}
+
+/// A Rust event's own fields.
+struct EventFields<'a, E: ?Sized>(&'a E);
+
+impl<E: Event + ?Sized> Fields for EventFields<'_, E> {
+    #[inline(always)]
+    fn write(&self, w: &mut FieldWriter<'_>) {
+        self.0.write_fields(w)
+    }
+}
+
 /// Writes one event: implicit fields (start, duration, thread, stack), then
-/// `write_fields`. `word` must have the enabled bit.
-#[inline]
+/// `fields`. `word` must have the enabled bit.
+#[inline(always)]
 pub(crate) fn emit(
     ty: &'static EventType,
     word: u64,
     start: i64,
     duration: Option<i64>,
-    write_fields: impl Fn(&mut FieldWriter<'_>),
+    fields: &impl Fields,
 ) {
     let Some(rt) = runtime::get() else { return };
     let stack = if word & STACK_TRACE != 0 {
@@ -173,25 +202,55 @@ pub(crate) fn emit(
     } else {
         0
     };
-    let id = ty.id();
-    let done = local::with_slot(rt, |slot| {
-        let thread = slot.thread_key;
-        slot.emit(&rt.epoch, &rt.pool, &rt.losses, |buf| {
-            let mut w = FieldWriter {
-                enc: EventEncoder::begin(buf, id),
-            };
-            w.enc.put_i64(start);
-            if let Some(d) = duration {
-                w.enc.put_i64(d);
-            }
-            w.enc.put_varint(thread);
-            w.enc.put_varint(stack);
-            write_fields(&mut w);
-            w.enc.finish()
-        })
-    });
-    if done.is_none() {
-        rt.losses.record(LossCause::ThreadExiting, 0);
+    let Some(slot) = local::current_slot(rt) else {
+        return thread_exiting(rt);
+    };
+    // SAFETY: `current_slot` returned this thread's live slot, which stays
+    // valid for this frame (see `local::current_slot`).
+    let slot = unsafe { slot.as_ref() };
+    let record = EventRecord {
+        id: ty.id(),
+        start,
+        duration,
+        thread: slot.thread_key,
+        stack,
+        fields,
+    };
+    slot.emit(&rt.epoch, &rt.pool, &rt.losses, &record);
+}
+
+#[cold]
+#[inline(never)]
+fn thread_exiting(rt: &runtime::Runtime) {
+    rt.losses.record(LossCause::ThreadExiting, 0);
+}
+
+/// An event's record: the implicit fields, then the type's own.
+struct EventRecord<'a, F: ?Sized> {
+    id: chunk_writer::types::TypeId,
+    start: i64,
+    duration: Option<i64>,
+    thread: u64,
+    stack: u64,
+    fields: &'a F,
+}
+
+impl<F: Fields + ?Sized> Encode for EventRecord<'_, F> {
+    #[inline(always)]
+    fn encode(&self, buf: &mut [u8]) -> Option<usize> {
+        let mut w = FieldWriter {
+            enc: EventEncoder::begin(buf, self.id),
+        };
+        // Fixed width: the positions of the fields after it do not depend on
+        // the clock value (see `encode_varint_fixed8`).
+        w.enc.put_varint_fixed8(self.start as u64);
+        if let Some(d) = self.duration {
+            w.enc.put_i64(d);
+        }
+        w.enc.put_varint(self.thread);
+        w.enc.put_varint(self.stack);
+        self.fields.write(&mut w);
+        w.enc.finish()
     }
 }
 
@@ -205,12 +264,12 @@ pub(crate) fn emit_record(encode: impl Fn(&mut [u8]) -> Option<usize>) -> bool {
         return false;
     };
     match local::with_slot(rt, |slot| {
-        slot.emit(&rt.epoch, &rt.pool, &rt.losses, encode)
+        slot.emit(&rt.epoch, &rt.pool, &rt.losses, &encode)
     }) {
-        Some(crate::buffer::slot::Emitted::Written(_)) => true,
-        Some(crate::buffer::slot::Emitted::Dropped) => false,
+        Some(Emitted::Written(_)) => true,
+        Some(Emitted::Dropped) => false,
         None => {
-            rt.losses.record(LossCause::ThreadExiting, 0);
+            thread_exiting(rt);
             false
         }
     }

@@ -261,9 +261,13 @@ impl EventType {
             return;
         }
         let duration = (self.info.kind == EventKind::Duration).then_some(0);
-        emit(self, word, clock::ticks(), duration, |w| {
-            self.write_values(values, w)
-        });
+        emit(
+            self,
+            word,
+            clock::ticks(),
+            duration,
+            &|w: &mut FieldWriter<'_>| self.write_values(values, w),
+        );
     }
 
     /// Commits a duration event from `start` to `end` (values of
@@ -273,7 +277,9 @@ impl EventType {
         if word & ENABLED == 0 || !self.values_fit(values) {
             return false;
         }
-        commit_span(self, word, start, end, |w| self.write_values(values, w))
+        commit_span(self, word, start, end, &|w: &mut FieldWriter<'_>| {
+            self.write_values(values, w)
+        })
     }
 
     fn values_fit(&self, values: &[Value<'_>]) -> bool {
