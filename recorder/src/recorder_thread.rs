@@ -3,12 +3,15 @@
 //!
 //! # Loop
 //!
-//! Wakes when the sealed-block queue grows (or every 10 ms), answers
-//! commands, drains sealed blocks of the current epoch, and every flush
-//! interval also drains the committed part of every live thread's block and
-//! flushes the chunk (metadata, new constants, header), so idle threads'
-//! events reach the disk and a live reader can follow. Rotates when the chunk
-//! reaches its size or age limit.
+//! Wakes when a batch of blocks is sealed (4 MiB, or a quarter of a smaller
+//! pool), for a command, or every 10 ms to check its timers. Sealed blocks of
+//! the current epoch are drained in those batches, so on a small machine the
+//! emitting threads are not competing with a drain after every block. Every
+//! flush interval (or at [`crate::Recording::flush`]) it also drains the
+//! committed part of every live thread's block and flushes the chunk
+//! (metadata, new constants, header), so idle threads' events reach the disk
+//! and a live reader can follow. Rotates when the chunk reaches its size or
+//! age limit.
 //!
 //! # Rotation (the safepoint; steps 1–4 are [`crate::rotation`])
 //!
@@ -35,6 +38,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use crate::buffer::pool::BufferPool;
 use crate::chunk::ChunkAssembler;
 use crate::clock;
 use crate::config::RecordingConfig;
@@ -51,6 +55,7 @@ use crate::sync::Ordering;
 /// Requests from the [`crate::Recording`] handle.
 #[derive(Debug)]
 pub(crate) enum Command {
+    Flush(mpsc::Sender<Result<(), RecordingError>>),
     Rotate(mpsc::Sender<Result<(), RecordingError>>),
     Dump {
         path: PathBuf,
@@ -86,6 +91,8 @@ pub(crate) struct Recorder {
     repo: Repository,
     chunk: Option<(ChunkAssembler, PathBuf)>,
     chunk_opened: Instant,
+    /// When committed events were last written out (periodic or asked for).
+    last_flush: Instant,
     failure: Option<Failure>,
     losses_at_start: LossCounts,
 }
@@ -104,6 +111,7 @@ impl Recorder {
             repo,
             chunk: None,
             chunk_opened: Instant::now(),
+            last_flush: Instant::now(),
             failure: None,
             losses_at_start,
         };
@@ -126,18 +134,23 @@ impl Recorder {
     pub(crate) fn run(&mut self, rx: mpsc::Receiver<Command>) {
         // Created on this thread: the symbolizer's caches stay here.
         let mut frames = FrameTables::new();
-        let mut last_flush = Instant::now();
         loop {
-            {
+            // Sealed blocks are written in batches: when a quarter of the
+            // pool is sealed, at each flush interval, or for a command. The
+            // emitting threads then have the CPU to themselves between
+            // batches, and the pool's other three quarters absorb the bursts.
+            let drain_due = {
                 let mut q = self.rt.pool.full_queue();
-                if q.is_empty() {
+                let wake_at = self.rt.pool.wake_at();
+                if !BufferPool::drain_due(&q, wake_at) {
                     let _ = self
                         .rt
                         .pool
                         .wakeup
                         .wait_for(&mut q, Duration::from_millis(10));
                 }
-            }
+                BufferPool::drain_due(&q, wake_at)
+            };
             while let Ok(cmd) = rx.try_recv() {
                 if self.command(cmd, &mut frames) {
                     return;
@@ -147,19 +160,29 @@ impl Recorder {
                 self.discard_all();
                 continue;
             }
-            let flush_due = last_flush.elapsed() >= self.config.flush_interval;
+            let flush_due = self.last_flush.elapsed() >= self.config.flush_interval;
             if flush_due {
-                last_flush = Instant::now();
+                self.last_flush = Instant::now();
             }
-            if let Err(e) = self.step(flush_due, &mut frames) {
+            if let Err(e) = self.step(drain_due || flush_due, flush_due, &mut frames) {
                 self.fail("writing the current chunk", e);
             }
         }
     }
 
-    fn step(&mut self, flush_due: bool, frames: &mut FrameTables) -> io::Result<()> {
+    /// One round of the loop: drains sealed blocks if `drain_due`, and live
+    /// blocks plus a flush point if `flush_due`; rotates if the chunk is
+    /// too large or too old.
+    fn step(
+        &mut self,
+        drain_due: bool,
+        flush_due: bool,
+        frames: &mut FrameTables,
+    ) -> io::Result<()> {
         let epoch = self.rt.epoch.load(Ordering::Acquire);
-        self.drain_sealed(epoch)?;
+        if drain_due || flush_due {
+            self.drain_sealed(epoch)?;
+        }
         if flush_due {
             self.drain_live(epoch)?;
             if let Some((chunk, _)) = self.chunk.as_mut() {
@@ -180,6 +203,12 @@ impl Recorder {
     /// Handles one command; true when the thread should exit.
     fn command(&mut self, cmd: Command, frames: &mut FrameTables) -> bool {
         match cmd {
+            Command::Flush(reply) => {
+                self.last_flush = Instant::now();
+                let r = self.checked(|me| me.step(true, true, frames), "flushing");
+                let _ = reply.send(r);
+                false
+            }
             Command::Rotate(reply) => {
                 let r = self.checked(|me| me.rotate(false, frames), "rotating");
                 let _ = reply.send(r);

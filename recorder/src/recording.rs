@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! Recording::start ──► Running ──stop()/drop──► Stopped
-//!                        │  rotate(), dump(path), set(..)        ▲
+//!                        │  flush(), rotate(), dump(path), set(..)▲
 //!                        └──disk error──► Failed (events off) ───┘
 //! ```
 //!
@@ -167,6 +167,15 @@ impl Recording {
     pub fn apply_settings(&self, settings: Settings) {
         registry().apply(settings, true);
         crate::sampler::reconcile();
+    }
+
+    /// Writes every event committed before the call to the current chunk in
+    /// the repository, with the constants they use, and marks a flush point
+    /// there, so a reader following the repository (`jfr print`, the JDK's
+    /// `EventStream.openRepository`) sees them. The recorder does this by
+    /// itself every flush interval; this is for a program that wants it now.
+    pub fn flush(&self) -> Result<(), RecordingError> {
+        self.request(Command::Flush)
     }
 
     /// Finishes the current chunk and starts a new one.

@@ -21,6 +21,12 @@ use std::collections::VecDeque;
 use super::block::Block;
 use crate::sync::{AtomicUsize, Condvar, Mutex, Ordering};
 
+/// Sealed bytes that make the recorder thread drain (unless a quarter of the
+/// pool is less). Large enough that the recorder wakes a few hundred times a
+/// second at most under heavy load, small enough that recycled blocks are
+/// still in the last-level cache when their owners write them again.
+const DRAIN_BATCH_BYTES: usize = 4 << 20;
+
 /// Raw pointer to a block that lives as long as the pool (blocks are never
 /// freed while the pool exists; they move between free list, owners and
 /// the full queue).
@@ -50,7 +56,7 @@ pub(crate) struct BufferPool {
     allocated: AtomicUsize,
     free: Mutex<Vec<BlockPtr>>,
     full: Mutex<VecDeque<BlockPtr>>,
-    /// Signalled when the full queue grows past `wake_at`.
+    /// Signalled when the full queue reaches `wake_at` blocks.
     pub(crate) wakeup: Condvar,
     wake_at: usize,
     /// Every block ever allocated (to free them when the pool drops).
@@ -67,7 +73,7 @@ impl BufferPool {
             free: Mutex::new(Vec::new()),
             full: Mutex::new(VecDeque::new()),
             wakeup: Condvar::new(),
-            wake_at: (max_blocks / 4).max(1),
+            wake_at: (max_blocks / 4).clamp(1, DRAIN_BATCH_BYTES.div_ceil(block_size).max(1)),
             all: Mutex::new(Vec::new()),
         }
     }
@@ -125,6 +131,18 @@ impl BufferPool {
         for b in blocks.into_iter().rev() {
             full.push_front(b);
         }
+    }
+
+    /// True when enough blocks are sealed that the recorder thread should
+    /// write them out now rather than at its next periodic flush.
+    pub(crate) fn drain_due(queue: &VecDeque<BlockPtr>, wake_at: usize) -> bool {
+        queue.len() >= wake_at
+    }
+
+    /// How many sealed blocks make a drain due: a quarter of the pool, or
+    /// [`DRAIN_BATCH_BYTES`] if that is less.
+    pub(crate) fn wake_at(&self) -> usize {
+        self.wake_at
     }
 
     /// Locks the full-queue mutex (for waiting on [`Self::wakeup`]).
