@@ -32,6 +32,7 @@
 //! closed after the flip, no event of the old epoch is still being written.
 
 use crate::buffer::pool::{BlockPtr, BufferPool};
+use crate::event::sink::Packed;
 use crate::loss::{LossCause, Losses};
 use crate::sync::{AtomicPtr, AtomicU64, Ordering, compiler_fence};
 
@@ -49,6 +50,8 @@ pub(crate) struct ThreadSlot {
     current: AtomicPtr<crate::buffer::block::Block>,
     /// The `java.lang.Thread` constant key of the owner.
     pub(crate) thread_key: u64,
+    /// `thread_key` as a pre-encoded varint, if it fits one.
+    pub(crate) thread_packed: Option<Packed>,
     /// Set when the owner exits; its block was sealed.
     pub(crate) exited: AtomicU64,
 }
@@ -86,6 +89,7 @@ impl ThreadSlot {
             section: AtomicU64::new(0),
             current: AtomicPtr::new(std::ptr::null_mut()),
             thread_key,
+            thread_packed: Packed::varint(None, thread_key),
             exited: AtomicU64::new(0),
         }
     }

@@ -9,11 +9,11 @@
 use std::marker::PhantomData;
 
 use chunk_writer::encode::Sink;
-use chunk_writer::record::EventEncoder;
 
 use super::descriptor::{EventKind, EventType};
 use super::field::{FieldKind, FieldValue, FieldWriter};
-use crate::buffer::slot::{Emitted, Encode};
+use super::sink::RecordSink;
+use crate::buffer::slot::{Emitted, Encode, ThreadSlot};
 use crate::loss::LossCause;
 use crate::settings::{self, ENABLED, STACK_TRACE};
 use crate::{clock, local, runtime};
@@ -209,10 +209,10 @@ pub(crate) fn emit(
     // valid for this frame (see `local::current_slot`).
     let slot = unsafe { slot.as_ref() };
     let record = EventRecord {
-        id: ty.id(),
+        ty,
         start,
         duration,
-        thread: slot.thread_key,
+        slot,
         stack,
         fields,
     };
@@ -227,10 +227,10 @@ fn thread_exiting(rt: &runtime::Runtime) {
 
 /// An event's record: the implicit fields, then the type's own.
 struct EventRecord<'a, F: ?Sized> {
-    id: chunk_writer::types::TypeId,
+    ty: &'static EventType,
     start: i64,
     duration: Option<i64>,
-    thread: u64,
+    slot: &'a ThreadSlot,
     stack: u64,
     fields: &'a F,
 }
@@ -238,16 +238,21 @@ struct EventRecord<'a, F: ?Sized> {
 impl<F: Fields + ?Sized> Encode for EventRecord<'_, F> {
     #[inline(always)]
     fn encode(&self, buf: &mut [u8]) -> Option<usize> {
-        let mut w = FieldWriter {
-            enc: EventEncoder::begin(buf, self.id),
+        let enc = match self.ty.header() {
+            Some(h) => RecordSink::begin(buf, h),
+            None => RecordSink::begin_with_id(buf, self.ty.id().0),
         };
+        let mut w = FieldWriter { enc };
         // Fixed width: the positions of the fields after it do not depend on
         // the clock value (see `encode_varint_fixed8`).
         w.enc.put_varint_fixed8(self.start as u64);
         if let Some(d) = self.duration {
             w.enc.put_i64(d);
         }
-        w.enc.put_varint(self.thread);
+        match self.slot.thread_packed {
+            Some(t) => w.enc.put_packed(t),
+            None => w.enc.put_varint(self.slot.thread_key),
+        }
         w.enc.put_varint(self.stack);
         self.fields.write(&mut w);
         w.enc.finish()
@@ -257,7 +262,7 @@ impl<F: Fields + ?Sized> Encode for EventRecord<'_, F> {
 /// Writes one pre-encoded record (a built-in event such as a CPU sample,
 /// whose thread and stack keys the caller chose) into the calling thread's
 /// buffer. `encode` must write a whole record into the slice it is given,
-/// e.g. with [`EventEncoder`], and return its length, or `None` if it does
+/// e.g. with [`chunk_writer::record::EventEncoder`], and return its length, or `None` if it does
 /// not fit. Returns false if the event was dropped (and counted).
 pub(crate) fn emit_record(encode: impl Fn(&mut [u8]) -> Option<usize>) -> bool {
     let Some(rt) = runtime::get() else {

@@ -119,6 +119,9 @@ pub struct EventType {
     pub(crate) word: AtomicU64,
     /// JFR type id, set once at registration, before `word` is published.
     pub(crate) type_id: AtomicU64,
+    /// The record header (size slot and type id) pre-encoded, as
+    /// `Packed` bits; set with `type_id`.
+    pub(crate) header: AtomicU64,
 }
 
 impl EventType {
@@ -129,6 +132,7 @@ impl EventType {
             info,
             word: AtomicU64::new(0),
             type_id: AtomicU64::new(0),
+            header: AtomicU64::new(0),
         }
     }
 
@@ -140,6 +144,7 @@ impl EventType {
             info,
             word: AtomicU64::new(0),
             type_id: AtomicU64::new(0),
+            header: AtomicU64::new(0),
         }
     }
 
@@ -178,6 +183,13 @@ impl EventType {
     #[inline]
     pub(crate) fn id(&self) -> TypeId {
         TypeId(self.type_id.load(Ordering::Relaxed))
+    }
+
+    /// The pre-encoded record header, if the id fits one; read after
+    /// `word`, like `type_id`.
+    #[inline(always)]
+    pub(crate) fn header(&self) -> Option<super::sink::Packed> {
+        super::sink::Packed::from_bits(self.header.load(Ordering::Relaxed))
     }
 
     /// The metadata description of this type under id `id`.

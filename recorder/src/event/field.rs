@@ -7,9 +7,10 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use chunk_writer::encode::Sink;
-use chunk_writer::record::EventEncoder;
 use chunk_writer::schema::{Annotation, DataAmountUnit, TimespanUnit, TimestampUnit};
 use chunk_writer::types::TypeId;
+
+use super::sink::RecordSink;
 
 /// The JFR type of a field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -148,66 +149,66 @@ impl ContentType {
 /// [`crate::Event::write_fields`].
 #[derive(Debug)]
 pub struct FieldWriter<'a> {
-    pub(crate) enc: EventEncoder<'a>,
+    pub(crate) enc: RecordSink<'a>,
 }
 
 impl FieldWriter<'_> {
     /// Writes a value of kind [`FieldKind::Bool`].
-    #[inline]
+    #[inline(always)]
     pub fn bool(&mut self, v: bool) {
         self.enc.put_bool(v);
     }
 
     /// Writes a signed integer of any integer kind.
-    #[inline]
+    #[inline(always)]
     pub fn int(&mut self, v: i64) {
         self.enc.put_i64(v);
     }
 
     /// Writes an unsigned integer of any unsigned kind.
-    #[inline]
+    #[inline(always)]
     pub fn uint(&mut self, v: u64) {
         self.enc.put_varint(v);
     }
 
     /// Writes a `byte` (one raw byte).
-    #[inline]
+    #[inline(always)]
     pub fn byte(&mut self, v: u8) {
         self.enc.put_u8(v);
     }
 
     /// Writes a `char`: one UTF-16 unit.
-    #[inline]
+    #[inline(always)]
     pub fn char(&mut self, v: u16) {
         self.enc.put_char(v);
     }
 
     /// Writes a `float`.
-    #[inline]
+    #[inline(always)]
     pub fn f32(&mut self, v: f32) {
         self.enc.put_f32(v);
     }
 
     /// Writes a `double`.
-    #[inline]
+    #[inline(always)]
     pub fn f64(&mut self, v: f64) {
         self.enc.put_f64(v);
     }
 
     /// Writes a string inline.
-    #[inline]
+    #[inline(always)]
     pub fn str(&mut self, v: &str) {
         self.enc.put_str(v);
     }
 
     /// Writes an optional string (`None` is JFR null).
-    #[inline]
+    #[inline(always)]
     pub fn opt_str(&mut self, v: Option<&str>) {
         self.enc.put_opt_str(v);
     }
 
     /// Writes a constant-pool key.
-    #[inline]
+    #[inline(always)]
     pub fn key(&mut self, key: u64) {
         self.enc.put_varint(key);
     }

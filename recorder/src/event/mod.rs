@@ -4,3 +4,4 @@ pub mod commit;
 pub mod descriptor;
 pub mod dynamic;
 pub mod field;
+pub(crate) mod sink;

@@ -1,0 +1,363 @@
+//! The commit path's byte cursor: encodes one event record into the free
+//! space of the thread's block with one comparison per value.
+//!
+//! # Slack
+//!
+//! [`RecordSink`] keeps `fast_below`, the first position at which fewer
+//! than [`SLACK`] bytes remain. A value of at most [`SLACK`] bytes written at
+//! a position below it needs no other check, so each varint, float or
+//! pre-encoded constant is one compare and one unaligned store of a whole
+//! word (bytes past the value's length are scratch, overwritten by the next
+//! value or outside the record). Near the end of the block, and for strings,
+//! the checked path writes exactly the bytes that fit, or marks the sink
+//! overflowed; the record is then dropped by [`RecordSink::finish`].
+//!
+//! # Pre-encoded constants
+//!
+//! A [`Packed`] holds up to seven varint bytes and their count in one word:
+//! an event type's header (size slot and type id) and a thread's key are
+//! encoded once, at registration, and written with one store per event.
+//!
+//! Invariant: after [`RecordSink::finish`] returns `Some(n)`, `buf[..n]` is
+//! exactly one well-formed record (`size:varint typeId:varint payload`, with
+//! `size` counting itself), and no byte at or past `buf.len()` was touched.
+
+use chunk_writer::encode::{MAX_VARINT_LEN, Sink, encode_varint, encode_varint_fixed8, varint_len};
+use chunk_writer::record::framed_size;
+
+/// Free bytes that make a fixed-size write unchecked. Covers the widest such
+/// write (a nine-byte varint, or an eight-byte word store).
+pub(crate) const SLACK: usize = 16;
+
+/// Up to seven bytes of varints, pre-encoded: bytes in the low seven bytes
+/// (little-endian), their count in the top byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Packed(u64);
+
+impl Packed {
+    /// `prefix` raw bytes (at most one) followed by the varint of `v`, or
+    /// `None` if that is more than seven bytes.
+    pub(crate) fn varint(prefix: Option<u8>, v: u64) -> Option<Self> {
+        let start = usize::from(prefix.is_some());
+        let len = start + varint_len(v);
+        if len > 7 {
+            return None;
+        }
+        let mut bytes = [0u8; 8 + MAX_VARINT_LEN];
+        if let Some(p) = prefix {
+            bytes[0] = p;
+        }
+        let tail: &mut [u8; MAX_VARINT_LEN] = (&mut bytes[start..start + MAX_VARINT_LEN])
+            .try_into()
+            .expect("nine bytes");
+        encode_varint(v, tail);
+        let mut word = [0u8; 8];
+        word[..len].copy_from_slice(&bytes[..len]);
+        word[7] = len as u8;
+        Some(Self(u64::from_le_bytes(word)))
+    }
+
+    /// The word as stored (see the type's docs); 0 is "none".
+    pub(crate) const fn to_bits(self) -> u64 {
+        self.0
+    }
+
+    /// A word made by [`to_bits`](Self::to_bits), or `None` for 0.
+    #[inline(always)]
+    pub(crate) const fn from_bits(bits: u64) -> Option<Self> {
+        if bits == 0 { None } else { Some(Self(bits)) }
+    }
+
+    /// How many bytes it holds.
+    #[inline(always)]
+    const fn len(self) -> usize {
+        (self.0 >> 56) as usize
+    }
+}
+
+/// The cursor; see the module docs.
+#[derive(Debug)]
+pub(crate) struct RecordSink<'a> {
+    buf: &'a mut [u8],
+    pos: usize,
+    /// `pos < fast_below` ⇒ at least [`SLACK`] bytes are free at `pos`.
+    fast_below: usize,
+    overflowed: bool,
+}
+
+impl<'a> RecordSink<'a> {
+    /// Starts a record at the start of `buf` with `header`: the one-byte size
+    /// slot (patched by [`finish`](Self::finish)) and the type id.
+    #[inline(always)]
+    pub(crate) fn begin(buf: &'a mut [u8], header: Packed) -> Self {
+        let mut sink = Self::new(buf);
+        sink.put_packed(header);
+        sink
+    }
+
+    /// Like [`begin`](Self::begin), for a type id with no packed header.
+    #[cold]
+    pub(crate) fn begin_with_id(buf: &'a mut [u8], type_id: u64) -> Self {
+        let mut sink = Self::new(buf);
+        sink.put_u8(0);
+        sink.put_varint(type_id);
+        sink
+    }
+
+    #[inline(always)]
+    fn new(buf: &'a mut [u8]) -> Self {
+        let fast_below = (buf.len() + 1).saturating_sub(SLACK);
+        Self {
+            buf,
+            pos: 0,
+            fast_below,
+            overflowed: false,
+        }
+    }
+
+    /// Writes pre-encoded bytes.
+    #[inline(always)]
+    pub(crate) fn put_packed(&mut self, p: Packed) {
+        if self.pos < self.fast_below {
+            // SAFETY: `pos < fast_below` leaves at least SLACK (≥ 8) bytes of
+            // `buf` at `pos` (see `fast_below`).
+            unsafe { self.store_word(p.0.to_le_bytes()) };
+            self.pos += p.len();
+        } else {
+            self.put_slice_checked(&p.0.to_le_bytes()[..p.len()]);
+        }
+    }
+
+    /// Stores eight bytes at `pos` without a bounds check.
+    ///
+    /// # Safety
+    ///
+    /// `pos + 8 <= buf.len()`.
+    #[inline(always)]
+    unsafe fn store_word(&mut self, bytes: [u8; 8]) {
+        // SAFETY: the caller guarantees the eight bytes lie inside `buf`;
+        // the store is unaligned-safe.
+        unsafe {
+            self.buf
+                .as_mut_ptr()
+                .add(self.pos)
+                .cast::<[u8; 8]>()
+                .write_unaligned(bytes)
+        };
+    }
+
+    /// The nine bytes at `pos`, unchecked.
+    ///
+    /// # Safety
+    ///
+    /// `pos + MAX_VARINT_LEN <= buf.len()`.
+    #[inline(always)]
+    unsafe fn nine_at_pos(&mut self) -> &mut [u8; MAX_VARINT_LEN] {
+        // SAFETY: in bounds per the caller; `[u8; 9]` has alignment 1 and
+        // the borrow of `self.buf` is exclusive for the returned lifetime.
+        unsafe {
+            &mut *self
+                .buf
+                .as_mut_ptr()
+                .add(self.pos)
+                .cast::<[u8; MAX_VARINT_LEN]>()
+        }
+    }
+
+    /// The checked path. The cold half takes the buffer and position, not
+    /// the sink, so the sink's address never escapes the inlined fast paths
+    /// and its fields stay in registers.
+    #[inline(always)]
+    fn put_slice_checked(&mut self, bytes: &[u8]) {
+        match write_checked(self.buf, self.pos, bytes) {
+            Some(end) => self.pos = end,
+            None => {
+                // Every later write fails too: nothing fits past the end.
+                self.overflowed = true;
+                self.pos = self.buf.len();
+            }
+        }
+    }
+
+    /// Closes the record and returns its length, or `None` if it did not fit
+    /// in the buffer.
+    #[inline(always)]
+    pub(crate) fn finish(self) -> Option<usize> {
+        if self.overflowed {
+            return None;
+        }
+        let body = self.pos - 1;
+        if body < 127 {
+            // The common case: the one-byte slot holds the size.
+            self.buf[0] = (body + 1) as u8;
+            return Some(body + 1);
+        }
+        finish_large(self.buf, body)
+    }
+}
+
+/// Writes `bytes` at `pos` if they fit; the position after them.
+#[cold]
+#[inline(never)]
+fn write_checked(buf: &mut [u8], pos: usize, bytes: &[u8]) -> Option<usize> {
+    let end = pos.checked_add(bytes.len())?;
+    buf.get_mut(pos..end)?.copy_from_slice(bytes);
+    Some(end)
+}
+
+/// Frames a record whose body (after the one-byte slot) is `body` bytes:
+/// moves the body right to make room for a wider size.
+#[cold]
+#[inline(never)]
+fn finish_large(buf: &mut [u8], body: usize) -> Option<usize> {
+    let (total, width) = framed_size(body);
+    if total > buf.len() {
+        return None;
+    }
+    buf.copy_within(1..1 + body, width);
+    let mut tmp = [0u8; MAX_VARINT_LEN];
+    let n = encode_varint(total as u64, &mut tmp);
+    buf[..n].copy_from_slice(&tmp[..n]);
+    Some(total)
+}
+
+impl Sink for RecordSink<'_> {
+    #[inline(always)]
+    fn put_slice(&mut self, bytes: &[u8]) {
+        if bytes.len() <= SLACK && self.pos < self.fast_below {
+            // SAFETY: `pos < fast_below` leaves SLACK bytes at `pos`, and
+            // `bytes` is no longer; source and destination are distinct.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    bytes.as_ptr(),
+                    self.buf.as_mut_ptr().add(self.pos),
+                    bytes.len(),
+                )
+            };
+            self.pos += bytes.len();
+        } else {
+            self.put_slice_checked(bytes);
+        }
+    }
+
+    #[inline(always)]
+    fn put_u8(&mut self, v: u8) {
+        if self.pos < self.fast_below {
+            // SAFETY: `pos < fast_below` ⇒ `pos < buf.len()`.
+            unsafe { *self.buf.get_unchecked_mut(self.pos) = v };
+            self.pos += 1;
+        } else {
+            self.put_slice_checked(&[v]);
+        }
+    }
+
+    #[inline(always)]
+    fn put_varint(&mut self, v: u64) {
+        if self.pos < self.fast_below {
+            if v < 0x80 {
+                // SAFETY: as in `put_u8`.
+                unsafe { *self.buf.get_unchecked_mut(self.pos) = v as u8 };
+                self.pos += 1;
+            } else {
+                // SAFETY: `pos < fast_below` leaves SLACK ≥ 9 bytes at `pos`.
+                let dst = unsafe { self.nine_at_pos() };
+                self.pos += encode_varint(v, dst);
+            }
+        } else {
+            let mut tmp = [0u8; MAX_VARINT_LEN];
+            let n = encode_varint(v, &mut tmp);
+            self.put_slice_checked(&tmp[..n]);
+        }
+    }
+
+    #[inline(always)]
+    fn put_varint_fixed8(&mut self, v: u64) {
+        if self.pos < self.fast_below {
+            // SAFETY: `pos < fast_below` leaves SLACK ≥ 9 bytes at `pos`.
+            let dst = unsafe { self.nine_at_pos() };
+            self.pos += encode_varint_fixed8(v, dst);
+        } else {
+            let mut tmp = [0u8; MAX_VARINT_LEN];
+            let n = encode_varint_fixed8(v, &mut tmp);
+            self.put_slice_checked(&tmp[..n]);
+        }
+    }
+
+    #[inline(always)]
+    fn position(&self) -> usize {
+        self.pos
+    }
+}
+
+#[cfg(all(test, not(flightrec_loom)))]
+mod tests {
+    use super::*;
+    use chunk_writer::record::EventEncoder;
+    use chunk_writer::types::TypeId;
+
+    /// The same record through `RecordSink` and through chunk-writer's
+    /// checked `EventEncoder`, each in `cap` bytes of a larger buffer; also
+    /// checks that nothing past `cap` was written.
+    fn both(
+        cap: usize,
+        id: u64,
+        write: &dyn Fn(&mut dyn Sink),
+    ) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
+        let mut a = vec![0xEEu8; cap + 32];
+        let mut s = RecordSink::begin(&mut a[..cap], Packed::varint(Some(0), id).unwrap());
+        write(&mut s);
+        let ours = s.finish().map(|n| a[..n].to_vec());
+        assert!(a[cap..].iter().all(|&b| b == 0xEE), "wrote past {cap}");
+        let mut b = vec![0xEEu8; cap];
+        let mut e = EventEncoder::begin(&mut b, TypeId(id));
+        write(&mut e);
+        let theirs = e.finish().map(|n| b[..n].to_vec());
+        (ours, theirs)
+    }
+
+    #[test]
+    fn records_match_the_checked_encoder_at_every_capacity() {
+        let long = "x".repeat(300);
+        type Writer = Box<dyn Fn(&mut dyn Sink)>;
+        let writers: Vec<Writer> = vec![
+            Box::new(|s| {
+                s.put_varint_fixed8(0x1_2345_6789);
+                s.put_varint(7);
+                s.put_varint(0);
+                s.put_varint(u64::MAX);
+                s.put_f64(0.5);
+                s.put_str("héllo");
+            }),
+            Box::new(|s| {
+                s.put_i64(-1);
+                s.put_u8(3);
+                s.put_char(0x263A);
+            }),
+            Box::new(move |s| {
+                s.put_varint_fixed8(1 << 60);
+                s.put_str(&long);
+                s.put_varint(300);
+            }),
+        ];
+        for (k, w) in writers.iter().enumerate() {
+            let mut fitted = false;
+            for cap in 0..400 {
+                let (ours, theirs) = both(cap, 301, w.as_ref());
+                assert_eq!(ours, theirs, "writer {k}, capacity {cap}");
+                fitted |= ours.is_some();
+            }
+            assert!(fitted, "writer {k} never fitted");
+        }
+    }
+
+    #[test]
+    fn packed_varints() {
+        assert_eq!(Packed::varint(Some(0), 300).map(|p| p.len()), Some(3));
+        assert_eq!(Packed::varint(None, 5).map(|p| p.len()), Some(1));
+        assert_eq!(Packed::varint(None, 1 << 49), None);
+        assert_eq!(Packed::varint(Some(0), 1 << 42), None);
+        let p = Packed::varint(Some(0), 300).unwrap();
+        assert_eq!(Packed::from_bits(p.to_bits()), Some(p));
+        assert_eq!(&p.to_bits().to_le_bytes()[..3], &[0, 0xac, 0x02]);
+    }
+}
