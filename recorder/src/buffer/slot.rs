@@ -31,6 +31,7 @@
 //! inside the section, and once the rotating thread has seen every section
 //! closed after the flip, no event of the old epoch is still being written.
 
+use crate::buffer::block::Block;
 use crate::buffer::pool::{BlockPtr, BufferPool};
 use crate::event::sink::Packed;
 use crate::loss::{LossCause, Losses};
@@ -47,11 +48,14 @@ pub(crate) struct ThreadSlot {
     section: AtomicU64,
     /// The owner's current block (null if none). Written by the owner, read
     /// by the recorder thread.
-    current: AtomicPtr<crate::buffer::block::Block>,
+    current: AtomicPtr<Block>,
     /// The `java.lang.Thread` constant key of the owner.
     pub(crate) thread_key: u64,
     /// `thread_key` as a pre-encoded varint, if it fits one.
     pub(crate) thread_packed: Option<Packed>,
+    /// `thread_key` then stack-trace key 0 (none), pre-encoded: the two
+    /// implicit fields of most events in one store.
+    pub(crate) thread_no_stack: Option<Packed>,
     /// Set when the owner exits; its block was sealed.
     pub(crate) exited: AtomicU64,
 }
@@ -90,6 +94,7 @@ impl ThreadSlot {
             current: AtomicPtr::new(std::ptr::null_mut()),
             thread_key,
             thread_packed: Packed::varint(None, thread_key),
+            thread_no_stack: Packed::varint_then(None, thread_key, Some(0)),
             exited: AtomicU64::new(0),
         }
     }
@@ -137,8 +142,9 @@ impl ThreadSlot {
         result
     }
 
-    /// The fast path is inlined whole into the emitting function; the cold
-    /// path takes the record as a trait object.
+    /// The record is encoded at one call site, inlined into the emitting
+    /// function; the cold path only swaps blocks and never sees the record,
+    /// so the record's fields stay in registers.
     #[inline(always)]
     fn write(
         &self,
@@ -147,46 +153,47 @@ impl ThreadSlot {
         losses: &Losses,
         record: &impl Encode,
     ) -> Emitted {
-        let current = self.current.load(Ordering::Relaxed);
-        if !current.is_null() {
-            let block = BlockPtr(current);
-            if block.get().epoch() == epoch {
-                // SAFETY: this thread owns `current` (only the owner stores
-                // it) and the section guard rules out reentrancy.
-                if let Some(n) = unsafe { block.get().write_with(record) } {
-                    return Emitted::Written(n);
-                }
-            }
+        let mut current = self.current.load(Ordering::Relaxed);
+        let mut fresh = false;
+        if current.is_null() || BlockPtr(current).get().epoch() != epoch {
+            current = self.fresh_block(epoch, pool);
+            fresh = true;
         }
-        self.write_in_fresh_block(epoch, pool, losses, record)
+        loop {
+            if current.is_null() {
+                losses.record(LossCause::PoolExhausted, 0);
+                return Emitted::Dropped;
+            }
+            // SAFETY: this thread owns `current` (only the owner stores it,
+            // and `fresh_block` acquired it for this thread) and the section
+            // guard rules out reentrancy.
+            if let Some(n) = unsafe { BlockPtr(current).get().write_with(record) } {
+                return Emitted::Written(n);
+            }
+            if fresh {
+                // Larger than a whole empty block: it can never be written.
+                losses.record(LossCause::TooLarge, 0);
+                return Emitted::Dropped;
+            }
+            current = self.fresh_block(epoch, pool);
+            fresh = true;
+        }
     }
 
-    /// The block is missing, full, or of an older epoch: seal it and retry
-    /// once in a fresh block. Runs once per block-full of events.
+    /// The block is missing, full, or of an older epoch: seals it and takes
+    /// a fresh one tagged `epoch` (null if the pool is exhausted). Runs once
+    /// per block-full of events.
     #[cold]
     #[inline(never)]
-    fn write_in_fresh_block(
-        &self,
-        epoch: u64,
-        pool: &BufferPool,
-        losses: &Losses,
-        record: &dyn Encode,
-    ) -> Emitted {
+    fn fresh_block(&self, epoch: u64, pool: &BufferPool) -> *mut Block {
         self.seal_current(pool);
-        let Some(block) = pool.acquire(epoch) else {
-            losses.record(LossCause::PoolExhausted, 0);
-            return Emitted::Dropped;
-        };
-        self.current.store(block.0 as *mut _, Ordering::Release);
-        // SAFETY: `block` was just acquired by this thread (Owned), and the
-        // section guard rules out reentrancy.
-        match unsafe { block.get().write_with(record) } {
-            Some(n) => Emitted::Written(n),
-            None => {
-                // Larger than a whole block: it can never be written.
-                losses.record(LossCause::TooLarge, 0);
-                Emitted::Dropped
+        match pool.acquire(epoch) {
+            Some(block) => {
+                let p = block.0.cast_mut();
+                self.current.store(p, Ordering::Release);
+                p
             }
+            None => std::ptr::null_mut(),
         }
     }
 

@@ -238,22 +238,30 @@ struct EventRecord<'a, F: ?Sized> {
 impl<F: Fields + ?Sized> Encode for EventRecord<'_, F> {
     #[inline(always)]
     fn encode(&self, buf: &mut [u8]) -> Option<usize> {
-        let enc = match self.ty.header() {
-            Some(h) => RecordSink::begin(buf, h),
-            None => RecordSink::begin_with_id(buf, self.ty.id().0),
+        let mut w = FieldWriter {
+            enc: RecordSink::begin(buf, self.ty.header().ok_or_else(|| self.ty.id().0)),
         };
-        let mut w = FieldWriter { enc };
         // Fixed width: the positions of the fields after it do not depend on
         // the clock value (see `encode_varint_fixed8`).
         w.enc.put_varint_fixed8(self.start as u64);
         if let Some(d) = self.duration {
             w.enc.put_i64(d);
         }
-        match self.slot.thread_packed {
-            Some(t) => w.enc.put_packed(t),
-            None => w.enc.put_varint(self.slot.thread_key),
+        match (
+            self.stack,
+            self.slot.thread_no_stack,
+            self.slot.thread_packed,
+        ) {
+            (0, Some(both), _) => w.enc.put_packed(both),
+            (stack, _, Some(thread)) => {
+                w.enc.put_packed(thread);
+                w.enc.put_varint(stack);
+            }
+            (stack, _, None) => {
+                w.enc.put_varint(self.slot.thread_key);
+                w.enc.put_varint(stack);
+            }
         }
-        w.enc.put_varint(self.stack);
         self.fields.write(&mut w);
         w.enc.finish()
     }

@@ -38,8 +38,14 @@ impl Packed {
     /// `prefix` raw bytes (at most one) followed by the varint of `v`, or
     /// `None` if that is more than seven bytes.
     pub(crate) fn varint(prefix: Option<u8>, v: u64) -> Option<Self> {
+        Self::varint_then(prefix, v, None)
+    }
+
+    /// Like [`varint`](Self::varint), with `suffix` (at most one raw byte)
+    /// after the varint.
+    pub(crate) fn varint_then(prefix: Option<u8>, v: u64, suffix: Option<u8>) -> Option<Self> {
         let start = usize::from(prefix.is_some());
-        let len = start + varint_len(v);
+        let len = start + varint_len(v) + usize::from(suffix.is_some());
         if len > 7 {
             return None;
         }
@@ -50,7 +56,10 @@ impl Packed {
         let tail: &mut [u8; MAX_VARINT_LEN] = (&mut bytes[start..start + MAX_VARINT_LEN])
             .try_into()
             .expect("nine bytes");
-        encode_varint(v, tail);
+        let n = encode_varint(v, tail);
+        if let Some(x) = suffix {
+            bytes[start + n] = x;
+        }
         let mut word = [0u8; 8];
         word[..len].copy_from_slice(&bytes[..len]);
         word[7] = len as u8;
@@ -79,40 +88,37 @@ impl Packed {
 #[derive(Debug)]
 pub(crate) struct RecordSink<'a> {
     buf: &'a mut [u8],
+    /// Where the next byte goes, or [`OVERFLOWED`].
     pos: usize,
     /// `pos < fast_below` ⇒ at least [`SLACK`] bytes are free at `pos`.
+    /// [`OVERFLOWED`] once a write did not fit: every later one fails too.
     fast_below: usize,
-    overflowed: bool,
 }
 
+/// The position of a sink a write did not fit: above every buffer, so no
+/// fast path is taken and every checked write fails.
+const OVERFLOWED: usize = usize::MAX;
+
 impl<'a> RecordSink<'a> {
-    /// Starts a record at the start of `buf` with `header`: the one-byte size
-    /// slot (patched by [`finish`](Self::finish)) and the type id.
+    /// Starts a record at the start of `buf`: the one-byte size slot
+    /// (patched by [`finish`](Self::finish)) and the type id: `Ok`, the two
+    /// pre-encoded; `Err`, the id, for one too large to pre-encode.
     #[inline(always)]
-    pub(crate) fn begin(buf: &'a mut [u8], header: Packed) -> Self {
-        let mut sink = Self::new(buf);
-        sink.put_packed(header);
-        sink
-    }
-
-    /// Like [`begin`](Self::begin), for a type id with no packed header.
-    #[cold]
-    pub(crate) fn begin_with_id(buf: &'a mut [u8], type_id: u64) -> Self {
-        let mut sink = Self::new(buf);
-        sink.put_u8(0);
-        sink.put_varint(type_id);
-        sink
-    }
-
-    #[inline(always)]
-    fn new(buf: &'a mut [u8]) -> Self {
+    pub(crate) fn begin(buf: &'a mut [u8], header: Result<Packed, u64>) -> Self {
         let fast_below = (buf.len() + 1).saturating_sub(SLACK);
-        Self {
+        let mut sink = Self {
             buf,
             pos: 0,
             fast_below,
-            overflowed: false,
+        };
+        match header {
+            Ok(h) => sink.put_packed(h),
+            Err(type_id) => {
+                sink.put_u8(0);
+                sink.put_varint(type_id);
+            }
         }
+        sink
     }
 
     /// Writes pre-encoded bytes.
@@ -171,11 +177,7 @@ impl<'a> RecordSink<'a> {
     fn put_slice_checked(&mut self, bytes: &[u8]) {
         match write_checked(self.buf, self.pos, bytes) {
             Some(end) => self.pos = end,
-            None => {
-                // Every later write fails too: nothing fits past the end.
-                self.overflowed = true;
-                self.pos = self.buf.len();
-            }
+            None => self.pos = OVERFLOWED,
         }
     }
 
@@ -183,16 +185,18 @@ impl<'a> RecordSink<'a> {
     /// in the buffer.
     #[inline(always)]
     pub(crate) fn finish(self) -> Option<usize> {
-        if self.overflowed {
+        if self.pos < 128 {
+            // The common case: the one-byte slot holds the size (`pos` ≥ 1:
+            // `begin` wrote the slot, so `buf` is not empty).
+            // SAFETY: `pos` ≥ 1 and `pos` ≤ `buf.len()` (positions only
+            // advance over written bytes), so index 0 is in bounds.
+            unsafe { *self.buf.get_unchecked_mut(0) = self.pos as u8 };
+            return Some(self.pos);
+        }
+        if self.pos == OVERFLOWED {
             return None;
         }
-        let body = self.pos - 1;
-        if body < 127 {
-            // The common case: the one-byte slot holds the size.
-            self.buf[0] = (body + 1) as u8;
-            return Some(body + 1);
-        }
-        finish_large(self.buf, body)
+        finish_large(self.buf, self.pos - 1)
     }
 }
 
@@ -304,7 +308,7 @@ mod tests {
         write: &dyn Fn(&mut dyn Sink),
     ) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
         let mut a = vec![0xEEu8; cap + 32];
-        let mut s = RecordSink::begin(&mut a[..cap], Packed::varint(Some(0), id).unwrap());
+        let mut s = RecordSink::begin(&mut a[..cap], Packed::varint(Some(0), id).ok_or(id));
         write(&mut s);
         let ours = s.finish().map(|n| a[..n].to_vec());
         assert!(a[cap..].iter().all(|&b| b == 0xEE), "wrote past {cap}");
@@ -359,5 +363,9 @@ mod tests {
         let p = Packed::varint(Some(0), 300).unwrap();
         assert_eq!(Packed::from_bits(p.to_bits()), Some(p));
         assert_eq!(&p.to_bits().to_le_bytes()[..3], &[0, 0xac, 0x02]);
+        let q = Packed::varint_then(None, 300, Some(0)).unwrap();
+        assert_eq!(q.len(), 3);
+        assert_eq!(&q.to_bits().to_le_bytes()[..3], &[0xac, 0x02, 0]);
+        assert_eq!(Packed::varint_then(None, 1 << 42, Some(0)), None);
     }
 }
