@@ -94,24 +94,29 @@ impl ChunkAssembler {
     /// Writes the complete, unflushed events of `block` into the chunk.
     pub(crate) fn add_block(&mut self, block: &Block) -> io::Result<usize> {
         self.refresh_layouts();
-        let (scanner, refs, writer, pending) = (
+        let (scanner, refs, writer, pending, scratch) = (
             &self.scanner,
             &mut self.refs,
             &mut self.writer,
             &mut self.pending,
+            &mut self.scratch,
         );
         let written = block.drain_with(|bytes| {
-            let bytes = match scanner.scan(bytes, refs) {
+            // The walk rewrites start times (see `crate::scan`): on a copy,
+            // the block's bytes are never written by this thread.
+            scratch.clear();
+            scratch.extend_from_slice(bytes);
+            let bytes = match scanner.scan(scratch, refs) {
                 Ok(records) => {
                     pending.0 += records as u64;
-                    pending.1 += bytes.len() as u64;
-                    bytes
+                    pending.1 += scratch.len() as u64;
+                    &scratch[..]
                 }
                 Err(bad) => {
                     // Our own encoder wrote these bytes; a walk failure is a
                     // bug. Keep the file readable: write the records before it.
                     debug_assert!(false, "malformed record at {}", bad.at);
-                    &bytes[..bad.at]
+                    &scratch[..bad.at]
                 }
             };
             writer.write_events(bytes).map(|_| bytes.len())

@@ -17,7 +17,7 @@ use crate::config::{DEFAULT_MAX_MEMORY, DEFAULT_THREAD_BUFFER};
 use crate::event::descriptor::EventType;
 use crate::loss::LossCounts;
 use crate::sampler::queue;
-use crate::scan::{Referenced, Scanner};
+use crate::scan::{Layout, Referenced, Scanner};
 use crate::settings::{self as settings_word, Settings};
 use crate::sync::{Arc, Ordering};
 use crate::{FieldKind, local, rotation, runtime};
@@ -57,10 +57,14 @@ pub fn record_layout() -> Vec<FieldKind> {
 /// laid out as [`record_layout`]): thread keys, stack keys, record count.
 pub fn scan(bytes: &[u8], type_id: u64) -> (Vec<u64>, Vec<u64>, usize) {
     let mut scanner = Scanner::default();
-    scanner.update(vec![(TypeId(type_id), record_layout())]);
+    scanner.update(vec![Layout {
+        id: TypeId(type_id),
+        raw_start: false,
+        kinds: record_layout(),
+    }]);
     let mut refs = Referenced::default();
     let n = scanner
-        .scan(bytes, &mut refs)
+        .scan(&mut bytes.to_vec(), &mut refs)
         .unwrap_or_else(|bad| panic!("malformed record at {}", bad.at));
     (
         refs.threads.into_iter().collect(),

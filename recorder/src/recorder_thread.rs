@@ -330,9 +330,14 @@ impl Recorder {
     fn discard_all(&mut self) {
         let mut scanner = Scanner::default();
         scanner.update(registry().layouts());
-        let count = |b: &crate::buffer::block::Block| {
+        let mut copy = Vec::new();
+        let mut count = |b: &crate::buffer::block::Block| {
             let _ = b.drain_with(|bytes| {
-                let n = scanner.scan(bytes, &mut Referenced::default()).unwrap_or(0);
+                copy.clear();
+                copy.extend_from_slice(bytes);
+                let n = scanner
+                    .scan(&mut copy, &mut Referenced::default())
+                    .unwrap_or(0);
                 self.rt
                     .losses
                     .record_many(LossCause::WriteError, n as u64, bytes.len() as u64);

@@ -29,6 +29,7 @@ use crate::cpool::threads::ThreadRegistry;
 use crate::event::descriptor::{EventKind, EventType};
 use crate::event::field::FieldKind;
 use crate::loss::Losses;
+use crate::scan::Layout;
 use crate::settings::{self, Settings};
 use crate::sync::{Arc, AtomicU64, AtomicUsize, Mutex, Ordering};
 
@@ -162,9 +163,9 @@ impl Registry {
     /// The full field layout (implicit fields first) of every registered
     /// type and of the built-in events the recorder emits, for scanning
     /// records.
-    pub(crate) fn layouts(&self) -> Vec<(TypeId, Vec<FieldKind>)> {
+    pub(crate) fn layouts(&self) -> Vec<Layout> {
         let mut all = builtin_layouts();
-        all.extend(self.types().iter().map(|ty| (ty.id(), layout(ty))));
+        all.extend(self.types().iter().map(|ty| layout(ty)));
         all
     }
 }
@@ -173,7 +174,7 @@ impl Registry {
 /// chunk-writer's table. Pooled fields other than threads and stack traces
 /// (thread states) are walked as plain varints: their pools are written in
 /// every chunk.
-fn builtin_layouts() -> Vec<(TypeId, Vec<FieldKind>)> {
+fn builtin_layouts() -> Vec<Layout> {
     chunk_writer::builtin::builtin_types()
         .iter()
         .filter(|t| t.is_event())
@@ -192,21 +193,30 @@ fn builtin_layouts() -> Vec<(TypeId, Vec<FieldKind>)> {
                     _ => FieldKind::I64,
                 })
                 .collect();
-            (t.id, kinds)
+            Layout {
+                id: t.id,
+                raw_start: false,
+                kinds,
+            }
         })
         .collect()
 }
 
-/// The kinds of every field of `ty`'s records, in payload order.
-pub(crate) fn layout(ty: &EventType) -> Vec<FieldKind> {
-    let mut kinds = vec![FieldKind::I64];
+/// How `ty`'s records are laid out as the commit path writes them: a raw
+/// start time (see [`crate::scan`]), then the other fields in payload order.
+pub(crate) fn layout(ty: &EventType) -> Layout {
+    let mut kinds = Vec::with_capacity(ty.info.fields.len() + 3);
     if ty.info.kind == EventKind::Duration {
         kinds.push(FieldKind::I64);
     }
     kinds.push(FieldKind::Thread);
     kinds.push(FieldKind::StackTrace);
     kinds.extend(ty.info.fields.iter().map(|f| f.kind));
-    kinds
+    Layout {
+        id: ty.id(),
+        raw_start: true,
+        kinds,
+    }
 }
 
 /// Buffers, threads, constants and losses, shared by the emitting threads

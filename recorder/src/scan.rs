@@ -7,12 +7,26 @@
 //! set. This keeps the hot path free of tagging and makes the chunk hold
 //! every constant its events reference, and none that they do not.
 //!
+//! # Start times
+//!
+//! Events of registered types carry their start time as eight raw bytes
+//! (the clock value, little-endian, below 2^56): encoding it as a varint on
+//! the emitting thread was the largest single cost of a commit after the
+//! clock read. The walk rewrites those bytes in place as the eight-byte
+//! padded varint of the same value (see `encode_varint_fixed8`), so what
+//! reaches the chunk is plain JFR and no record changes size. Built-in
+//! records (CPU samples and the like) are written whole by their encoders
+//! and walked as they are.
+//!
 //! Invariant: for every record handed to [`Scanner::scan`], every non-zero
-//! thread and stack-trace key it contains is in the returned sets.
+//! thread and stack-trace key it contains is in the returned sets, and after
+//! the walk every record of a raw-start layout holds its start time as a
+//! varint.
 
 use std::collections::{BTreeSet, HashMap};
 
 use chunk_writer::TypeId;
+use chunk_writer::encode::{MAX_VARINT_LEN, encode_varint_fixed8};
 
 use crate::event::field::FieldKind;
 
@@ -46,6 +60,25 @@ impl Referenced {
     }
 }
 
+/// How to walk the records of one type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Layout {
+    /// The type.
+    pub(crate) id: TypeId,
+    /// True if the payload starts with a raw eight-byte start time (see the
+    /// module docs); `kinds` then describes the fields after it.
+    pub(crate) raw_start: bool,
+    /// The kinds of the payload's fields, in order.
+    pub(crate) kinds: Vec<FieldKind>,
+}
+
+/// A stored layout: the kinds cut after the last pooled field.
+#[derive(Debug, Clone)]
+struct Walk {
+    raw_start: bool,
+    kinds: Box<[FieldKind]>,
+}
+
 /// Record walker over the registered types' layouts.
 ///
 /// Layouts are indexed by type id (ids are small and dense: built-ins below
@@ -54,9 +87,9 @@ impl Referenced {
 /// its size.
 #[derive(Debug, Default)]
 pub(crate) struct Scanner {
-    layouts: Vec<Option<Box<[FieldKind]>>>,
+    layouts: Vec<Option<Walk>>,
     /// Layouts of ids too large to index (none today).
-    other: HashMap<TypeId, Box<[FieldKind]>>,
+    other: HashMap<TypeId, Walk>,
 }
 
 /// A record could not be walked (a bug: records come from our own encoder).
@@ -67,39 +100,50 @@ pub(crate) struct Malformed {
 
 impl Scanner {
     /// Adds or replaces layouts.
-    pub(crate) fn update(&mut self, layouts: Vec<(TypeId, Vec<FieldKind>)>) {
-        for (id, mut kinds) in layouts {
+    pub(crate) fn update(&mut self, layouts: Vec<Layout>) {
+        for Layout {
+            id,
+            raw_start,
+            mut kinds,
+        } in layouts
+        {
             let keep = kinds
                 .iter()
                 .rposition(|k| k.is_pooled())
                 .map_or(0, |i| i + 1);
             kinds.truncate(keep);
-            let kinds = kinds.into_boxed_slice();
+            let walk = Walk {
+                raw_start,
+                kinds: kinds.into_boxed_slice(),
+            };
             match usize::try_from(id.0) {
                 Ok(i) if i < 1 << 20 => {
                     if self.layouts.len() <= i {
                         self.layouts.resize(i + 1, None);
                     }
-                    self.layouts[i] = Some(kinds);
+                    self.layouts[i] = Some(walk);
                 }
                 _ => {
-                    self.other.insert(id, kinds);
+                    self.other.insert(id, walk);
                 }
             }
         }
     }
 
     #[inline]
-    fn layout(&self, id: u64) -> Option<&[FieldKind]> {
+    fn layout(&self, id: u64) -> Option<&Walk> {
         if id < 1 << 20 {
-            self.layouts.get(id as usize).and_then(|l| l.as_deref())
+            self.layouts.get(id as usize).and_then(|l| l.as_ref())
         } else {
-            self.other.get(&TypeId(id)).map(|l| &l[..])
+            self.other.get(&TypeId(id))
         }
     }
 
-    /// Walks the records in `bytes`, adding referenced keys to `refs`.
-    pub(crate) fn scan(&self, bytes: &[u8], refs: &mut Referenced) -> Result<usize, Malformed> {
+    /// Walks the records in `bytes`: collects their constant keys into
+    /// `refs` and rewrites raw start times as varints (see the module docs).
+    /// Returns the number of records, or where the first malformed one
+    /// starts.
+    pub(crate) fn scan(&self, bytes: &mut [u8], refs: &mut Referenced) -> Result<usize, Malformed> {
         let mut pos = 0;
         let mut records = 0;
         while pos < bytes.len() {
@@ -110,12 +154,21 @@ impl Scanner {
                 .filter(|&e| e <= bytes.len() && size > 0)
                 .ok_or(Malformed { at: pos })?;
             let ty = c.varint().ok_or(Malformed { at: pos })?;
-            if let Some(layout) = self.layout(ty) {
+            let mut at = c.pos;
+            if let Some(walk) = self.layout(ty) {
+                if walk.raw_start {
+                    let raw = bytes
+                        .get_mut(at..at + 8)
+                        .filter(|_| at + 8 <= end)
+                        .ok_or(Malformed { at: pos })?;
+                    rewrite_start(raw);
+                    at += 8;
+                }
                 let mut rec = Cursor {
                     b: &bytes[..end],
-                    pos: c.pos,
+                    pos: at,
                 };
-                for kind in layout {
+                for kind in walk.kinds.iter() {
                     rec.field(*kind, refs).ok_or(Malformed { at: pos })?;
                 }
             }
@@ -125,6 +178,23 @@ impl Scanner {
         Ok(records)
     }
 }
+
+/// Rewrites a raw little-endian start time (below 2^56; larger values are
+/// clamped, as the encoder does) as its eight-byte padded varint.
+#[inline]
+fn rewrite_start(raw: &mut [u8]) {
+    let mut word = [0u8; 8];
+    word.copy_from_slice(raw);
+    let v = u64::from_le_bytes(word).min(MAX_RAW_START);
+    let mut out = [0u8; MAX_VARINT_LEN];
+    let n = encode_varint_fixed8(v, &mut out);
+    debug_assert_eq!(n, 8);
+    raw.copy_from_slice(&out[..8]);
+}
+
+/// The largest start time an eight-byte varint holds (2^56 − 1 ticks: 760
+/// years at 3 GHz).
+pub(crate) const MAX_RAW_START: u64 = (1 << 56) - 1;
 
 struct Cursor<'a> {
     b: &'a [u8],
@@ -197,5 +267,74 @@ impl Cursor<'_> {
             },
             _ => self.varint().map(drop),
         }
+    }
+}
+
+#[cfg(all(test, not(flightrec_loom)))]
+mod tests {
+    use super::*;
+
+    /// A record as the commit path writes it: raw start, thread, stack, u64.
+    fn raw_record(start: u64, thread: u8, stack: u8, value: u8) -> Vec<u8> {
+        let mut r = vec![0, 0xe8, 0x07]; // size slot, type id 1000
+        r.extend_from_slice(&start.to_le_bytes());
+        r.extend_from_slice(&[thread, stack, value]);
+        r[0] = r.len() as u8;
+        r
+    }
+
+    fn varint_at(b: &[u8]) -> (u64, usize) {
+        let mut v = 0;
+        for (i, &x) in b.iter().enumerate().take(8) {
+            v |= u64::from(x & 0x7f) << (7 * i);
+            if x & 0x80 == 0 {
+                return (v, i + 1);
+            }
+        }
+        (v | u64::from(b[8]) << 56, 9)
+    }
+
+    #[test]
+    fn raw_start_times_become_varints_and_keys_are_found() {
+        let mut scanner = Scanner::default();
+        scanner.update(vec![Layout {
+            id: TypeId(1000),
+            raw_start: true,
+            kinds: vec![FieldKind::Thread, FieldKind::StackTrace, FieldKind::U64],
+        }]);
+        let starts = [0u64, 1, 300, 0x1234_5678_9abc, MAX_RAW_START, u64::MAX];
+        let mut bytes = Vec::new();
+        for (i, &s) in starts.iter().enumerate() {
+            bytes.extend(raw_record(s, 5 + i as u8, (i % 2) as u8 * 9, 42));
+        }
+        let len = bytes.len();
+        let mut refs = Referenced::default();
+        assert_eq!(scanner.scan(&mut bytes, &mut refs), Ok(starts.len()));
+        assert_eq!(bytes.len(), len, "no record changes size");
+        let mut pos = 0;
+        for (i, &s) in starts.iter().enumerate() {
+            let size = bytes[pos] as usize;
+            let (v, n) = varint_at(&bytes[pos + 3..]);
+            assert_eq!((v, n), (s.min(MAX_RAW_START), 8), "record {i}");
+            assert_eq!(&bytes[pos + 11..pos + 14], &[5 + i as u8, (i % 2) as u8 * 9, 42]);
+            pos += size;
+        }
+        assert_eq!(refs.threads.len(), starts.len());
+        assert_eq!(refs.stacks.iter().copied().collect::<Vec<_>>(), vec![9]);
+    }
+
+    #[test]
+    fn a_raw_start_cut_short_is_malformed() {
+        let mut scanner = Scanner::default();
+        scanner.update(vec![Layout {
+            id: TypeId(1000),
+            raw_start: true,
+            kinds: vec![FieldKind::Thread],
+        }]);
+        let mut bytes = vec![7, 0xe8, 0x07, 1, 2, 3, 4];
+        assert_eq!(
+            scanner.scan(&mut bytes, &mut Referenced::default()),
+            Err(Malformed { at: 0 })
+        );
     }
 }

@@ -241,9 +241,10 @@ impl<F: Fields + ?Sized> Encode for EventRecord<'_, F> {
         let mut w = FieldWriter {
             enc: RecordSink::begin(buf, self.ty.header().ok_or_else(|| self.ty.id().0)),
         };
-        // Fixed width: the positions of the fields after it do not depend on
-        // the clock value (see `encode_varint_fixed8`).
-        w.enc.put_varint_fixed8(self.start as u64);
+        // Raw: the recorder thread rewrites it as a varint when it drains
+        // the block (see `crate::scan`), so the clock value is stored as read.
+        w.enc
+            .put_raw_u64((self.start as u64).min(crate::scan::MAX_RAW_START));
         if let Some(d) = self.duration {
             w.enc.put_i64(d);
         }

@@ -134,6 +134,13 @@ impl<'a> RecordSink<'a> {
         }
     }
 
+    /// Writes `v` as eight raw little-endian bytes (not a JFR encoding: the
+    /// recorder thread rewrites them, see [`crate::scan`]).
+    #[inline(always)]
+    pub(crate) fn put_raw_u64(&mut self, v: u64) {
+        self.put_slice(&v.to_le_bytes());
+    }
+
     /// Stores eight bytes at `pos` without a bounds check.
     ///
     /// # Safety
