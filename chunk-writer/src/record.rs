@@ -96,23 +96,37 @@ impl<'a> EventEncoder<'a> {
             self.sink.buf_mut()[0] = (body + 1) as u8;
             return Some(body + 1);
         }
-        Self::finish_large(self.sink, body)
+        frame_large(self.sink.buf_mut(), body)
     }
+}
 
-    #[cold]
-    #[inline(never)]
-    fn finish_large(mut sink: SliceSink<'_>, body: usize) -> Option<usize> {
-        let (total, width) = framed_size(body);
-        let buf = sink.buf_mut();
-        if total > buf.len() {
-            return None;
-        }
-        buf.copy_within(1..1 + body, width);
-        let mut tmp = [0u8; MAX_VARINT_LEN];
-        let n = encode_varint(total as u64, &mut tmp);
-        buf[..n].copy_from_slice(&tmp[..n]);
-        Some(total)
+/// Frames a record written after a one-byte size slot whose body (the bytes
+/// after the slot) is `body` long, when the size needs more than one byte:
+/// moves the body right to make room and writes the size. Returns the
+/// record's length, or `None` if the framed record exceeds `buf`.
+///
+/// For encoders that reserve one byte for the size, as [`EventEncoder`]
+/// does; records under 128 bytes just store their length in the slot.
+///
+/// ```
+/// use chunk_writer::record::frame_large;
+/// let mut buf = vec![0u8; 140];
+/// buf[1..131].fill(7); // slot + 130 bytes of body
+/// assert_eq!(frame_large(&mut buf, 130), Some(132));
+/// assert_eq!(&buf[..3], &[0x84, 0x01, 7]); // size 132, body moved by one
+/// ```
+#[cold]
+#[inline(never)]
+pub fn frame_large(buf: &mut [u8], body: usize) -> Option<usize> {
+    let (total, width) = framed_size(body);
+    if total > buf.len() {
+        return None;
     }
+    buf.copy_within(1..1 + body, width);
+    let mut tmp = [0u8; MAX_VARINT_LEN];
+    let n = encode_varint(total as u64, &mut tmp);
+    buf[..n].copy_from_slice(&tmp[..n]);
+    Some(total)
 }
 
 impl Sink for EventEncoder<'_> {

@@ -316,7 +316,10 @@ mod tests {
             let size = bytes[pos] as usize;
             let (v, n) = varint_at(&bytes[pos + 3..]);
             assert_eq!((v, n), (s.min(MAX_RAW_START), 8), "record {i}");
-            assert_eq!(&bytes[pos + 11..pos + 14], &[5 + i as u8, (i % 2) as u8 * 9, 42]);
+            assert_eq!(
+                &bytes[pos + 11..pos + 14],
+                &[5 + i as u8, (i % 2) as u8 * 9, 42]
+            );
             pos += size;
         }
         assert_eq!(refs.threads.len(), starts.len());

@@ -23,7 +23,7 @@
 //! `size` counting itself), and no byte at or past `buf.len()` was touched.
 
 use chunk_writer::encode::{MAX_VARINT_LEN, Sink, encode_varint, encode_varint_fixed8, varint_len};
-use chunk_writer::record::framed_size;
+use chunk_writer::record::frame_large;
 
 /// Free bytes that make a fixed-size write unchecked. Covers the widest such
 /// write (a nine-byte varint, or an eight-byte word store).
@@ -203,7 +203,7 @@ impl<'a> RecordSink<'a> {
         if self.pos == OVERFLOWED {
             return None;
         }
-        finish_large(self.buf, self.pos - 1)
+        frame_large(self.buf, self.pos - 1)
     }
 }
 
@@ -214,22 +214,6 @@ fn write_checked(buf: &mut [u8], pos: usize, bytes: &[u8]) -> Option<usize> {
     let end = pos.checked_add(bytes.len())?;
     buf.get_mut(pos..end)?.copy_from_slice(bytes);
     Some(end)
-}
-
-/// Frames a record whose body (after the one-byte slot) is `body` bytes:
-/// moves the body right to make room for a wider size.
-#[cold]
-#[inline(never)]
-fn finish_large(buf: &mut [u8], body: usize) -> Option<usize> {
-    let (total, width) = framed_size(body);
-    if total > buf.len() {
-        return None;
-    }
-    buf.copy_within(1..1 + body, width);
-    let mut tmp = [0u8; MAX_VARINT_LEN];
-    let n = encode_varint(total as u64, &mut tmp);
-    buf[..n].copy_from_slice(&tmp[..n]);
-    Some(total)
 }
 
 impl Sink for RecordSink<'_> {
