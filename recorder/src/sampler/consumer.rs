@@ -19,8 +19,11 @@
 //! Events go through [`emit_record`] into this thread's own buffer; the
 //! thread never samples itself.
 //!
-//! Invariant: a thread's samples are drained before its slot is released,
-//! and its key is marked exited only after its last sample is written.
+//! Invariant: a thread's slot is retired (no handler of it inside, none can
+//! enter; see [`super::queue`]) before its last drain, and it is reassigned
+//! only after that drain, so every sample of the thread is written with the
+//! thread's key and none is left for the slot's next owner; its key is
+//! marked exited only after its last sample is written.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -233,8 +236,9 @@ impl Consumer {
         }
     }
 
-    /// Detaches `tid`: deletes its timers, writes its last samples, frees
-    /// its slot and marks its key exited.
+    /// Detaches `tid`: deletes its timers, retires its slot (waiting out a
+    /// late signal's handler already inside it), writes its last samples,
+    /// frees the slot for reuse and marks its key exited.
     fn release(&mut self, tid: u64) {
         if let Some(t) = &mut self.cpu {
             t.detach(tid);
@@ -242,13 +246,15 @@ impl Consumer {
         if let Some(t) = &mut self.wall {
             t.detach(tid);
         }
+        if let Some(slot) = self.tracked.get(&tid).and_then(|t| self.slots.get(t.index)) {
+            // After this no signal of `tid` writes into the slot, so the
+            // drain below is its last and the next owner starts empty.
+            slot.retire();
+        }
         self.drain(tid);
         let Some(t) = self.tracked.remove(&tid) else {
             return;
         };
-        if let Some(slot) = self.slots.get(t.index) {
-            slot.tid.store(0, Ordering::Release);
-        }
         if let Some(key) = t.key {
             self.rt
                 .threads
