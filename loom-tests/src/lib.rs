@@ -20,3 +20,7 @@
 //!   bytes the owner's write does not happen-before).
 //! * `skip_section_wait`: rotation does not wait for open write sections;
 //!   models 1 and 3 find an event drained into the wrong chunk, or never.
+//! * `skip_retire_wait`: releasing a sampler slot does not wait for a
+//!   handler inside it; model 6 finds a late sample stranded in the slot
+//!   for its next owner. (Built together with `relaxed_commit`: the two
+//!   weaken disjoint code.)

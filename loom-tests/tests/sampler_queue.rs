@@ -17,8 +17,14 @@
 //! * every sample the handler queued is drained exactly once, in order and
 //!   whole (loom checks the entry accesses through the queue's loom cells);
 //!   every sample it could not queue is counted lost;
-//! * after the sampler released a slot and drained it, no signal of the
-//!   released owner leaves a sample in the slot's queue.
+//! * after the sampler released a slot (retired it, then drained it), no
+//!   signal of the released owner leaves a sample in the slot's queue: a
+//!   sample it queued is drained once, by the release, as the released
+//!   thread's.
+//!
+//! Negative control: with `--cfg flightrec_loom_weaken="skip_retire_wait"`
+//! (the release does not wait for a handler already inside the slot) the
+//! release model strands a sample for the next owner.
 #![cfg(flightrec_loom)]
 
 mod common;
@@ -78,8 +84,9 @@ fn signal_races_sampler_drain() {
 }
 
 /// A late signal of a thread races the sampler releasing its slot
-/// (`Consumer::release`: last drain, then `tid` reset); then the slot is
-/// reassigned to another thread.
+/// (`Consumer::release`: a drain, then `SampleSlot::retire` and the last
+/// drain); then the slot is reassigned to another thread, whose first drain
+/// must find nothing of the released thread.
 fn late_signal_races_release() {
     let slots = Arc::new(SampleSlots::new());
     let (index, generation) = slots.assign(4242).expect("a free slot");
@@ -90,8 +97,8 @@ fn late_signal_races_release() {
     let sampler = {
         let slots = slots.clone();
         thread::spawn(move || {
-            let drained = slots.drain(index);
-            slots.release(index);
+            let mut drained = slots.drain(index);
+            drained.extend(slots.release(index));
             drained
         })
     };
@@ -100,23 +107,40 @@ fn late_signal_races_release() {
     let (again, _) = slots.assign(4343).expect("the released slot");
     assert_eq!(again, index);
     let stranded = slots.drain(index);
-    drained.extend(stranded.iter().cloned());
     check_whole(&drained);
+    check_whole(&stranded);
     assert!(
         stranded.is_empty(),
         "a sample of the released thread (queued: {queued}) was left in the slot \
          and drained as the new owner's"
     );
+    drained.extend(stranded);
+    let ticks: Vec<i64> = drained.iter().map(|s| s.0).collect();
+    let expected: Vec<i64> = if queued { vec![1] } else { Vec::new() };
+    assert_eq!(
+        ticks, expected,
+        "a queued sample is drained once, as its thread's"
+    );
 }
 
-/// FINDING (reported with this model; the sampler is not this model's to
-/// change): fails today. The handler passes `admit` (current generation,
-/// `tid` set), the sampler drains and resets `tid`, then the handler pushes:
-/// the sample stays in the free slot's queue and is drained as the next
-/// owner's. A late signal after `timer_delete` makes this reachable in
-/// production. Run with `--ignored` to see the interleaving.
+/// The late signal passes `admit` (current generation, `tid` set) while the
+/// sampler releases the slot; the handler may push only after the sampler
+/// reset `tid`. `retire` waits for handlers inside the slot (the handler
+/// enters before it checks `tid`; each side fences between its store and its
+/// load), so that sample is taken by the release's last drain, never left
+/// for the slot's next owner. A late signal after `timer_delete` makes this
+/// race reachable in production; it was this model's finding before
+/// `retire` existed.
 #[test]
-#[ignore = "finding: a late signal can strand a sample in a released slot (see doc)"]
 fn late_signal_races_slot_release() {
     model(BOUND, late_signal_races_release);
+}
+
+/// Negative control: with `--cfg flightrec_loom_weaken="skip_retire_wait"`
+/// `retire` resets `tid` without waiting for handlers inside the slot; the
+/// model above must then find a sample stranded in the released slot.
+#[cfg(flightrec_loom_weaken = "skip_retire_wait")]
+#[test]
+fn control_skip_retire_wait_strands_sample() {
+    common::expect_failure("skip_retire_wait", BOUND, late_signal_races_release);
 }

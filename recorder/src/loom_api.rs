@@ -328,10 +328,10 @@ impl SampleSlots {
     }
 
     /// What the signal handler does with a signal for (`index`,
-    /// `generation`), minus unwinding: `SlotTable::admit`, the `in_handler`
-    /// flag, and `SampleQueue::push_with` of a sample stamped `ticks` whose
-    /// frames are `ticks` repeated `len` times. Returns whether the sample
-    /// was queued.
+    /// `generation`), minus unwinding: `SlotTable::admit` (entering the
+    /// slot), `SampleQueue::push_with` of a sample stamped `ticks` whose
+    /// frames are `ticks` repeated `len` times, and leaving the slot.
+    /// Returns whether the sample was queued.
     ///
     /// Loom has no model of signals: the caller runs this on an extra loom
     /// thread, which can interleave with the sampled thread's own code in
@@ -342,10 +342,9 @@ impl SampleSlots {
         let Some(slot) = self.0.admit(index, generation) else {
             return false;
         };
-        slot.in_handler.store(true, Ordering::SeqCst);
         // SAFETY: the model runs one handler thread per slot, as the real
         // handler is the only producer of its thread's slot.
-        let queued = unsafe {
+        unsafe {
             slot.queue.push_with(|s| {
                 s.ticks = ticks;
                 s.len = len;
@@ -353,9 +352,7 @@ impl SampleSlots {
                     *f = ticks as u64;
                 }
             })
-        };
-        slot.in_handler.store(false, Ordering::SeqCst);
-        queued
+        }
     }
 
     /// Sampler: drains the queue of slot `index` (`SampleQueue::drain`);
@@ -378,11 +375,14 @@ impl SampleSlots {
         self.0.get(index).map_or(0, |s| s.queue.take_lost())
     }
 
-    /// Sampler: frees slot `index` as `Consumer::release` does after the
-    /// last drain (its `tid` reset, Release).
-    pub fn release(&self, index: usize) {
+    /// Sampler: frees slot `index` as `Consumer::release` does after
+    /// deleting the timers: `SampleSlot::retire` (its `tid` reset, then the
+    /// wait for handlers inside it), then the last drain, whose samples it
+    /// returns as [`drain`](Self::drain) does.
+    pub fn release(&self, index: usize) -> Vec<(i64, Vec<u64>)> {
         if let Some(slot) = self.0.get(index) {
-            slot.tid.store(0, Ordering::Release);
+            slot.retire();
         }
+        self.drain(index)
     }
 }

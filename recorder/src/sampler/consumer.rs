@@ -6,8 +6,9 @@
 //! 1. *Configure*: if the settings or overrides changed, rebuild the timers
 //!    at the new period (or drop them), and write `jdk.ActiveSetting`s; they
 //!    are written again in every new chunk (epoch).
-//! 2. *Discover*: list `/proc/self/task`; attach a slot and timers to new
-//!    threads; detach exited ones after draining their queues.
+//! 2. *Discover*: if the process's thread count changed (or a relisting is
+//!    due, see [`threads::Watch`]), list `/proc/self/task`; attach a slot and
+//!    timers to new threads; detach exited ones after draining their queues.
 //! 3. *Drain*: for every slot, move its samples into the stack-trace pool
 //!    (refreshing the unwind tables when a frame lies outside every known
 //!    module) and write one `jdk.CPUTimeSample` or `jdk.ExecutionSample`
@@ -19,11 +20,27 @@
 //! Events go through [`emit_record`] into this thread's own buffer; the
 //! thread never samples itself.
 //!
-//! Invariant: a thread's samples are drained before its slot is released,
-//! and its key is marked exited only after its last sample is written.
+//! # Cadence
+//!
+//! Each pass is a wakeup of this thread, which on a busy machine preempts a
+//! sampled thread; a pass costs tens of microseconds (most of it the wakeup
+//! itself), so passes are as rare as the queues allow: every [`PASS`], or
+//! sooner when a thread's queue could otherwise fill in between (a quarter
+//! of [`QUEUE_CAPACITY`] signal intervals). The signal interval is the
+//! timer period times the fewest expiries one CPU-time signal stood for in
+//! the last pass that had samples: the kernel checks CPU timers at its tick,
+//! so at periods below the tick each signal carries overruns and signals
+//! arrive once per tick (4 ms at `CONFIG_HZ=250`), not once per period.
+//! Taking the fewest keeps the estimate at or below the real interval.
+//!
+//! Invariant: a thread's slot is retired (no handler of it inside, none can
+//! enter; see [`super::queue`]) before its last drain, and it is reassigned
+//! only after that drain, so every sample of the thread is written with the
+//! thread's key and none is left for the slot's next owner; its key is
+//! marked exited only after its last sample is written.
 
 use std::collections::HashMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use chunk_writer::TypeId;
 use chunk_writer::constants::thread_state;
@@ -33,7 +50,7 @@ use chunk_writer::record::EventEncoder;
 use super::Sampler;
 use super::config::{self, SamplerConfig};
 use super::cpu_timer_linux::{ThreadTimers, TimerClock};
-use super::queue::{RawSample, SampleKind, SampleSlot, SlotTable};
+use super::queue::{QUEUE_CAPACITY, RawSample, SampleKind, SampleSlot, SlotTable};
 use super::signal::{self, SLOTS};
 use super::threads;
 use super::unwind::{self, ModuleWatch};
@@ -42,8 +59,9 @@ use crate::event::commit::emit_record;
 use crate::runtime::Runtime;
 use crate::sync::{AtomicBool, Ordering};
 
-/// Longest time between two passes.
-const PASS: Duration = Duration::from_millis(10);
+/// Longest time between two passes, hence how long a new thread may run
+/// before it is sampled (module docs, "Cadence").
+const PASS: Duration = Duration::from_millis(20);
 
 /// How often a slot's stack bounds are looked up before giving up.
 const BOUNDS_TRIES: u8 = 3;
@@ -68,7 +86,15 @@ pub(crate) struct Consumer {
     cpu: Option<ThreadTimers>,
     wall: Option<ThreadTimers>,
     watch: ModuleWatch,
+    threads: threads::Watch,
     settings_epoch: u64,
+    /// Fewest timer expiries one CPU-time signal stood for in the last pass
+    /// that drained any (1 until then): see "Cadence".
+    merged: u32,
+    /// Fewest expiries of the current pass so far (`u32::MAX`: none yet).
+    pass_merged: u32,
+    /// Reused list of the tracked thread ids (no allocation per pass).
+    tids: Vec<u64>,
     /// Threads not sampled because every slot was taken.
     pub(crate) untracked: u64,
 }
@@ -96,7 +122,11 @@ impl Consumer {
             cpu: None,
             wall: None,
             watch,
+            threads: threads::Watch::new(),
             settings_epoch: 0,
+            merged: 1,
+            pass_merged: u32::MAX,
+            tids: Vec::new(),
             untracked: 0,
         }
     }
@@ -122,14 +152,14 @@ impl Consumer {
     }
 
     fn pass_interval(&self) -> Duration {
-        let fastest = [&self.cpu, &self.wall]
-            .into_iter()
-            .flatten()
-            .map(|t| t.period())
-            .min()
-            .unwrap_or(PASS);
+        let cpu = self
+            .cpu
+            .as_ref()
+            .map(|t| t.period().saturating_mul(self.merged));
+        let wall = self.wall.as_ref().map(|t| t.period());
+        let fastest = cpu.into_iter().chain(wall).min().unwrap_or(PASS);
         // Drain before a busy thread's queue can fill.
-        (fastest * (super::queue::QUEUE_CAPACITY as u32 / 4)).min(PASS)
+        (fastest * (QUEUE_CAPACITY as u32 / 4)).min(PASS)
     }
 
     /// One pass: configure, discover, drain, look up bounds.
@@ -145,11 +175,18 @@ impl Consumer {
         if discover {
             self.discover();
         }
-        let tids: Vec<u64> = self.tracked.keys().copied().collect();
-        for tid in tids {
+        let mut tids = std::mem::take(&mut self.tids);
+        tids.clear();
+        tids.extend(self.tracked.keys().copied());
+        self.pass_merged = u32::MAX;
+        for &tid in &tids {
             self.drain(tid);
             self.find_bounds(tid);
         }
+        if self.pass_merged != u32::MAX {
+            self.merged = self.pass_merged;
+        }
+        self.tids = tids;
     }
 
     fn configure(&mut self, config: SamplerConfig) {
@@ -177,6 +214,9 @@ impl Consumer {
             self.arm(tid, index, generation);
         }
         self.config = Some(config);
+        self.merged = 1;
+        // Threads may have started while sampling was off: list them now.
+        self.threads = threads::Watch::new();
         self.write_settings();
     }
 
@@ -199,7 +239,9 @@ impl Consumer {
         if !self.config.as_ref().is_some_and(|c| c.any()) {
             return;
         }
-        let now = threads::list();
+        let Some(now) = self.threads.poll(Instant::now()) else {
+            return;
+        };
         let gone: Vec<u64> = self
             .tracked
             .keys()
@@ -233,8 +275,9 @@ impl Consumer {
         }
     }
 
-    /// Detaches `tid`: deletes its timers, writes its last samples, frees
-    /// its slot and marks its key exited.
+    /// Detaches `tid`: deletes its timers, retires its slot (waiting out a
+    /// late signal's handler already inside it), writes its last samples,
+    /// frees the slot for reuse and marks its key exited.
     fn release(&mut self, tid: u64) {
         if let Some(t) = &mut self.cpu {
             t.detach(tid);
@@ -242,13 +285,15 @@ impl Consumer {
         if let Some(t) = &mut self.wall {
             t.detach(tid);
         }
+        if let Some(slot) = self.tracked.get(&tid).and_then(|t| self.slots.get(t.index)) {
+            // After this no signal of `tid` writes into the slot, so the
+            // drain below is its last and the next owner starts empty.
+            slot.retire();
+        }
         self.drain(tid);
         let Some(t) = self.tracked.remove(&tid) else {
             return;
         };
-        if let Some(slot) = self.slots.get(t.index) {
-            slot.tid.store(0, Ordering::Release);
-        }
         if let Some(key) = t.key {
             self.rt
                 .threads
@@ -275,6 +320,7 @@ impl Consumer {
             None => (None, false),
         };
         let (rt, slots, watch) = (self.rt, self.slots, &mut self.watch);
+        let merged = &mut self.pass_merged;
         // SAFETY: this thread is the only consumer of every queue.
         unsafe {
             slot.queue.drain(|s: &RawSample| {
@@ -285,6 +331,9 @@ impl Consumer {
                     if watch.check(pc, slots) {
                         break;
                     }
+                }
+                if s.kind == SampleKind::CpuTime {
+                    *merged = (*merged).min(s.overrun.saturating_add(1));
                 }
                 let wanted = match s.kind {
                     SampleKind::CpuTime => cpu_period.is_some(),

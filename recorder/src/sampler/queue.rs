@@ -11,26 +11,53 @@
 //! new generation number.
 //!
 //! ```text
-//!            sampler: assign(tid, gen)          sampler: release()
-//!   Free ───────────────────────────► Armed ─────────────────────► Free
-//!   (tid 0; nobody writes)             (handler of `tid` pushes,    (queue drained
-//!                                       sampler pops)                first)
+//!            sampler: assign(tid, gen)          sampler: retire(), drain
+//!   Free ───────────────────────────► Armed ─────────────────────────► Free
+//!   (tid 0; nobody writes)             (handler of `tid` pushes,
+//!                                       sampler pops)
 //! ```
+//!
+//! # Entering a slot (handler) and retiring it (sampler)
+//!
+//! A signal names a slot and the generation its timer was armed for. The
+//! handler first *enters* the slot (increments `in_handler`), then checks
+//! that the slot is still owned (`tid != 0`) by that generation, and leaves
+//! (decrements) when done or rejected. The sampler *retires* a slot by
+//! resetting `tid` to 0 and then waiting until `in_handler` is 0; only then
+//! does it drain the queue for the last time and let `assign` reuse the slot.
+//! The handler's increment and the sampler's `tid` store are each followed by
+//! a `SeqCst` fence before the other side's variable is read (Dekker), so
+//! either the handler sees `tid == 0` (and drops its sample) or the sampler
+//! sees the handler inside (and waits for it to push and leave). Hence:
+//!
+//! Invariant: once `retire` returns, no signal of the retired owner writes
+//! into the slot, so the last drain takes every sample of that owner and the
+//! next owner's queue starts with none of them. The handler never waits; the
+//! sampler waits at most one handler's bounded run.
 //!
 //! # Queue
 //!
 //! Each slot holds a single-producer single-consumer ring of [`RawSample`]s.
 //! The producer is the signal handler running on the slot's thread (a timer
 //! signal is blocked while its handler runs, so there is one producer at a
-//! time); the consumer is the sampler thread. `tail` is written only by the
-//! producer, `head` only by the consumer. A full ring drops the sample and
-//! increments `lost`.
+//! time; retiring keeps a late signal of a previous owner from being a
+//! second one); the consumer is the sampler thread. `tail` is written only
+//! by the producer, `head` only by the consumer. A full ring drops the sample
+//! and increments `lost`.
 //!
 //! Invariant: entries `head..tail` (mod capacity) are fully written samples
 //! that only the consumer reads; entries outside are only touched by the
 //! producer.
 
-use crate::sync::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering, UnsafeCell};
+use crate::sync::{AtomicPtr, AtomicU64, AtomicUsize, Ordering, UnsafeCell, fence, spin_hint};
+
+/// Retiring a slot skips the wait for handlers inside it: the loom negative
+/// control `--cfg flightrec_loom_weaken="skip_retire_wait"` (see
+/// `loom-tests/`).
+const SKIP_RETIRE_WAIT: bool = cfg!(all(
+    flightrec_loom,
+    flightrec_loom_weaken = "skip_retire_wait"
+));
 
 /// Most threads sampled at once; more are not sampled (and counted).
 pub(crate) const MAX_THREADS: usize = if cfg!(any(flightrec_loom, miri)) {
@@ -216,8 +243,11 @@ pub(crate) struct SampleSlot {
     pub(crate) last_sp: AtomicU64,
     /// The thread's CPU time at its previous wall-clock sample (nanoseconds).
     pub(crate) last_cpu_nanos: AtomicU64,
-    /// True while the handler runs on this slot (read by the unwinder swap).
-    pub(crate) in_handler: AtomicBool,
+    /// Handlers now inside this slot: entered by every signal naming the
+    /// slot, current or late (module docs). Waited for by `retire` and by
+    /// the unwinder swap. A count, not a flag: a late signal of the previous
+    /// owner may enter while the owner's own handler is inside.
+    pub(crate) in_handler: AtomicUsize,
     pub(crate) queue: SampleQueue,
     /// Per-thread unwinder cache and stack snapshot: only the handler on the
     /// slot's thread touches them.
@@ -240,10 +270,61 @@ impl SampleSlot {
             stack_hi: AtomicU64::new(0),
             last_sp: AtomicU64::new(0),
             last_cpu_nanos: AtomicU64::new(0),
-            in_handler: AtomicBool::new(false),
+            in_handler: AtomicUsize::new(0),
             queue: SampleQueue::new(),
             scratch: UnsafeCell::new(Scratch::new()),
         }
+    }
+
+    /// Sampler: frees the slot for reuse and waits until no handler is
+    /// inside it. After this, no signal of the owner it had writes into the
+    /// queue (module docs), so one more drain takes its last samples.
+    pub(crate) fn retire(&self) {
+        self.tid.store(0, Ordering::Release);
+        // SeqCst: the `tid` store before the `in_handler` load, against the
+        // handler's increment before its `tid` load (module docs).
+        fence(Ordering::SeqCst);
+        if SKIP_RETIRE_WAIT {
+            return;
+        }
+        self.wait_for_handlers();
+    }
+
+    /// Sampler: waits until no handler is inside the slot. A handler's run is
+    /// bounded (no locks, at most `MAX_DEPTH` frames), so this is short.
+    pub(crate) fn wait_for_handlers(&self) {
+        let mut spins = 0u32;
+        // Acquire: pairs with the Release decrement in `Admitted::drop`, so
+        // everything the handler wrote happens-before what we do next.
+        while self.in_handler.load(Ordering::Acquire) != 0 {
+            spins = spins.saturating_add(1);
+            if cfg!(not(flightrec_loom)) && spins > 64 {
+                std::thread::yield_now();
+            } else {
+                spin_hint();
+            }
+        }
+    }
+}
+
+/// A slot a handler has entered and been admitted to (current generation,
+/// owned); leaves the slot when dropped. Async-signal-safe.
+#[derive(Debug)]
+pub(crate) struct Admitted<'a>(&'a SampleSlot);
+
+impl std::ops::Deref for Admitted<'_> {
+    type Target = SampleSlot;
+
+    fn deref(&self) -> &SampleSlot {
+        self.0
+    }
+}
+
+impl Drop for Admitted<'_> {
+    fn drop(&mut self) {
+        // SeqCst (a Release at least): the handler's pushes and table use
+        // finish before `retire` or the unwinder swap see it gone.
+        self.0.in_handler.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -273,15 +354,25 @@ impl SlotTable {
         unsafe { p.as_ref() }
     }
 
-    /// Handler: the slot a signal for slot `index` of `generation` samples
-    /// into, or `None` when the slot is missing or the signal is a late one
-    /// of its previous owner (both dropped). Async-signal-safe (three loads).
+    /// Handler: enters the slot a signal for slot `index` of `generation`
+    /// samples into, or returns `None` (having left it again) when the slot
+    /// is missing, free, or owned by another generation (a late signal of a
+    /// previous owner); both are dropped. The slot is left when the returned
+    /// guard drops. Async-signal-safe: one RMW, one fence, loads, no wait.
     #[inline]
-    pub(crate) fn admit(&self, index: usize, generation: u64) -> Option<&SampleSlot> {
+    pub(crate) fn admit(&self, index: usize, generation: u64) -> Option<Admitted<'_>> {
         let slot = self.get(index)?;
-        (slot.generation.load(Ordering::Relaxed) == generation
-            && slot.tid.load(Ordering::Acquire) != 0)
-            .then_some(slot)
+        slot.in_handler.fetch_add(1, Ordering::SeqCst);
+        let entered = Admitted(slot);
+        // SeqCst: the increment before the `tid` load, against `retire`'s
+        // `tid` store before its `in_handler` load (module docs).
+        fence(Ordering::SeqCst);
+        // Acquire, and `tid` before `generation`: a `tid` stored by `assign`
+        // brings the generation stored before it, so a late signal never
+        // pairs its old generation with the next owner's `tid`.
+        let owned = slot.tid.load(Ordering::Acquire) != 0
+            && slot.generation.load(Ordering::Relaxed) == generation;
+        owned.then_some(entered)
     }
 
     /// Sampler: claims a free slot for `tid`, allocating one if needed.
@@ -351,9 +442,30 @@ mod tests {
         let (a, ga) = t.assign(10).unwrap();
         let (b, _) = t.assign(11).unwrap();
         assert_ne!(a, b);
-        t.get(a).unwrap().tid.store(0, Ordering::Relaxed);
+        t.get(a).unwrap().retire();
         let (c, gc) = t.assign(12).unwrap();
         assert_eq!(c, a);
         assert_ne!(ga, gc);
+    }
+
+    #[test]
+    fn admit_enters_only_the_current_owner_and_leaves() {
+        let t = SlotTable::new();
+        let (a, ga) = t.assign(10).unwrap();
+        let slot = t.get(a).unwrap();
+        {
+            let inside = t.admit(a, ga).expect("current generation");
+            assert_eq!(inside.in_handler.load(Ordering::Relaxed), 1);
+            assert!(t.admit(a, ga + 1).is_none(), "another generation");
+            assert_eq!(slot.in_handler.load(Ordering::Relaxed), 1);
+        }
+        assert_eq!(slot.in_handler.load(Ordering::Relaxed), 0);
+        slot.retire();
+        assert!(t.admit(a, ga).is_none(), "a late signal after retire");
+        let (c, gc) = t.assign(12).unwrap();
+        assert_eq!(c, a);
+        assert!(t.admit(a, ga).is_none(), "the previous owner's generation");
+        assert!(t.admit(a, gc).is_some());
+        assert_eq!(slot.in_handler.load(Ordering::Relaxed), 0);
     }
 }

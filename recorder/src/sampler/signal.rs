@@ -26,7 +26,9 @@
 //! on entry and restored on exit.
 //!
 //! Invariant: the handler writes only into the queue and scratch of the slot
-//! named by a current-generation signal value, on that slot's own thread.
+//! named by a current-generation signal value, on that slot's own thread,
+//! and only while it is inside the slot (`SlotTable::admit`), so the sampler
+//! retiring the slot waits for it (see [`super::queue`]).
 //!
 //! The handler stays installed once installed: a timer's last signal can be
 //! pending after the timer is deleted, and the default action of `SIGPROF`
@@ -149,11 +151,12 @@ unsafe fn sample(info: *mut libc::siginfo_t, uc: *mut libc::c_void) -> bool {
     let Some((index, generation, kind)) = decode(info.si_value) else {
         return false;
     };
+    // Entering the slot (`in_handler`, SeqCst) comes before the tables load
+    // (see unwind docs) and keeps `retire` waiting until we are done (see
+    // queue docs); the guard leaves the slot when this function returns.
     let Some(slot) = SLOTS.get().and_then(|t| t.admit(index, generation)) else {
         return true; // ours, but no slot or a late signal of its previous owner: drop
     };
-    // SeqCst: orders this flag before the tables load (see unwind docs).
-    slot.in_handler.store(true, Ordering::SeqCst);
     // SAFETY: `uc` is the interrupted context (caller's contract).
     let regs = unsafe { regs_of(uc) };
     slot.last_sp.store(regs.sp, Ordering::Relaxed);
@@ -174,7 +177,7 @@ unsafe fn sample(info: *mut libc::siginfo_t, uc: *mut libc::c_void) -> bool {
         s.overrun = info.si_overrun.max(0) as u32;
         slot.scratch.with_mut(|scratch| {
             // SAFETY: on the slot's own thread, one handler at a time (the
-            // signal is blocked while it runs), `in_handler` set; the bounds
+            // signal is blocked while it runs), inside the slot; the bounds
             // came from the sampler's stack lookup for this thread.
             unsafe { unwind::capture(regs, lo, hi, &mut *scratch, s) }
         });
@@ -182,7 +185,6 @@ unsafe fn sample(info: *mut libc::siginfo_t, uc: *mut libc::c_void) -> bool {
     // SAFETY: this handler is the queue's only producer: the signal is
     // blocked while it runs, and only the slot's own thread receives it.
     unsafe { slot.queue.push_with(fill) };
-    slot.in_handler.store(false, Ordering::SeqCst);
     true
 }
 

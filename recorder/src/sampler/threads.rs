@@ -1,11 +1,26 @@
-//! Finding every thread of the process: `/proc/self/task`, re-read by the
-//! sampler thread on each pass, so threads that start are attached and
-//! threads that exit are detached within one pass.
+//! Finding every thread of the process: `/proc/self/task`.
 //!
-//! A thread that lives shorter than one pass may never be seen; its CPU time
-//! is then not sampled.
+//! Listing that directory costs tens of microseconds (more on a VM, where
+//! the sampler thread wakes with cold caches), too much to do on every
+//! sampler pass. [`Watch`] keeps the directory open and asks for its link
+//! count on each pass instead (one `fstat`, under a microsecond): procfs
+//! reports a task directory's `st_nlink` as 2 + the number of threads, so a
+//! thread starting or exiting changes it. The directory is listed when the
+//! count changed, and at least every [`RELIST`] in case one thread exited
+//! and another started between two passes (same count).
+//!
+//! Invariant: a thread is seen within one sampler pass of starting or
+//! exiting, unless another exited or started within the same pass; then
+//! within [`RELIST`]. A thread that lives
+//! shorter than that may never be seen; its CPU time is then not sampled.
 
 use std::collections::HashSet;
+use std::fs::File;
+use std::os::unix::fs::MetadataExt;
+use std::time::{Duration, Instant};
+
+/// Longest time between two listings of `/proc/self/task`.
+pub(crate) const RELIST: Duration = Duration::from_millis(200);
 
 /// The kernel ids of the process's threads now.
 pub(crate) fn list() -> HashSet<u64> {
@@ -14,6 +29,48 @@ pub(crate) fn list() -> HashSet<u64> {
     };
     dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
         .collect()
+}
+
+/// Tells when the set of threads may have changed (module docs).
+#[derive(Debug)]
+pub(crate) struct Watch {
+    /// `/proc/self/task`, open; `None` if it could not be opened (then every
+    /// call lists).
+    dir: Option<File>,
+    /// Its link count at the last listing.
+    links: u64,
+    /// When it was last listed.
+    listed: Option<Instant>,
+}
+
+impl Watch {
+    pub(crate) fn new() -> Self {
+        Self {
+            dir: File::open("/proc/self/task").ok(),
+            links: 0,
+            listed: None,
+        }
+    }
+
+    /// The threads now, if they may have changed since the last call that
+    /// returned some; `None` when they have not (or only a listing would
+    /// tell and [`RELIST`] has not passed).
+    pub(crate) fn poll(&mut self, now: Instant) -> Option<HashSet<u64>> {
+        let links = self
+            .dir
+            .as_ref()
+            .and_then(|d| d.metadata().ok())
+            .map(|m| m.nlink());
+        let due = self.listed.is_none_or(|t| now.duration_since(t) >= RELIST);
+        if !due && links.is_some_and(|l| l == self.links) {
+            return None;
+        }
+        // The count before the listing: a thread starting during it changes
+        // the count again, and the next poll lists again.
+        self.links = links.unwrap_or(0);
+        self.listed = Some(now);
+        Some(list())
+    }
 }
 
 /// The kernel's name for thread `tid` (what `pthread_setname_np` and Rust's
@@ -42,8 +99,27 @@ mod tests {
         let tid = rx.recv().unwrap();
         assert!(list().contains(&tid));
         assert_eq!(name(tid), "threads-test");
+        let mut watch = Watch::new();
+        let t0 = Instant::now();
+        assert!(watch.poll(t0).expect("first poll lists").contains(&tid));
+        // Other tests' threads may come and go meanwhile: quiet at least once.
+        assert!(
+            (0..100).any(|_| {
+                std::thread::sleep(Duration::from_millis(1));
+                watch.poll(t0).is_none()
+            }),
+            "no thread came or went, yet the watch keeps listing"
+        );
         done_tx.send(()).unwrap();
         h.join().unwrap();
         assert!(!list().contains(&tid));
+        // The exit changed the link count (unless another test's thread
+        // started meanwhile: then the relisting finds it).
+        let later = watch
+            .poll(t0)
+            .or_else(|| watch.poll(t0 + RELIST))
+            .expect("listed");
+        assert!(!later.contains(&tid));
+        assert!(watch.poll(t0 + RELIST).is_some(), "relisted when due");
     }
 }

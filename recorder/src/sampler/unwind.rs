@@ -13,7 +13,7 @@
 //! `dlopen`ed), the sampler refreshes again (at most once per
 //! [`REFRESH_INTERVAL`]) and swaps the new unwinder in: it stores the new
 //! pointer, then waits until no handler that could have loaded the old one
-//! is still running (each slot's `in_handler` flag), and only then frees the
+//! is still running (each slot's `in_handler` count), and only then frees the
 //! old one. The handler never waits.
 //!
 //! # Stack reads
@@ -120,8 +120,8 @@ pub(crate) struct Regs {
 /// # Safety
 ///
 /// Must run on the thread whose context `regs` is, with exclusive use of
-/// `scratch`, and with the slot's `in_handler` flag set (so the tables it
-/// loads are not freed under it). `[lo, hi)` must be `0..0` or a mapping the
+/// `scratch`, and inside the slot (its `in_handler` count raised, so the
+/// tables it loads are not freed under it). `[lo, hi)` must be `0..0` or a mapping the
 /// sampler found to be this thread's stack.
 pub(crate) unsafe fn capture(
     regs: Regs,
@@ -136,7 +136,7 @@ pub(crate) unsafe fn capture(
     out.truncated = false;
     // SeqCst: pairs with the swap in `publish` (see the module docs).
     let tables = TABLES.load(Ordering::SeqCst);
-    // SAFETY: a published pointer stays valid while `in_handler` is set
+    // SAFETY: a published pointer stays valid while `in_handler` is raised
     // (caller's contract; `publish` waits for the flag before freeing).
     let Some(tables) = (unsafe { tables.as_ref() }) else {
         out.failed = true;
@@ -390,16 +390,14 @@ fn eh_frame_address(hdr_svma: u64, hdr: &[u8]) -> Option<u64> {
 /// handler can be using them. Sampler thread only.
 pub(crate) fn refresh_modules(slots: &SlotTable) {
     let fresh = Box::into_raw(Box::new(build_tables()));
-    // SeqCst: a handler that set `in_handler` (SeqCst) after this store sees
-    // the new pointer; one that set it before is seen by the loop below.
+    // SeqCst: a handler that raised `in_handler` (SeqCst) after this store
+    // sees the new pointer; one that raised it before is waited for below.
     let old = TABLES.swap(fresh, Ordering::SeqCst);
     if old.is_null() {
         return;
     }
     for (_, slot) in slots.iter() {
-        while slot.in_handler.load(Ordering::SeqCst) {
-            std::thread::yield_now();
-        }
+        slot.wait_for_handlers();
     }
     // SAFETY: `old` came from Box::into_raw above (an earlier call); it is
     // unpublished and no handler still holds it (waited above).
