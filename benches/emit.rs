@@ -9,6 +9,11 @@
 //!   `N` events (ratio = scaling), with the recorder's drain kept out of the
 //!   timed window;
 //! * `drain`: the recorder writing a 2-thread round out (flush), per event.
+//!
+//! The last line printed, `emit summary`, gives the three targets as ratios
+//! of variants timed side by side in each of 41 rounds (quartiles):
+//! enabled commit over clock read (target ≤ 1.5), disabled commit in ns
+//! (≤ 1), and two threads' throughput over one's (≥ 1.9).
 
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
@@ -132,10 +137,80 @@ fn emit(c: &mut Criterion) {
         })
     });
     g.finish();
+    paired_summary(&rec);
     let summary = rec.stop().expect("stop");
     // Drops would mean the numbers include the drop path: say so.
     eprintln!("emit bench: events dropped: {:?}", summary.losses);
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The targets as ratios measured side by side: each round times a batch of
+/// clock reads, of enabled commits and of disabled commits, then a 1-thread
+/// and a 2-thread round, back to back, and the summary gives the quartiles of
+/// the per-round ratios. A shared machine slows whole seconds at a time
+/// (another tenant on the core's sibling); pairing within a round keeps such
+/// a slow spell from skewing one variant against another, which criterion's
+/// separate groups cannot.
+fn paired_summary(rec: &Recording) {
+    const BATCH: u64 = 50_000;
+    const N: u64 = 50_000;
+    let rounds = if std::env::args().any(|a| a == "--bench") {
+        41
+    } else {
+        2 // `cargo test --benches`: a smoke run
+    };
+    let per_op = |f: &dyn Fn()| {
+        let start = Instant::now();
+        f();
+        start.elapsed().as_secs_f64() * 1e9 / BATCH as f64
+    };
+    let (mut enabled, mut disabled, mut scaling) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        rec.flush().expect("flush");
+        let tsc = per_op(&|| {
+            for _ in 0..BATCH {
+                black_box(flightrec::clock::ticks());
+            }
+        });
+        let on = per_op(&|| {
+            for i in 0..BATCH {
+                Emit {
+                    a: black_box(i),
+                    b: 7,
+                    c: 0.5,
+                }
+                .commit();
+            }
+        });
+        let off = per_op(&|| {
+            for i in 0..BATCH {
+                Off { a: i, b: 7, c: 0.5 }.commit();
+            }
+        });
+        rec.flush().expect("flush");
+        let one = emit_round(1, N);
+        rec.flush().expect("flush");
+        let two = emit_round(2, N);
+        enabled.push(on / tsc);
+        disabled.push(off);
+        scaling.push(2.0 * one.as_secs_f64() / two.as_secs_f64());
+    }
+    let quartiles = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+        format!(
+            "{{\"p25\": {:.3}, \"median\": {:.3}, \"p75\": {:.3}}}",
+            at(0.25),
+            at(0.5),
+            at(0.75)
+        )
+    };
+    println!(
+        "emit summary ({rounds} paired rounds): {{\"enabled_over_tsc\": {}, \"disabled_ns\": {}, \"two_threads_over_one\": {}}}",
+        quartiles(&mut enabled),
+        quartiles(&mut disabled),
+        quartiles(&mut scaling)
+    );
 }
 
 /// One round: `threads` threads, each attached to the recorder by a first
