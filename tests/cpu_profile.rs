@@ -6,8 +6,14 @@
 
 use std::collections::BTreeMap;
 use std::process::Command;
+use std::sync::Mutex;
 
 use flightrec_testkit::example_binary;
+
+/// Held by each test while its profiled run lasts: the runs measure CPU
+/// shares and thread states, which a second run on the same two cores would
+/// distort.
+static ONE_RUN_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// The samples of the view's `Method` column, by method text.
 fn view_counts(view: &str) -> BTreeMap<String, u64> {
@@ -26,6 +32,7 @@ fn view_counts(view: &str) -> BTreeMap<String, u64> {
 
 #[test]
 fn cpu_time_samples_match_measured_cpu_time_and_name_the_hot_functions() {
+    let _alone = ONE_RUN_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = flightrec_testkit::temp_dir("cpu_profile");
     let out = dir.join("cpu.jfr");
     let run = Command::new(example_binary("cpu_profile"))
@@ -122,4 +129,92 @@ fn cpu_time_samples_match_measured_cpu_time_and_name_the_hot_functions() {
         count("cpu_profile.burn_heavy()") > count("cpu_profile.burn_light()"),
         "{view}"
     );
+}
+
+/// Wall-clock mode (`--wall`, `jdk.ExecutionSample#enabled=true`): every
+/// thread is sampled at the same rate whether it runs or sleeps, with its
+/// state. `burn-light` sleeps three quarters of each period and `burn-heavy`
+/// one quarter, so they get about as many wall-clock samples as each other
+/// (but 1:3 CPU-time samples), mostly sleeping and mostly running
+/// respectively; `jfr view hot-methods` names the burn functions.
+#[test]
+fn wall_clock_samples_cover_sleeping_threads_with_their_state() {
+    let _alone = ONE_RUN_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = flightrec_testkit::temp_dir("cpu_profile_wall");
+    let out = dir.join("wall.jfr");
+    let run = Command::new(example_binary("cpu_profile"))
+        .args(["--out", out.to_str().unwrap(), "--seconds", "3", "--wall"])
+        .output()
+        .expect("run cpu_profile --wall");
+    assert!(
+        run.status.success(),
+        "cpu_profile --wall failed: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+
+    let summary = flightrec_testkit::summary(&out);
+    let events = flightrec_testkit::print_json(&out);
+    // (thread, state) -> wall-clock samples; thread -> CPU-time samples.
+    let mut wall: BTreeMap<(String, String), u64> = BTreeMap::new();
+    let mut cpu: BTreeMap<String, u64> = BTreeMap::new();
+    let mut n = 0;
+    for e in events.as_array().unwrap() {
+        let v = &e["values"];
+        let thread = |field: &str| {
+            v[field]["javaName"]
+                .as_str()
+                .or_else(|| v[field]["osName"].as_str())
+                .unwrap_or("?")
+                .to_owned()
+        };
+        match e["type"].as_str() {
+            Some("jdk.ExecutionSample") => {
+                n += 1;
+                let frames = v["stackTrace"]["frames"].as_array().map_or(0, Vec::len);
+                assert!(frames >= 3, "sample with {frames} frames: {v}");
+                let state = v["state"].as_str().expect("a thread state").to_owned();
+                assert!(
+                    state == "STATE_RUNNABLE" || state == "STATE_SLEEPING",
+                    "state {state}"
+                );
+                *wall.entry((thread("sampledThread"), state)).or_default() += 1;
+            }
+            Some("jdk.CPUTimeSample") => *cpu.entry(thread("eventThread")).or_default() += 1,
+            _ => {}
+        }
+    }
+    assert_eq!(summary.counts.get("jdk.ExecutionSample"), Some(&n));
+    let get = |t: &str, s: &str| {
+        wall.get(&(t.to_owned(), s.to_owned()))
+            .copied()
+            .unwrap_or(0)
+    };
+    let total = |t: &str| get(t, "STATE_RUNNABLE") + get(t, "STATE_SLEEPING");
+    let report = format!("wall-clock: {wall:?}\nCPU time: {cpu:?}");
+    eprintln!("{report}");
+    let (heavy, light) = (total("burn-heavy"), total("burn-light"));
+    assert!(heavy >= 50 && light >= 50, "too few samples:\n{report}");
+    // The same wall-clock rate for both (within a quarter)...
+    let ratio = heavy as f64 / light as f64;
+    assert!(
+        (0.75..=1.33).contains(&ratio),
+        "ratio {ratio:.2}:\n{report}"
+    );
+    // ...while CPU time sees the 3:1 split.
+    let cpu_ratio = cpu["burn-heavy"] as f64 / cpu["burn-light"] as f64;
+    assert!(cpu_ratio > 2.0, "CPU-time ratio {cpu_ratio:.2}:\n{report}");
+    // States follow what each thread mostly does.
+    assert!(
+        get("burn-heavy", "STATE_RUNNABLE") > get("burn-heavy", "STATE_SLEEPING"),
+        "{report}"
+    );
+    assert!(
+        get("burn-light", "STATE_SLEEPING") > get("burn-light", "STATE_RUNNABLE"),
+        "{report}"
+    );
+
+    let view = flightrec_testkit::view("hot-methods", &out);
+    for m in ["cpu_profile.burn_heavy()", "cpu_profile.burn_light()"] {
+        assert!(view.contains(m), "{m} missing from hot-methods:\n{view}");
+    }
 }

@@ -165,7 +165,12 @@ unsafe fn sample(info: *mut libc::siginfo_t, uc: *mut libc::c_void) -> bool {
         SampleKind::Wall => {
             let now = thread_cpu_nanos();
             let before = slot.last_cpu_nanos.swap(now, Ordering::Relaxed);
-            now.saturating_sub(before) > 200_000
+            // SAFETY: `uc` is the interrupted context (caller's contract).
+            match unsafe { blocked_in_syscall(uc, regs.pc) } {
+                Some(blocked) => !blocked,
+                // No way to tell here: ran noticeably since the last sample.
+                None => now.saturating_sub(before) > 200_000,
+            }
         }
     };
     let lo = slot.stack_lo.load(Ordering::Acquire);
@@ -220,6 +225,52 @@ unsafe fn regs_of(uc: *mut libc::c_void) -> Regs {
         sp: m.sp,
         fp: m.regs[29],
     }
+}
+
+/// Whether the thread was blocked in a system call when the signal came
+/// (sleeping, waiting on a lock or on I/O), for a wall-clock sample's
+/// thread state; `None` where this cannot be told from the context.
+///
+/// A signal that interrupts a blocking call finds it either set up to be
+/// restarted (our handler has `SA_RESTART`: the kernel moves the program
+/// counter back onto the `syscall` instruction) or failed with `EINTR` (the
+/// calls the kernel never restarts, e.g. `epoll_wait`: the program counter
+/// is just past the instruction). A thread running its own code is never at
+/// either place with that result.
+///
+/// # Safety
+///
+/// `uc` must point to the `ucontext_t` the kernel passed to the handler and
+/// `pc` be its interrupted program counter.
+#[cfg(target_arch = "x86_64")]
+unsafe fn blocked_in_syscall(uc: *mut libc::c_void, pc: u64) -> Option<bool> {
+    const SYSCALL: [u8; 2] = [0x0f, 0x05];
+    // SAFETY: caller's contract.
+    let uc = unsafe { &*(uc as *const libc::ucontext_t) };
+    let rax = uc.uc_mcontext.gregs[libc::REG_RAX as usize];
+    let at = pc as *const u8;
+    // SAFETY: the interrupted instruction starts at `pc`, so its first byte
+    // is mapped; 0x0f opens a two-byte opcode, so then the second is too.
+    let restart = unsafe { *at == SYSCALL[0] && *at.add(1) == SYSCALL[1] };
+    if restart {
+        return Some(true);
+    }
+    if rax == -i64::from(libc::EINTR) {
+        if pc & 0xfff < 2 {
+            return None; // the bytes before `pc` are on another page
+        }
+        let before = (pc - 2) as *const u8;
+        // SAFETY: `pc - 2` and `pc - 1` are on the page of `pc`, which is
+        // mapped (the interrupted instruction starts there).
+        return Some(unsafe { *before == SYSCALL[0] && *before.add(1) == SYSCALL[1] });
+    }
+    Some(false)
+}
+
+/// See the x86-64 version; not told apart elsewhere yet.
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn blocked_in_syscall(_uc: *mut libc::c_void, _pc: u64) -> Option<bool> {
+    None
 }
 
 /// The calling thread's CPU time in nanoseconds (async-signal-safe).
