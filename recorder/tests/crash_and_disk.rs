@@ -12,39 +12,21 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use chunk_writer::reader::read_recording;
-use recorder::{
-    DefaultSettings, Event, EventKind, EventType, EventTypeInfo, FieldInfo, FieldKind, FieldValue,
-    FieldWriter, LossCause, Recording, RecordingConfig, RecordingError,
-};
+use flightrec_derive::Event;
+use recorder::{Event, LossCause, Recording, RecordingConfig, RecordingError};
 
-static INFO: EventTypeInfo = EventTypeInfo {
-    name: "test.Tick",
-    label: None,
-    description: None,
-    category: &[],
-    experimental: false,
-    kind: EventKind::Instant,
-    defaults: DefaultSettings {
-        enabled: true,
-        threshold: Duration::ZERO,
-        stack_trace: false,
-    },
-    fields: &[
-        FieldInfo::new("n", FieldKind::U64),
-        FieldInfo::new("text", FieldKind::String),
-    ],
-};
-static TICK: EventType = EventType::new(&INFO);
+#[derive(Event)]
+#[event(crate = "recorder", name = "test.Tick")]
+struct Tick {
+    n: u64,
+    text: &'static str,
+}
 
-struct Tick(u64);
-
-impl Event for Tick {
-    fn event_type() -> &'static EventType {
-        &TICK
-    }
-    fn write_fields(&self, w: &mut FieldWriter<'_>) {
-        self.0.write(w);
-        "some payload to make the chunk grow".write(w);
+/// A tick with a payload that makes the chunk grow.
+fn tick(n: u64) -> Tick {
+    Tick {
+        n,
+        text: "some payload to make the chunk grow",
     }
 }
 
@@ -89,7 +71,7 @@ fn killed_child() {
     let mut n = 0;
     for round in 0..3 {
         for _ in 0..5000 {
-            Tick(n).commit();
+            tick(n).commit();
             n += 1;
         }
         if round == 1 {
@@ -158,7 +140,7 @@ fn disk_full_child() {
     )
     .unwrap();
     for n in 0..200_000 {
-        Tick(n).commit();
+        tick(n).commit();
         if n % 10_000 == 0 {
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -225,7 +207,7 @@ fn retention_bounds_the_repository_by_size_and_age() {
     let mut n = 0;
     for _ in 0..40 {
         for _ in 0..500 {
-            Tick(n).commit();
+            tick(n).commit();
             n += 1;
         }
         rec.rotate().unwrap();

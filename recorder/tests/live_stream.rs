@@ -7,36 +7,13 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use recorder::{
-    DefaultSettings, Event, EventKind, EventType, EventTypeInfo, FieldInfo, FieldKind, FieldValue,
-    FieldWriter, Recording, RecordingConfig,
-};
+use flightrec_derive::Event;
+use recorder::{Event, Recording, RecordingConfig};
 
-static INFO: EventTypeInfo = EventTypeInfo {
-    name: "test.Live",
-    label: Some("Live"),
-    description: None,
-    category: &[],
-    experimental: false,
-    kind: EventKind::Instant,
-    defaults: DefaultSettings {
-        enabled: true,
-        threshold: Duration::ZERO,
-        stack_trace: false,
-    },
-    fields: &[FieldInfo::new("n", FieldKind::U64)],
-};
-static LIVE: EventType = EventType::new(&INFO);
-
-struct Live(u64);
-
-impl Event for Live {
-    fn event_type() -> &'static EventType {
-        &LIVE
-    }
-    fn write_fields(&self, w: &mut FieldWriter<'_>) {
-        self.0.write(w);
-    }
+#[derive(Event)]
+#[event(crate = "recorder", name = "test.Live", label = "Live")]
+struct Live {
+    n: u64,
 }
 
 const FOLLOW_JAVA: &str = r#"
@@ -106,7 +83,7 @@ fn the_jdk_streaming_reader_follows_a_live_recording() {
         Ok("following")
     );
     for n in 0..N {
-        Live(n).commit();
+        Live { n }.commit();
         if n == N / 2 {
             rec.rotate().unwrap();
         }

@@ -8,64 +8,26 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use chunk_writer::reader::read_recording;
-use recorder::{
-    DefaultSettings, Event, EventKind, EventType, EventTypeInfo, FieldInfo, FieldKind, FieldValue,
-    FieldWriter, Recording, RecordingConfig,
-};
+use flightrec_derive::Event;
+use recorder::{Event, Recording, RecordingConfig};
 
-const FIELDS: &[FieldInfo] = &[
-    FieldInfo::new("writer", FieldKind::U32),
-    FieldInfo::new("seq", FieldKind::U64),
-];
-
-const fn info(name: &'static str, stack_trace: bool) -> EventTypeInfo {
-    EventTypeInfo {
-        name,
-        label: None,
-        description: None,
-        category: &[],
-        experimental: false,
-        kind: EventKind::Instant,
-        defaults: DefaultSettings {
-            enabled: true,
-            threshold: Duration::ZERO,
-            stack_trace,
-        },
-        fields: FIELDS,
-    }
+#[derive(Event)]
+#[event(crate = "recorder", name = "test.Seq")]
+struct Seq {
+    writer: u32,
+    seq: u64,
 }
 
-static SEQ_INFO: EventTypeInfo = info("test.Seq", false);
-static SEQ: EventType = EventType::new(&SEQ_INFO);
-static TRACED_INFO: EventTypeInfo = info("test.Traced", true);
-static TRACED: EventType = EventType::new(&TRACED_INFO);
-
-struct Seq(u32, u64);
-struct Traced(u32, u64);
-
-impl Event for Seq {
-    fn event_type() -> &'static EventType {
-        &SEQ
-    }
-    fn write_fields(&self, w: &mut FieldWriter<'_>) {
-        self.0.write(w);
-        self.1.write(w);
-    }
-}
-
-impl Event for Traced {
-    fn event_type() -> &'static EventType {
-        &TRACED
-    }
-    fn write_fields(&self, w: &mut FieldWriter<'_>) {
-        self.0.write(w);
-        self.1.write(w);
-    }
+#[derive(Event)]
+#[event(crate = "recorder", name = "test.Traced", stack_trace)]
+struct Traced {
+    writer: u32,
+    seq: u64,
 }
 
 #[inline(never)]
 fn traced(w: u32, seq: u64) {
-    Traced(w, seq).commit();
+    Traced { writer: w, seq }.commit();
 }
 
 fn chunk_files(dir: &PathBuf) -> Vec<PathBuf> {
@@ -108,7 +70,7 @@ fn a_thousand_rotations_lose_nothing_duplicate_nothing_and_miss_no_constant() {
                             if seq.is_multiple_of(32) {
                                 traced(w, seq);
                             } else {
-                                Seq(w, seq).commit();
+                                Seq { writer: w, seq }.commit();
                             }
                             seq += 1;
                             if seq.is_multiple_of(64) {

@@ -5,38 +5,13 @@ use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use chunk_writer::reader::read_recording;
-use recorder::{
-    DefaultSettings, Event, EventKind, EventType, EventTypeInfo, FieldInfo, FieldKind, FieldValue,
-    FieldWriter,
-};
+use flightrec_derive::Event;
+use recorder::Event;
 
+#[derive(Event)]
+#[event(crate = "recorder", name = "test.Beat", label = "Beat")]
 struct Beat {
     n: u64,
-}
-
-static INFO: EventTypeInfo = EventTypeInfo {
-    name: "test.Beat",
-    label: Some("Beat"),
-    description: None,
-    category: &[],
-    experimental: false,
-    kind: EventKind::Instant,
-    defaults: DefaultSettings {
-        enabled: true,
-        threshold: Duration::ZERO,
-        stack_trace: false,
-    },
-    fields: &[FieldInfo::new("n", FieldKind::U64)],
-};
-static TYPE: EventType = EventType::new(&INFO);
-
-impl Event for Beat {
-    fn event_type() -> &'static EventType {
-        &TYPE
-    }
-    fn write_fields(&self, w: &mut FieldWriter<'_>) {
-        self.n.write(w);
-    }
 }
 
 #[test]
