@@ -5,10 +5,9 @@
 //! handler (far above the slow one), and every sample has a real stack.
 
 use std::collections::BTreeMap;
-use std::process::Command;
 use std::sync::Mutex;
 
-use flightrec_testkit::example_binary;
+use flightrec_testkit::run_example;
 
 /// Held by each test while its profiled run lasts: the runs measure CPU
 /// shares and thread states, which a second run on the same two cores would
@@ -35,17 +34,10 @@ fn cpu_time_samples_match_measured_cpu_time_and_name_the_hot_functions() {
     let _alone = ONE_RUN_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = flightrec_testkit::temp_dir("cpu_profile");
     let out = dir.join("cpu.jfr");
-    let run = Command::new(example_binary("cpu_profile"))
-        .args(["--out", out.to_str().unwrap(), "--seconds", "5"])
-        .output()
-        .expect("run cpu_profile");
-    assert!(
-        run.status.success(),
-        "cpu_profile failed: {}",
-        String::from_utf8_lossy(&run.stderr)
+    let printed = run_example(
+        "cpu_profile",
+        &["--out", out.to_str().unwrap(), "--seconds", "5"],
     );
-    let stdout = String::from_utf8(run.stdout).unwrap();
-    let printed: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON line");
     let cpu: BTreeMap<String, u64> = printed["threads"]
         .as_object()
         .expect("threads object")
@@ -142,14 +134,9 @@ fn wall_clock_samples_cover_sleeping_threads_with_their_state() {
     let _alone = ONE_RUN_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = flightrec_testkit::temp_dir("cpu_profile_wall");
     let out = dir.join("wall.jfr");
-    let run = Command::new(example_binary("cpu_profile"))
-        .args(["--out", out.to_str().unwrap(), "--seconds", "3", "--wall"])
-        .output()
-        .expect("run cpu_profile --wall");
-    assert!(
-        run.status.success(),
-        "cpu_profile --wall failed: {}",
-        String::from_utf8_lossy(&run.stderr)
+    run_example(
+        "cpu_profile",
+        &["--out", out.to_str().unwrap(), "--seconds", "3", "--wall"],
     );
 
     let summary = flightrec_testkit::summary(&out);

@@ -2,32 +2,23 @@
 //! and checks its file with JDK 25's `jfr`: exact counts per type, declared
 //! labels, thread names, and stack traces with the Rust function names.
 
-use std::process::Command;
-
-use flightrec_testkit::example_binary;
+use flightrec_testkit::run_example;
 
 #[test]
 fn custom_events_counts_labels_threads_and_stacks_match_jfr() {
     let dir = flightrec_testkit::temp_dir("custom_events");
     let out = dir.join("custom.jfr");
-    let run = Command::new(example_binary("custom_events"))
-        .args([
+    let printed = run_example(
+        "custom_events",
+        &[
             "--out",
             out.to_str().unwrap(),
             "--threads",
             "8",
             "--events",
             "60000",
-        ])
-        .output()
-        .expect("run custom_events");
-    assert!(
-        run.status.success(),
-        "custom_events failed: {}",
-        String::from_utf8_lossy(&run.stderr)
+        ],
     );
-    let stdout = String::from_utf8(run.stdout).unwrap();
-    let printed: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON line");
     let printed = printed["counts"].as_object().expect("counts object");
     assert_eq!(printed.len(), 3);
 

@@ -3,18 +3,17 @@
 //! out with `jfr disassemble`, read alone by the JDK's parser with the same
 //! per-type counts our reader finds in it.
 
-use std::process::Command;
-
 use chunk_writer::reader::read_recording;
 
-use flightrec_testkit::example_binary;
+use flightrec_testkit::run_example;
 
 #[test]
 fn every_chunk_alone_is_readable_and_totals_are_exact() {
     let dir = flightrec_testkit::temp_dir("rotation_stress");
     let out = dir.join("stress.jfr");
-    let run = Command::new(example_binary("rotation_stress"))
-        .args([
+    let printed = run_example(
+        "rotation_stress",
+        &[
             "--out",
             out.to_str().unwrap(),
             "--threads",
@@ -23,16 +22,8 @@ fn every_chunk_alone_is_readable_and_totals_are_exact() {
             "200000",
             "--rotate-ms",
             "5",
-        ])
-        .output()
-        .expect("run rotation_stress");
-    assert!(
-        run.status.success(),
-        "rotation_stress failed: {}",
-        String::from_utf8_lossy(&run.stderr)
+        ],
     );
-    let printed: serde_json::Value =
-        serde_json::from_str(String::from_utf8(run.stdout).unwrap().trim()).unwrap();
     let chunks = printed["chunks"].as_u64().expect("chunks");
     assert!(
         chunks >= 5,

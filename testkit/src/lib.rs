@@ -675,6 +675,24 @@ pub fn example_binary(name: &str) -> PathBuf {
     path
 }
 
+/// Runs the example `name` (see [`example_binary`]) with `args`, asserts
+/// that it succeeded (its stderr in the message if not), and returns the one
+/// JSON line it printed on stdout, parsed.
+pub fn run_example(name: &str, args: &[&str]) -> serde_json::Value {
+    let run = Command::new(example_binary(name))
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run example {name}: {e}"));
+    assert!(
+        run.status.success(),
+        "{name} {args:?} failed: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let stdout = String::from_utf8(run.stdout).expect("UTF-8 stdout");
+    serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("{name}: stdout is not one JSON line ({e}): {stdout}"))
+}
+
 /// Reads each file given on the command line to the end with
 /// `RecordingFile`, printing `index<TAB>event type<TAB>count` lines; exits
 /// non-zero naming the file on the first parse error.
