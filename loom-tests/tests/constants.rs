@@ -15,9 +15,8 @@
 
 mod common;
 
-use common::{Chunks, Commit, assert_exactly_once, model};
+use common::{Commit, assert_exactly_once, commit_during_rotation, model};
 use loom::sync::Arc;
-use loom::thread;
 use recorder::loom_api::{Drained, Runtime, decode, record, scan};
 
 const TY: u64 = 100;
@@ -49,39 +48,22 @@ fn check_chunk(rt: &Runtime, closed: u64, drained: &[Drained]) {
 
 fn constant_first_used_during_rotation() {
     let rt = Arc::new(Runtime::new());
-    let writer = {
-        let rt = rt.clone();
-        thread::spawn(move || {
+    let (commit, chunks) = commit_during_rotation(
+        &rt,
+        |rt| {
             let w = rt.attach(1);
             let before = rt.epoch();
             let stack = rt.intern_stack(&[0x10, 0x20]);
-            let written = w.emit(&rt, &record(TY, w.key(), stack, 1));
+            let written = w.emit(rt, &record(TY, w.key(), stack, 1));
             Commit {
                 value: 1,
                 before,
                 after: rt.epoch(),
                 written,
             }
-        })
-    };
-    let recorder = {
-        let rt = rt.clone();
-        thread::spawn(move || {
-            let mut drained = Vec::new();
-            let closed = rt.rotate(&mut drained);
-            check_chunk(&rt, closed, &drained);
-            (closed, drained)
-        })
-    };
-    let mut chunks = Chunks::default();
-    let (closed, drained) = recorder.join().unwrap();
-    chunks.push(closed, drained);
-    let commit = writer.join().unwrap();
-    let mut drained = Vec::new();
-    let closed = rt.rotate(&mut drained);
-    check_chunk(&rt, closed, &drained);
-    chunks.push(closed, drained);
-
+        },
+        check_chunk,
+    );
     assert_exactly_once(&[commit], &chunks);
 }
 

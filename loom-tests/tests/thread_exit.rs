@@ -18,9 +18,8 @@
 
 mod common;
 
-use common::{Chunks, Commit, assert_exactly_once, model};
+use common::{Commit, assert_exactly_once, commit_during_rotation, model};
 use loom::sync::Arc;
-use loom::thread;
 use recorder::loom_api::{Runtime, decode, record};
 
 const TY: u64 = 100;
@@ -44,40 +43,23 @@ fn finish_chunk(rt: &Runtime, closed: u64, drained: &[recorder::loom_api::Draine
 
 fn exit_during_rotation() {
     let rt = Arc::new(Runtime::new());
-    let writer = {
-        let rt = rt.clone();
-        thread::spawn(move || {
+    let (commit, chunks) = commit_during_rotation(
+        &rt,
+        |rt| {
             let w = rt.attach(1);
             let before = rt.epoch();
-            let written = w.emit(&rt, &record(TY, w.key(), 0, 1));
+            let written = w.emit(rt, &record(TY, w.key(), 0, 1));
             let after = rt.epoch();
-            w.exit(&rt);
+            w.exit(rt);
             Commit {
                 value: 1,
                 before,
                 after,
                 written,
             }
-        })
-    };
-    let recorder = {
-        let rt = rt.clone();
-        thread::spawn(move || {
-            let mut drained = Vec::new();
-            let closed = rt.rotate(&mut drained);
-            finish_chunk(&rt, closed, &drained);
-            (closed, drained)
-        })
-    };
-    let mut chunks = Chunks::default();
-    let (closed, drained) = recorder.join().unwrap();
-    chunks.push(closed, drained);
-    let commit = writer.join().unwrap();
-    let mut drained = Vec::new();
-    let closed = rt.rotate(&mut drained);
-    finish_chunk(&rt, closed, &drained);
-    chunks.push(closed, drained);
-
+        },
+        finish_chunk,
+    );
     chunks.assert_epochs_match();
     assert_exactly_once(&[commit], &chunks);
     assert_eq!(rt.sealed_count(), 0, "a retired block stayed sealed");

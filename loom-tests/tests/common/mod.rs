@@ -1,10 +1,13 @@
 //! Shared by the models: the loom runner with the suite's preemption bound,
-//! negative-control plumbing, and chunk bookkeeping.
+//! negative-control plumbing, chunk bookkeeping, and one writer racing one
+//! rotation.
 #![allow(dead_code, unreachable_pub)]
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use recorder::loom_api::{Drained, decode};
+use loom::sync::Arc;
+use loom::thread;
+use recorder::loom_api::{Drained, Runtime, decode};
 
 /// Runs `f` under loom with `LOOM_MAX_PREEMPTIONS` if set, else `bound`.
 pub fn model<F>(bound: usize, f: F)
@@ -127,4 +130,38 @@ pub fn assert_exactly_once(commits: &[Commit], chunks: &Chunks) {
     let total = chunks.records().len();
     let written = commits.iter().filter(|c| c.written).count();
     assert_eq!(total, written, "chunks hold events nobody wrote");
+}
+
+/// One writer racing one rotation: `write` runs on a writer thread and
+/// returns its commit while the recorder thread rotates once; then the model
+/// rotates again, so every committed event reaches a chunk. `end` is the
+/// chunk-end work the model checks, run for each closed chunk with its
+/// epoch and drained bytes. Returns the commit and both chunks.
+pub fn commit_during_rotation(
+    rt: &Arc<Runtime>,
+    write: impl FnOnce(&Runtime) -> Commit + Send + 'static,
+    end: fn(&Runtime, u64, &[Drained]),
+) -> (Commit, Chunks) {
+    let writer = {
+        let rt = rt.clone();
+        thread::spawn(move || write(&rt))
+    };
+    let recorder = {
+        let rt = rt.clone();
+        thread::spawn(move || {
+            let mut drained = Vec::new();
+            let closed = rt.rotate(&mut drained);
+            end(&rt, closed, &drained);
+            (closed, drained)
+        })
+    };
+    let mut chunks = Chunks::default();
+    let (closed, drained) = recorder.join().unwrap();
+    chunks.push(closed, drained);
+    let commit = writer.join().unwrap();
+    let mut drained = Vec::new();
+    let closed = rt.rotate(&mut drained);
+    end(rt, closed, &drained);
+    chunks.push(closed, drained);
+    (commit, chunks)
 }
