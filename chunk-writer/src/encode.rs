@@ -343,10 +343,10 @@ const fn spread7(v: u64) -> u64 {
 /// bits when shorter would do) if `v < 2^56`, else in the usual nine; returns
 /// the length. Readers decode padded varints like any other (see
 /// `shared/docs/jfr-format.md` §2), and a width that does not depend on the
-/// value means a writer's next position does not wait for the value: the
-/// recorder writes event start times this way, so its stores do not queue
-/// behind the clock read. At typical TSC values (2^43..2^50 ticks) it costs
-/// one byte over the shortest form.
+/// value means a record can be rewritten in place without moving bytes: the
+/// recorder's committing threads store start times as eight raw bytes, and
+/// its drain turns them into this form. At typical TSC values (2^43..2^50
+/// ticks) it costs one byte over the shortest form.
 ///
 /// ```
 /// use chunk_writer::encode::{encode_varint_fixed8, MAX_VARINT_LEN};

@@ -22,7 +22,7 @@
 //! exactly one well-formed record (`size:varint typeId:varint payload`, with
 //! `size` counting itself), and no byte at or past `buf.len()` was touched.
 
-use chunk_writer::encode::{MAX_VARINT_LEN, Sink, encode_varint, encode_varint_fixed8, varint_len};
+use chunk_writer::encode::{MAX_VARINT_LEN, Sink, encode_varint, varint_len};
 use chunk_writer::record::frame_large;
 
 /// Free bytes that make a fixed-size write unchecked. Covers the widest such
@@ -261,19 +261,6 @@ impl Sink for RecordSink<'_> {
         } else {
             let mut tmp = [0u8; MAX_VARINT_LEN];
             let n = encode_varint(v, &mut tmp);
-            self.put_slice_checked(&tmp[..n]);
-        }
-    }
-
-    #[inline(always)]
-    fn put_varint_fixed8(&mut self, v: u64) {
-        if self.pos < self.fast_below {
-            // SAFETY: `pos < fast_below` leaves SLACK ≥ 9 bytes at `pos`.
-            let dst = unsafe { self.nine_at_pos() };
-            self.pos += encode_varint_fixed8(v, dst);
-        } else {
-            let mut tmp = [0u8; MAX_VARINT_LEN];
-            let n = encode_varint_fixed8(v, &mut tmp);
             self.put_slice_checked(&tmp[..n]);
         }
     }

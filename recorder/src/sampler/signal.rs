@@ -162,16 +162,17 @@ unsafe fn sample(info: *mut libc::siginfo_t, uc: *mut libc::c_void) -> bool {
     slot.last_sp.store(regs.sp, Ordering::Relaxed);
     let running = match kind {
         SampleKind::CpuTime => true,
-        SampleKind::Wall => {
-            let now = thread_cpu_nanos();
-            let before = slot.last_cpu_nanos.swap(now, Ordering::Relaxed);
-            // SAFETY: `uc` is the interrupted context (caller's contract).
-            match unsafe { blocked_in_syscall(uc, regs.pc) } {
-                Some(blocked) => !blocked,
-                // No way to tell here: ran noticeably since the last sample.
-                None => now.saturating_sub(before) > 200_000,
+        // SAFETY: `uc` is the interrupted context (caller's contract).
+        SampleKind::Wall => match unsafe { blocked_in_syscall(uc, regs.pc) } {
+            Some(blocked) => !blocked,
+            None => {
+                // No way to tell from the context: ran noticeably since the
+                // last such sample. (A system call, so only here.)
+                let now = thread_cpu_nanos();
+                let before = slot.last_cpu_nanos.swap(now, Ordering::Relaxed);
+                now.saturating_sub(before) > 200_000
             }
-        }
+        },
     };
     let lo = slot.stack_lo.load(Ordering::Acquire);
     let hi = slot.stack_hi.load(Ordering::Acquire);
