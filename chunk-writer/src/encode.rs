@@ -76,13 +76,11 @@ pub trait Sink {
         self.put_slice(&tmp[..n]);
     }
 
-    /// Appends a compressed integer padded to eight bytes (nine if
-    /// `v >= 2^56`); see [`encode_varint_fixed8`].
+    /// Appends a compressed integer padded to nine bytes; see
+    /// [`encode_varint_fixed9`].
     #[inline]
-    fn put_varint_fixed8(&mut self, v: u64) {
-        let mut tmp = [0u8; MAX_VARINT_LEN];
-        let n = encode_varint_fixed8(v, &mut tmp);
-        self.put_slice(&tmp[..n]);
+    fn put_varint_fixed9(&mut self, v: u64) {
+        self.put_slice(&encode_varint_fixed9(v));
     }
 
     /// Appends a JFR `long` as a compressed integer (two's complement, no
@@ -339,29 +337,26 @@ const fn spread7(v: u64) -> u64 {
     (x & 0x007F_007F_007F_007F) | ((x & 0x3F80_3F80_3F80_3F80) << 1)
 }
 
-/// Encodes `v` as a varint of exactly eight bytes (padded with continuation
-/// bits when shorter would do) if `v < 2^56`, else in the usual nine; returns
-/// the length. Readers decode padded varints like any other (see
-/// `shared/docs/jfr-format.md` §2), and a width that does not depend on the
-/// value means a record can be rewritten in place without moving bytes: the
-/// recorder's committing threads store start times as eight raw bytes, and
-/// its drain turns them into this form. At typical TSC values (2^43..2^50
-/// ticks) it costs one byte over the shortest form.
+/// Encodes `v` as a varint of exactly nine bytes, the longest form: bytes
+/// 0..8 carry seven bits each with the continuation bit set, and the ninth
+/// the top eight bits (zero below 2^56). Readers decode padded varints like
+/// any other (see `shared/docs/jfr-format.md` §2), and a width that does not
+/// depend on the value means a record can be rewritten in place without
+/// moving bytes: the recorder's committing threads store start times raw in
+/// a nine-byte slot, and its drain turns them into this form. Every `u64`
+/// fits, so no clock value is ever clamped.
 ///
 /// ```
-/// use chunk_writer::encode::{encode_varint_fixed8, MAX_VARINT_LEN};
-/// let mut out = [0u8; MAX_VARINT_LEN];
-/// assert_eq!(encode_varint_fixed8(300, &mut out), 8);
-/// assert_eq!(out[..8], [0xac, 0x82, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00]);
-/// assert_eq!(encode_varint_fixed8(1 << 56, &mut out), 9);
+/// use chunk_writer::encode::encode_varint_fixed9;
+/// assert_eq!(encode_varint_fixed9(300), [0xac, 0x82, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00]);
+/// assert_eq!(encode_varint_fixed9(u64::MAX), [0xff; 9]);
 /// ```
 #[inline(always)]
-pub fn encode_varint_fixed8(v: u64, out: &mut [u8; MAX_VARINT_LEN]) -> usize {
-    if v >> 56 != 0 {
-        return encode_varint_slow(v, out);
-    }
-    out[..8].copy_from_slice(&(spread7(v) | 0x0080_8080_8080_8080).to_le_bytes());
-    8
+pub fn encode_varint_fixed9(v: u64) -> [u8; MAX_VARINT_LEN] {
+    let mut out = [0u8; MAX_VARINT_LEN];
+    out[..8].copy_from_slice(&(spread7(v) | 0x8080_8080_8080_8080).to_le_bytes());
+    out[8] = (v >> 56) as u8;
+    out
 }
 
 /// `varint_len` of a value with `i` leading zeros (values below 2^56).
@@ -549,22 +544,6 @@ impl Sink for SliceSink<'_> {
         }
     }
 
-    #[inline(always)]
-    fn put_varint_fixed8(&mut self, v: u64) {
-        let at = self.pos;
-        match self.buf.get_mut(at..at + MAX_VARINT_LEN) {
-            Some(dst) => {
-                let dst: &mut [u8; MAX_VARINT_LEN] = dst.try_into().expect("nine bytes");
-                self.pos = at + encode_varint_fixed8(v, dst);
-            }
-            None => {
-                let mut tmp = [0u8; MAX_VARINT_LEN];
-                let n = encode_varint_fixed8(v, &mut tmp);
-                self.put_slice(&tmp[..n]);
-            }
-        }
-    }
-
     #[inline]
     fn position(&self) -> usize {
         self.pos
@@ -613,21 +592,20 @@ mod tests {
     }
 
     #[test]
-    fn fixed8_varints_decode_to_the_value() {
+    fn fixed9_varints_decode_to_the_value() {
         let mut values: Vec<u64> = (0..64)
             .flat_map(|b| [1u64 << b, (1u64 << b) - 1, (1u64 << b) + 1])
             .collect();
         values.extend((0..10_000u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (i % 64)));
         for v in values {
-            let mut out = [0u8; 9];
-            let n = encode_varint_fixed8(v, &mut out);
-            assert_eq!(n, if v >> 56 == 0 { 8 } else { 9 }, "{v:#x}");
+            let out = encode_varint_fixed9(v);
             // The byte loop of the format: 7 bits a byte, continuation bit
-            // 0x80, and a ninth byte that contributes all eight bits.
+            // 0x80 on the first eight, and a ninth byte that contributes all
+            // eight bits.
             let mut decoded = 0u64;
-            for (i, &b) in out[..n].iter().enumerate() {
+            for (i, &b) in out.iter().enumerate() {
                 if i < 8 {
-                    assert_eq!(b & 0x80 == 0, i == n - 1, "{v:#x}: byte {i}");
+                    assert_eq!(b & 0x80, 0x80, "{v:#x}: byte {i}");
                 }
                 decoded |= if i == 8 {
                     u64::from(b) << 56
@@ -637,15 +615,15 @@ mod tests {
             }
             assert_eq!(decoded, v);
         }
-        let mut buf = [0u8; 12];
+        let mut buf = [0u8; 13];
         let mut sink = SliceSink::new(&mut buf);
         sink.put_u8(1);
-        sink.put_varint_fixed8(5);
+        sink.put_varint_fixed9(5);
         assert_eq!(
             sink.written(),
-            Some(&[1, 0x85, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0][..])
+            Some(&[1, 0x85, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0][..])
         );
-        sink.put_varint_fixed8(5); // 3 bytes left: overflows, no panic
+        sink.put_varint_fixed9(5); // 3 bytes left: overflows, no panic
         assert!(sink.overflowed());
     }
 

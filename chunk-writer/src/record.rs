@@ -146,8 +146,8 @@ impl Sink for EventEncoder<'_> {
     }
 
     #[inline(always)]
-    fn put_varint_fixed8(&mut self, v: u64) {
-        self.sink.put_varint_fixed8(v);
+    fn put_varint_fixed9(&mut self, v: u64) {
+        self.sink.put_varint_fixed9(v);
     }
 
     #[inline(always)]

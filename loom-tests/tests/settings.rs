@@ -44,7 +44,7 @@ fn swap_while_committing() {
     let reg = Arc::new(Registry::new());
     reg.register(ty);
     reg.apply(Settings::new(), true);
-    let old = pack(true, false, 0);
+    let old = pack(EventKind::Duration, true, false, 0);
     assert_eq!(word(ty), old);
 
     let mut new_settings = Settings::new();
@@ -52,7 +52,12 @@ fn swap_while_committing() {
         .enable(NAME, true)
         .stack_trace(NAME, true)
         .threshold(NAME, Duration::from_millis(10));
-    let new = pack(true, true, duration_to_ticks(Duration::from_millis(10)));
+    let new = pack(
+        EventKind::Duration,
+        true,
+        true,
+        duration_to_ticks(Duration::from_millis(10)),
+    );
 
     let control = {
         let reg = reg.clone();

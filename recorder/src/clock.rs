@@ -71,6 +71,12 @@ pub fn source() -> ClockSource {
     calibration().source
 }
 
+/// True if [`ticks`] reads the TSC, so a caller that knows it may call
+/// [`read_tsc`] itself (never under loom, whose ticks are all 0).
+pub(crate) fn reads_tsc() -> bool {
+    !cfg!(flightrec_loom) && source() == ClockSource::Tsc
+}
+
 /// Ticks per second of [`ticks`].
 pub fn ticks_per_second() -> i64 {
     calibration().ticks_per_second
@@ -152,16 +158,18 @@ pub fn monotonic_nanos() -> i64 {
     ts.tv_sec * 1_000_000_000 + ts.tv_nsec
 }
 
+/// The TSC, read directly: [`ticks`] when [`reads_tsc`] is true.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn read_tsc() -> i64 {
+pub(crate) fn read_tsc() -> i64 {
     // SAFETY: rdtsc is available on every x86_64 CPU and has no memory effects.
     unsafe { core::arch::x86_64::_rdtsc() as i64 }
 }
 
+/// No TSC here: [`reads_tsc`] is never true.
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
-fn read_tsc() -> i64 {
+pub(crate) fn read_tsc() -> i64 {
     monotonic_nanos()
 }
 

@@ -1,14 +1,24 @@
 //! The thread-local handle: finds the calling thread's [`ThreadSlot`],
 //! attaching the thread on its first event and retiring it when it exits.
 //!
-//! The handle is a `const`-initialised thread-local holding a raw pointer, so
-//! reading it is one TLS load (no lazy initialisation on the hot path). A
-//! thread attaches on its first event (cold): it registers its
-//! `java.lang.Thread` constant and its slot. Its thread-local destructor seals
-//! the thread's block, so the events of an exiting thread reach the file.
+//! Two thread-locals. `SLOT` holds a raw pointer, is `const`-initialised
+//! and has no destructor, so reading it is one TLS load: no lazy
+//! initialisation and no destructor-state check on the hot path. `GUARD`
+//! owns the attachment: touched once, when the thread attaches (cold), so
+//! its destructor is registered then; when the thread exits it seals the
+//! thread's block, so the events of an exiting thread reach the file.
 //!
-//! Invariant: a slot pointer in the handle is an `Arc<ThreadSlot>` leaked by
-//! `attach` and reclaimed only by the handle's destructor, on the same thread.
+//! ```text
+//!  SLOT: null ──first event: attach──► slot ──GUARD's destructor──► EXITED
+//! ```
+//!
+//! An event emitted after the guard's destructor ran (from another
+//! thread-local's destructor) finds `EXITED` and is counted as lost, never
+//! written to a retired slot.
+//!
+//! Invariant: a slot pointer in `SLOT` (neither null nor `EXITED`) is an
+//! `Arc<ThreadSlot>` leaked by `attach` and reclaimed only by the guard's
+//! destructor, on the same thread.
 
 use std::cell::Cell;
 use std::ptr::NonNull;
@@ -17,18 +27,22 @@ use crate::buffer::slot::ThreadSlot;
 use crate::runtime::Runtime;
 use crate::sync::{Arc, Ordering};
 
-struct LocalHandle {
-    slot: Cell<*const ThreadSlot>,
-}
+/// `SLOT` once the thread's guard has retired its slot.
+const EXITED: *const ThreadSlot = std::ptr::without_provenance(1);
 
-impl Drop for LocalHandle {
+/// Retires the thread's slot when the thread exits; see the module docs.
+struct Guard;
+
+impl Drop for Guard {
     fn drop(&mut self) {
-        let p = self.slot.replace(std::ptr::null());
-        if p.is_null() {
+        let Ok(p) = SLOT.try_with(|s| s.replace(EXITED)) else {
+            return;
+        };
+        if p.is_null() || p == EXITED {
             return;
         }
         // SAFETY: `p` came from Arc::into_raw in `attach` on this thread and
-        // is reclaimed exactly once, here.
+        // is reclaimed exactly once, here (SLOT now holds EXITED).
         let slot = unsafe { Arc::from_raw(p) };
         if let Some(rt) = crate::runtime::get() {
             exit(rt, &slot);
@@ -36,7 +50,7 @@ impl Drop for LocalHandle {
     }
 }
 
-/// The exit of the thread owning `slot` (its handle's destructor): marks its
+/// The exit of the thread owning `slot` (its guard's destructor): marks its
 /// thread constant exited in the current epoch, seals its block.
 pub(crate) fn exit(rt: &Runtime, slot: &ThreadSlot) {
     rt.threads
@@ -54,12 +68,14 @@ pub(crate) fn register(rt: &Runtime, key: u64) -> Arc<ThreadSlot> {
 
 #[cfg(not(flightrec_loom))]
 crate::sync::thread_local! {
-    static LOCAL: LocalHandle = const { LocalHandle { slot: Cell::new(std::ptr::null()) } };
+    static SLOT: Cell<*const ThreadSlot> = const { Cell::new(std::ptr::null()) };
+    static GUARD: Guard = const { Guard };
 }
 
 #[cfg(flightrec_loom)]
 crate::sync::thread_local! {
-    static LOCAL: LocalHandle = LocalHandle { slot: Cell::new(std::ptr::null()) };
+    static SLOT: Cell<*const ThreadSlot> = Cell::new(std::ptr::null());
+    static GUARD: Guard = Guard;
 }
 
 /// Runs `f` with the calling thread's slot, attaching the thread first if
@@ -74,18 +90,20 @@ pub(crate) fn with_slot<R>(rt: &'static Runtime, f: impl FnOnce(&ThreadSlot) -> 
 }
 
 /// The calling thread's slot, attaching the thread first if needed; `None`
-/// if the thread's locals are already destroyed (it is exiting). No closure,
-/// so the hot path inlines around it.
+/// if the thread is exiting (its guard already retired its slot). No
+/// closure, so the hot path inlines around it.
 ///
-/// The pointer is valid on this thread until its thread-local destructors
-/// run (which cannot happen during the caller's frame); it must not be kept
+/// The pointer is valid on this thread until its guard's destructor runs
+/// (which cannot happen during the caller's frame); it must not be kept
 /// beyond the caller's frame or handed to another thread.
 #[inline(always)]
 pub(crate) fn current_slot(rt: &'static Runtime) -> Option<NonNull<ThreadSlot>> {
-    let p = LOCAL.try_with(|local| local.slot.get()).ok()?;
-    match NonNull::new(p.cast_mut()) {
-        Some(p) => Some(p),
-        None => LOCAL.try_with(|local| attach(rt, local)).ok(),
+    let p = SLOT.try_with(Cell::get).unwrap_or(EXITED);
+    if p.addr() > EXITED.addr() {
+        // SAFETY: neither null nor EXITED: a live slot (module invariant).
+        Some(unsafe { NonNull::new_unchecked(p.cast_mut()) })
+    } else {
+        attach(rt, p)
     }
 }
 
@@ -94,17 +112,27 @@ pub(crate) fn current_thread_key(rt: &'static Runtime) -> Option<u64> {
     with_slot(rt, |s| s.thread_key)
 }
 
+/// `current_slot`'s cold half: `p` is null (attach now) or EXITED.
 #[cold]
 #[inline(never)]
-fn attach(rt: &'static Runtime, local: &LocalHandle) -> NonNull<ThreadSlot> {
+fn attach(rt: &'static Runtime, p: *const ThreadSlot) -> Option<NonNull<ThreadSlot>> {
+    if p == EXITED {
+        return None;
+    }
+    // Registers the guard's destructor before the slot exists, so a slot
+    // is never left without one; fails once the thread's locals are being
+    // destroyed (an emit from a late destructor: counted as lost).
+    GUARD.try_with(|_| ()).ok()?;
     let key = rt.threads.key_for_tid(
         crate::sync::os_thread_id(),
         crate::cpool::threads::current_thread_name,
     );
     let p = Arc::into_raw(register(rt, key));
-    local.slot.set(p);
-    NonNull::from(
-        // SAFETY: `p` was just leaked from a live Arc by `Arc::into_raw`.
-        unsafe { &*p },
-    )
+    if SLOT.try_with(|s| s.set(p)).is_err() {
+        // SAFETY: `p` was leaked just above and never published.
+        let slot = unsafe { Arc::from_raw(p) };
+        exit(rt, &slot);
+        return None;
+    }
+    NonNull::new(p.cast_mut())
 }

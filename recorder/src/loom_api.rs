@@ -14,7 +14,7 @@ use chunk_writer::record::EventEncoder;
 use crate::buffer::block::Block;
 use crate::buffer::slot::{Emitted, ThreadSlot};
 use crate::config::{DEFAULT_MAX_MEMORY, DEFAULT_THREAD_BUFFER};
-use crate::event::descriptor::EventType;
+use crate::event::descriptor::{EventKind, EventType};
 use crate::loss::LossCounts;
 use crate::sampler::queue;
 use crate::scan::{Layout, Referenced, Scanner};
@@ -274,14 +274,15 @@ impl Registry {
     }
 }
 
-/// The hot path's read of a registered type's word (`EventType::word`).
-/// `ty` must be registered (else the global registry would be used).
+/// The hot path's read of a registered type's word
+/// (`EventType::enabled_word`), 0 when the type is disabled. `ty` must be
+/// registered (else the global registry would be used).
 pub fn word(ty: &'static EventType) -> u64 {
     assert!(
         ty.word.load(Ordering::Relaxed) & settings_word::REGISTERED != 0,
         "register the type with the model's Registry first"
     );
-    ty.word()
+    ty.enabled_word().map_or(0, |w| w.bits())
 }
 
 /// A word's `(enabled, stack_trace, threshold_ticks)`.
@@ -293,9 +294,14 @@ pub fn unpack(word: u64) -> (bool, bool, u64) {
     )
 }
 
-/// The word `Registry` computes for these settings.
-pub fn pack(enabled: bool, stack_trace: bool, threshold_ticks: u64) -> u64 {
-    settings_word::pack(enabled, stack_trace, threshold_ticks)
+/// The word `Registry` computes for these settings, for a type of `kind`
+/// (under loom the clock is never the TSC).
+pub fn pack(kind: EventKind, enabled: bool, stack_trace: bool, threshold_ticks: u64) -> u64 {
+    let fixed = match kind {
+        EventKind::Duration => settings_word::DURATION,
+        EventKind::Instant => 0,
+    };
+    settings_word::pack(enabled, stack_trace, threshold_ticks, fixed)
 }
 
 /// Ticks of `d` (the registry's conversion of thresholds).

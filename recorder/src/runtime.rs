@@ -30,7 +30,7 @@ use crate::event::descriptor::{EventKind, EventType};
 use crate::event::field::FieldKind;
 use crate::loss::Losses;
 use crate::scan::Layout;
-use crate::settings::{self, Settings};
+use crate::settings::{self, EnabledWord, Settings};
 use crate::sync::{Arc, AtomicU64, AtomicUsize, Mutex, Ordering};
 
 /// The registered event types and the active settings.
@@ -104,7 +104,12 @@ impl Registry {
             EventKind::Duration => o.and_then(|o| o.threshold).unwrap_or(d.threshold),
             EventKind::Instant => std::time::Duration::ZERO,
         };
-        settings::pack(enabled, stack, clock::duration_to_ticks(threshold) as u64)
+        settings::pack(
+            enabled,
+            stack,
+            clock::duration_to_ticks(threshold) as u64,
+            fixed_bits(ty, enabled),
+        )
     }
 
     /// Installs `settings` and whether a recording runs, and recomputes every
@@ -168,6 +173,23 @@ impl Registry {
         all.extend(self.types().iter().map(|ty| layout(ty)));
         all
     }
+}
+
+/// The word bits the hot path branches on instead of loading them: the
+/// type's kind, and, in an enabled word, whether the clock is the TSC (an
+/// enabled word exists only after `Recording::start` calibrated the clock,
+/// so computing it never calibrates on a registering thread).
+fn fixed_bits(ty: &EventType, enabled: bool) -> u64 {
+    let kind = match ty.info.kind {
+        EventKind::Duration => settings::DURATION,
+        EventKind::Instant => 0,
+    };
+    let tsc = if enabled && clock::reads_tsc() {
+        settings::CLOCK_TSC
+    } else {
+        0
+    };
+    kind | tsc
 }
 
 /// Layouts of the built-in event types (`jdk.CPUTimeSample`, …), from the
@@ -240,6 +262,23 @@ static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 #[inline]
 pub(crate) fn get() -> Option<&'static Runtime> {
     RUNTIME.get()
+}
+
+/// The runtime, for a caller holding an enabled settings word: no check.
+#[inline(always)]
+pub(crate) fn enabled(word: EnabledWord) -> &'static Runtime {
+    let _ = word;
+    #[cfg(flightrec_loom)]
+    return RUNTIME.get().expect("an enabled word implies a runtime");
+    #[cfg(not(flightrec_loom))]
+    {
+        debug_assert!(RUNTIME.get().is_some());
+        // SAFETY: an `EnabledWord` was loaded (Acquire) from a word that
+        // `Registry::apply(.., true)` or registration during a recording
+        // stored (Release), and `Recording::start` initialises RUNTIME
+        // before that; RUNTIME is never emptied.
+        unsafe { RUNTIME.get().unwrap_unchecked() }
+    }
 }
 
 /// The global registry's registration entry point (for descriptors).

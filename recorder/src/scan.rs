@@ -9,12 +9,14 @@
 //!
 //! # Start times
 //!
-//! Events of registered types carry their start time as eight raw bytes
-//! (the clock value, little-endian, below 2^56): encoding it as a varint on
-//! the emitting thread was the largest single cost of a commit after the
-//! clock read. The walk rewrites those bytes in place as the eight-byte
-//! padded varint of the same value (see `encode_varint_fixed8`), so what
-//! reaches the chunk is plain JFR and no record changes size. Built-in
+//! Events of registered types carry their start time raw in a slot of
+//! [`RAW_START_LEN`] bytes (the clock value, little-endian, in the first
+//! eight; the ninth is not written): encoding it as a varint on the emitting
+//! thread was the largest single cost of a commit after the clock read. The
+//! walk rewrites the slot in place as the nine-byte padded varint of the
+//! same value (see `encode_varint_fixed9`), so what reaches the chunk is
+//! plain JFR, no record changes size, and every clock value fits (a TSC
+//! passes 2^56 after some 300 days of uptime, so eight bytes would not). Built-in
 //! records (CPU samples and the like) are written whole by their encoders
 //! and walked as they are.
 //!
@@ -26,7 +28,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use chunk_writer::TypeId;
-use chunk_writer::encode::{MAX_VARINT_LEN, encode_varint_fixed8};
+use chunk_writer::encode::{MAX_VARINT_LEN, encode_varint_fixed9};
 
 use crate::event::field::FieldKind;
 
@@ -158,11 +160,11 @@ impl Scanner {
             if let Some(walk) = self.layout(ty) {
                 if walk.raw_start {
                     let raw = bytes
-                        .get_mut(at..at + 8)
-                        .filter(|_| at + 8 <= end)
+                        .get_mut(at..at + RAW_START_LEN)
+                        .filter(|_| at + RAW_START_LEN <= end)
                         .ok_or(Malformed { at: pos })?;
                     rewrite_start(raw);
-                    at += 8;
+                    at += RAW_START_LEN;
                 }
                 let mut rec = Cursor {
                     b: &bytes[..end],
@@ -179,22 +181,18 @@ impl Scanner {
     }
 }
 
-/// Rewrites a raw little-endian start time (below 2^56; larger values are
-/// clamped, as the encoder does) as its eight-byte padded varint.
+/// Rewrites a raw start slot (a little-endian clock value in the first
+/// eight of its nine bytes) as the nine-byte padded varint of that value.
 #[inline]
 fn rewrite_start(raw: &mut [u8]) {
     let mut word = [0u8; 8];
-    word.copy_from_slice(raw);
-    let v = u64::from_le_bytes(word).min(MAX_RAW_START);
-    let mut out = [0u8; MAX_VARINT_LEN];
-    let n = encode_varint_fixed8(v, &mut out);
-    debug_assert_eq!(n, 8);
-    raw.copy_from_slice(&out[..8]);
+    word.copy_from_slice(&raw[..8]);
+    raw.copy_from_slice(&encode_varint_fixed9(u64::from_le_bytes(word)));
 }
 
-/// The largest start time an eight-byte varint holds (2^56 − 1 ticks: 760
-/// years at 3 GHz).
-pub(crate) const MAX_RAW_START: u64 = (1 << 56) - 1;
+/// The width of a raw start slot: room for the nine-byte varint the drain
+/// writes there.
+pub(crate) const RAW_START_LEN: usize = MAX_VARINT_LEN;
 
 struct Cursor<'a> {
     b: &'a [u8],
@@ -278,6 +276,7 @@ mod tests {
     fn raw_record(start: u64, thread: u8, stack: u8, value: u8) -> Vec<u8> {
         let mut r = vec![0, 0xe8, 0x07]; // size slot, type id 1000
         r.extend_from_slice(&start.to_le_bytes());
+        r.push(0xEE); // the slot's unwritten ninth byte
         r.extend_from_slice(&[thread, stack, value]);
         r[0] = r.len() as u8;
         r
@@ -302,7 +301,15 @@ mod tests {
             raw_start: true,
             kinds: vec![FieldKind::Thread, FieldKind::StackTrace, FieldKind::U64],
         }]);
-        let starts = [0u64, 1, 300, 0x1234_5678_9abc, MAX_RAW_START, u64::MAX];
+        let starts = [
+            0u64,
+            1,
+            300,
+            0x1234_5678_9abc,
+            (1 << 56) - 1,
+            1 << 56,
+            u64::MAX,
+        ];
         let mut bytes = Vec::new();
         for (i, &s) in starts.iter().enumerate() {
             bytes.extend(raw_record(s, 5 + i as u8, (i % 2) as u8 * 9, 42));
@@ -315,9 +322,9 @@ mod tests {
         for (i, &s) in starts.iter().enumerate() {
             let size = bytes[pos] as usize;
             let (v, n) = varint_at(&bytes[pos + 3..]);
-            assert_eq!((v, n), (s.min(MAX_RAW_START), 8), "record {i}");
+            assert_eq!((v, n), (s, 9), "record {i}");
             assert_eq!(
-                &bytes[pos + 11..pos + 14],
+                &bytes[pos + 12..pos + 15],
                 &[5 + i as u8, (i % 2) as u8 * 9, 42]
             );
             pos += size;
@@ -334,7 +341,7 @@ mod tests {
             raw_start: true,
             kinds: vec![FieldKind::Thread],
         }]);
-        let mut bytes = vec![7, 0xe8, 0x07, 1, 2, 3, 4];
+        let mut bytes = vec![11, 0xe8, 0x07, 1, 2, 3, 4, 5, 6, 7, 8];
         assert_eq!(
             scanner.scan(&mut bytes, &mut Referenced::default()),
             Err(Malformed { at: 0 })

@@ -118,8 +118,12 @@ impl Block {
     #[inline(always)]
     pub(crate) unsafe fn write_with<E: Encode + ?Sized>(&self, record: &E) -> Option<usize> {
         let pos = self.write_pos();
+        debug_assert!(pos <= self.capacity());
         let free = self.capacity() - pos;
-        let base = self.data[pos..].as_ptr();
+        // SAFETY: `committed` never exceeds the capacity (it only advances
+        // by the length of a record that fitted in the free space), so `pos`
+        // is at most one past the end of `data`.
+        let base = unsafe { self.data.as_ptr().add(pos) };
         // SAFETY: the caller is the owner and not reentrant, so nobody else
         // writes `[pos, capacity)`, and readers only read below `committed`
         // (= pos) until the Release store below. `UnsafeCell<u8>` has the

@@ -51,8 +51,6 @@ pub(crate) struct ThreadSlot {
     current: AtomicPtr<Block>,
     /// The `java.lang.Thread` constant key of the owner.
     pub(crate) thread_key: u64,
-    /// `thread_key` as a pre-encoded varint, if it fits one.
-    pub(crate) thread_packed: Option<Packed>,
     /// `thread_key` then stack-trace key 0 (none), pre-encoded: the two
     /// implicit fields of most events in one store.
     pub(crate) thread_no_stack: Option<Packed>,
@@ -93,8 +91,7 @@ impl ThreadSlot {
             section: AtomicU64::new(0),
             current: AtomicPtr::new(std::ptr::null_mut()),
             thread_key,
-            thread_packed: Packed::varint(None, thread_key),
-            thread_no_stack: Packed::varint_then(None, thread_key, Some(0)),
+            thread_no_stack: Packed::varints(&[thread_key, 0]),
             exited: AtomicU64::new(0),
         }
     }

@@ -2,21 +2,25 @@
 //! the one emit function every path goes through.
 //!
 //! The hot path of a committed instant event is: one load of the type's
-//! settings word, one clock read, a TLS load, the write section (two stores
-//! of the thread's own word and one load of the epoch) and the encoding into
-//! the thread's block; no lock, no read-modify-write atomic, no allocation.
+//! settings word (which also says whether the type has a duration and
+//! whether the clock is the TSC), one clock read, a TLS load, the write
+//! section (two stores of the thread's own word and one load of the epoch)
+//! and the encoding into the thread's block; no lock, no read-modify-write
+//! atomic, no allocation. Whatever is rare (a stack trace, keys too large to
+//! pre-encode, a full block) is out of line, so it is neither inlined into
+//! nor speculated on by every commit.
 
 use std::marker::PhantomData;
 
 use chunk_writer::encode::Sink;
 
-use super::descriptor::{EventKind, EventType};
+use super::descriptor::EventType;
 use super::field::{FieldKind, FieldValue, FieldWriter};
-use super::sink::RecordSink;
-use crate::buffer::slot::{Emitted, Encode, ThreadSlot};
+use super::sink::{Packed, RecordSink};
+use crate::buffer::slot::{Emitted, Encode};
 use crate::loss::LossCause;
-use crate::settings::{self, ENABLED, STACK_TRACE};
-use crate::{clock, local, runtime};
+use crate::settings::EnabledWord;
+use crate::{local, runtime};
 
 /// An event type declared in Rust, usually with `#[derive(Event)]`.
 pub trait Event {
@@ -37,12 +41,11 @@ pub trait Event {
     #[inline]
     fn commit(&self) {
         let ty = Self::event_type();
-        let word = ty.word();
-        if word & ENABLED == 0 {
+        let Some(word) = ty.enabled_word() else {
             return;
-        }
-        let now = clock::ticks();
-        let duration = (ty.info.kind == EventKind::Duration).then_some(0);
+        };
+        let now = word.ticks();
+        let duration = word.is_duration().then_some(0);
         emit(ty, word, now, duration, &EventFields(self));
     }
 
@@ -62,7 +65,8 @@ pub trait Event {
 #[must_use = "a timer does nothing unless committed"]
 pub struct Timer<E> {
     start: i64,
-    word: u64,
+    /// `None` if `E` was disabled at the start.
+    word: Option<EnabledWord>,
     _event: PhantomData<fn(E)>,
 }
 
@@ -70,12 +74,8 @@ impl<E: Event> Timer<E> {
     /// Reads the clock if `E` is enabled.
     #[inline]
     pub fn start() -> Self {
-        let word = E::event_type().word();
-        let start = if word & ENABLED != 0 {
-            clock::ticks()
-        } else {
-            0
-        };
+        let word = E::event_type().enabled_word();
+        let start = word.map_or(0, EnabledWord::ticks);
         Self {
             start,
             word,
@@ -87,8 +87,8 @@ impl<E: Event> Timer<E> {
     /// the threshold has elapsed).
     #[inline]
     pub fn should_commit(&self) -> bool {
-        self.word & ENABLED != 0
-            && (clock::ticks() - self.start) as u64 >= settings::threshold_ticks(self.word)
+        self.word
+            .is_some_and(|w| (w.ticks() - self.start) as u64 >= w.threshold_ticks())
     }
 
     /// Commits `event` with the time elapsed since [`start`](Self::start).
@@ -96,17 +96,11 @@ impl<E: Event> Timer<E> {
     /// then written, or counted as lost if memory ran out).
     #[inline]
     pub fn commit(self, event: &E) -> bool {
-        if self.word & ENABLED == 0 {
+        let Some(word) = self.word else {
             return false;
-        }
-        let end = clock::ticks();
-        commit_span(
-            E::event_type(),
-            self.word,
-            self.start,
-            end,
-            &EventFields(event),
-        )
+        };
+        let end = word.ticks();
+        commit_span(E::event_type(), word, self.start, end, &EventFields(event))
     }
 }
 
@@ -149,13 +143,13 @@ impl<E: Event> Drop for DurationGuard<E> {
 #[inline]
 pub(crate) fn commit_span(
     ty: &'static EventType,
-    word: u64,
+    word: EnabledWord,
     start: i64,
     end: i64,
     fields: &impl Fields,
 ) -> bool {
     let duration = end.saturating_sub(start).max(0);
-    if (duration as u64) < settings::threshold_ticks(word) {
+    if (duration as u64) < word.threshold_ticks() {
         return false;
     }
     emit(ty, word, start, Some(duration), fields);
@@ -187,36 +181,56 @@ impl<E: Event + ?Sized> Fields for EventFields<'_, E> {
 }
 
 /// Writes one event: implicit fields (start, duration, thread, stack), then
-/// `fields`. `word` must have the enabled bit.
+/// `fields`.
 #[inline(always)]
 pub(crate) fn emit(
     ty: &'static EventType,
-    word: u64,
+    word: EnabledWord,
     start: i64,
     duration: Option<i64>,
     fields: &impl Fields,
 ) {
-    let Some(rt) = runtime::get() else { return };
-    let stack = if word & STACK_TRACE != 0 {
-        capture_stack(rt)
-    } else {
-        0
-    };
+    let rt = runtime::enabled(word);
     let Some(slot) = local::current_slot(rt) else {
         return thread_exiting(rt);
     };
     // SAFETY: `current_slot` returned this thread's live slot, which stays
     // valid for this frame (see `local::current_slot`).
     let slot = unsafe { slot.as_ref() };
+    let keys = match slot.thread_no_stack {
+        Some(keys) if !word.stack_trace() => Keys {
+            packed: keys.to_bits(),
+            stack: 0,
+        },
+        _ => stack_keys(rt, slot.thread_key, word),
+    };
     let record = EventRecord {
         ty,
         start,
         duration,
-        slot,
-        stack,
+        thread: slot.thread_key,
+        keys,
         fields,
     };
     slot.emit(&rt.epoch, &rt.pool, &rt.losses, &record);
+}
+
+/// The keys of an event that captures a stack trace (captured now), or of
+/// a thread whose key is too large to pre-encode. Out of line, and it never
+/// sees the event's fields: a call that took them would make the caller
+/// build the event in memory before even checking whether it is enabled.
+#[cold]
+#[inline(never)]
+fn stack_keys(rt: &'static runtime::Runtime, thread: u64, word: EnabledWord) -> Keys {
+    let stack = if word.stack_trace() {
+        capture_stack(rt)
+    } else {
+        0
+    };
+    Keys {
+        packed: Packed::varints(&[thread, stack]).map_or(0, Packed::to_bits),
+        stack,
+    }
 }
 
 #[cold]
@@ -225,13 +239,26 @@ fn thread_exiting(rt: &runtime::Runtime) {
     rt.losses.record(LossCause::ThreadExiting, 0);
 }
 
+/// The implicit `eventThread` and `stackTrace` keys of a record. Two
+/// words, not an enum: `stack_keys` returns them in registers, where
+/// anything larger would come back through memory and take the common
+/// path's keys with it.
+#[derive(Debug, Clone, Copy)]
+struct Keys {
+    /// Both keys pre-encoded, as `Packed` bits; 0 if they do not fit one.
+    packed: u64,
+    /// The stack-trace key, for `packed == 0`.
+    stack: u64,
+}
+
 /// An event's record: the implicit fields, then the type's own.
 struct EventRecord<'a, F: ?Sized> {
     ty: &'static EventType,
     start: i64,
     duration: Option<i64>,
-    slot: &'a ThreadSlot,
-    stack: u64,
+    /// The thread key, for `keys.packed == 0`.
+    thread: u64,
+    keys: Keys,
     fields: &'a F,
 }
 
@@ -243,25 +270,13 @@ impl<F: Fields + ?Sized> Encode for EventRecord<'_, F> {
         };
         // Raw: the recorder thread rewrites it as a varint when it drains
         // the block (see `crate::scan`), so the clock value is stored as read.
-        w.enc
-            .put_raw_u64((self.start as u64).min(crate::scan::MAX_RAW_START));
+        w.enc.put_raw_start(self.start as u64);
         if let Some(d) = self.duration {
             w.enc.put_i64(d);
         }
-        match (
-            self.stack,
-            self.slot.thread_no_stack,
-            self.slot.thread_packed,
-        ) {
-            (0, Some(both), _) => w.enc.put_packed(both),
-            (stack, _, Some(thread)) => {
-                w.enc.put_packed(thread);
-                w.enc.put_varint(stack);
-            }
-            (stack, _, None) => {
-                w.enc.put_varint(self.slot.thread_key);
-                w.enc.put_varint(stack);
-            }
+        match Packed::from_bits(self.keys.packed) {
+            Some(both) => w.enc.put_packed(both),
+            None => w.enc.put_varints_cold([self.thread, self.keys.stack]),
         }
         self.fields.write(&mut w);
         w.enc.finish()

@@ -30,7 +30,7 @@ use chunk_writer::schema::{Annotation, EVENT_SUPER_TYPE, FieldDesc, SettingDesc,
 use chunk_writer::types::TypeId;
 
 use super::field::{ContentType, FieldKind};
-use crate::settings;
+use crate::settings::{self, EnabledWord};
 use crate::sync::{AtomicU64, Ordering};
 
 /// Static description of one field.
@@ -162,21 +162,24 @@ impl EventType {
     /// the type is registered.
     #[inline]
     pub fn is_enabled(&'static self) -> bool {
-        self.word() & settings::ENABLED != 0
+        self.enabled_word().is_some()
     }
 
-    /// The settings word, registering the type on first use.
+    /// The settings word if events of the type are written now, registering
+    /// the type on first use: one load and two bit tests.
     ///
-    /// Acquire pairs with the Release store in registration, so `type_id` is
-    /// visible once a registered word is.
-    #[inline]
-    pub(crate) fn word(&'static self) -> u64 {
+    /// Acquire pairs with the Release stores of registration and of
+    /// `Registry::apply`, so `type_id` and `header` are visible once a
+    /// registered word is, and the runtime exists once an enabled word is.
+    #[inline(always)]
+    pub(crate) fn enabled_word(&'static self) -> Option<EnabledWord> {
         let w = self.word.load(Ordering::Acquire);
-        if w & settings::REGISTERED != 0 {
+        let w = if w & settings::REGISTERED != 0 {
             w
         } else {
             crate::runtime::global().register(self)
-        }
+        };
+        EnabledWord::new(w)
     }
 
     /// The JFR type id (0 before registration).

@@ -20,7 +20,6 @@ use super::commit::{StackTrace, ThreadRef, commit_span, emit};
 use super::descriptor::{DefaultSettings, EventKind, EventType, EventTypeInfo, FieldInfo};
 use super::field::{ContentType, FieldKind, FieldValue, FieldWriter};
 use crate::loss::LossCause;
-use crate::settings::ENABLED;
 use crate::{clock, runtime};
 
 /// Declares an event type at run time.
@@ -253,10 +252,9 @@ impl EventType {
     /// drop the event (counted).
     #[inline]
     pub fn commit_values(&'static self, values: &[Value<'_>]) {
-        let word = self.word();
-        if word & ENABLED == 0 {
+        let Some(word) = self.enabled_word() else {
             return;
-        }
+        };
         if !self.values_fit(values) {
             return;
         }
@@ -273,8 +271,10 @@ impl EventType {
     /// Commits a duration event from `start` to `end` (values of
     /// [`clock_ticks`](crate::clock::ticks)), applying the threshold.
     pub fn commit_span_values(&'static self, start: i64, end: i64, values: &[Value<'_>]) -> bool {
-        let word = self.word();
-        if word & ENABLED == 0 || !self.values_fit(values) {
+        let Some(word) = self.enabled_word() else {
+            return false;
+        };
+        if !self.values_fit(values) {
             return false;
         }
         commit_span(self, word, start, end, &|w: &mut FieldWriter<'_>| {

@@ -22,11 +22,13 @@
 //! exactly one well-formed record (`size:varint typeId:varint payload`, with
 //! `size` counting itself), and no byte at or past `buf.len()` was touched.
 
-use chunk_writer::encode::{MAX_VARINT_LEN, Sink, encode_varint, varint_len};
+use chunk_writer::encode::{MAX_VARINT_LEN, Sink, encode_varint};
 use chunk_writer::record::frame_large;
 
+use crate::scan::RAW_START_LEN;
+
 /// Free bytes that make a fixed-size write unchecked. Covers the widest such
-/// write (a nine-byte varint, or an eight-byte word store).
+/// write (a nine-byte varint or start slot, or an eight-byte word store).
 pub(crate) const SLACK: usize = 16;
 
 /// Up to seven bytes of varints, pre-encoded: bytes in the low seven bytes
@@ -38,31 +40,29 @@ impl Packed {
     /// `prefix` raw bytes (at most one) followed by the varint of `v`, or
     /// `None` if that is more than seven bytes.
     pub(crate) fn varint(prefix: Option<u8>, v: u64) -> Option<Self> {
-        Self::varint_then(prefix, v, None)
+        let mut bytes = Vec::with_capacity(1 + MAX_VARINT_LEN);
+        bytes.extend(prefix);
+        push_varint(&mut bytes, v);
+        Self::bytes(&bytes)
     }
 
-    /// Like [`varint`](Self::varint), with `suffix` (at most one raw byte)
-    /// after the varint.
-    pub(crate) fn varint_then(prefix: Option<u8>, v: u64, suffix: Option<u8>) -> Option<Self> {
-        let start = usize::from(prefix.is_some());
-        let len = start + varint_len(v) + usize::from(suffix.is_some());
-        if len > 7 {
+    /// The varints of `values`, one after the other, or `None` if that is
+    /// more than seven bytes.
+    pub(crate) fn varints(values: &[u64]) -> Option<Self> {
+        let mut bytes = Vec::with_capacity(values.len() * MAX_VARINT_LEN);
+        for &v in values {
+            push_varint(&mut bytes, v);
+        }
+        Self::bytes(&bytes)
+    }
+
+    fn bytes(bytes: &[u8]) -> Option<Self> {
+        if bytes.len() > 7 {
             return None;
         }
-        let mut bytes = [0u8; 8 + MAX_VARINT_LEN];
-        if let Some(p) = prefix {
-            bytes[0] = p;
-        }
-        let tail: &mut [u8; MAX_VARINT_LEN] = (&mut bytes[start..start + MAX_VARINT_LEN])
-            .try_into()
-            .expect("nine bytes");
-        let n = encode_varint(v, tail);
-        if let Some(x) = suffix {
-            bytes[start + n] = x;
-        }
         let mut word = [0u8; 8];
-        word[..len].copy_from_slice(&bytes[..len]);
-        word[7] = len as u8;
+        word[..bytes.len()].copy_from_slice(bytes);
+        word[7] = bytes.len() as u8;
         Some(Self(u64::from_le_bytes(word)))
     }
 
@@ -82,6 +82,13 @@ impl Packed {
     const fn len(self) -> usize {
         (self.0 >> 56) as usize
     }
+}
+
+/// Appends the varint of `v`.
+fn push_varint(out: &mut Vec<u8>, v: u64) {
+    let mut tmp = [0u8; MAX_VARINT_LEN];
+    let n = encode_varint(v, &mut tmp);
+    out.extend_from_slice(&tmp[..n]);
 }
 
 /// The cursor; see the module docs.
@@ -134,11 +141,34 @@ impl<'a> RecordSink<'a> {
         }
     }
 
-    /// Writes `v` as eight raw little-endian bytes (not a JFR encoding: the
-    /// recorder thread rewrites them, see [`crate::scan`]).
+    /// Fills a raw start slot: `v` as eight little-endian bytes, and one
+    /// byte left unwritten (not a JFR encoding: the recorder thread rewrites
+    /// the slot, see [`crate::scan`]).
     #[inline(always)]
-    pub(crate) fn put_raw_u64(&mut self, v: u64) {
-        self.put_slice(&v.to_le_bytes());
+    pub(crate) fn put_raw_start(&mut self, v: u64) {
+        if self.pos < self.fast_below {
+            // SAFETY: `pos < fast_below` leaves SLACK ≥ RAW_START_LEN bytes
+            // at `pos` (see `fast_below`).
+            unsafe { self.store_word(v.to_le_bytes()) };
+            self.pos += RAW_START_LEN;
+        } else {
+            let mut slot = [0u8; RAW_START_LEN];
+            slot[..8].copy_from_slice(&v.to_le_bytes());
+            self.put_slice_checked(&slot);
+        }
+    }
+
+    /// Writes varints through the checked, out-of-line path: for values the
+    /// hot path does not expect (keys too large to pre-encode), so their
+    /// encoding is not inlined into, or speculated on, every commit.
+    #[inline(always)]
+    pub(crate) fn put_varints_cold(&mut self, values: [u64; 2]) {
+        // By value, one register each: a reference would make the caller
+        // keep the values in memory on its hot path too.
+        match write_varints_checked(self.buf, self.pos, values[0], values[1]) {
+            Some(end) => self.pos = end,
+            None => self.pos = OVERFLOWED,
+        }
     }
 
     /// Stores eight bytes at `pos` without a bounds check.
@@ -214,6 +244,19 @@ fn write_checked(buf: &mut [u8], pos: usize, bytes: &[u8]) -> Option<usize> {
     let end = pos.checked_add(bytes.len())?;
     buf.get_mut(pos..end)?.copy_from_slice(bytes);
     Some(end)
+}
+
+/// Writes `a` and `b` as varints at `pos` if both fit; the position after
+/// them.
+#[cold]
+#[inline(never)]
+fn write_varints_checked(buf: &mut [u8], mut pos: usize, a: u64, b: u64) -> Option<usize> {
+    for v in [a, b] {
+        let mut tmp = [0u8; MAX_VARINT_LEN];
+        let n = encode_varint(v, &mut tmp);
+        pos = write_checked(buf, pos, &tmp[..n])?;
+    }
+    Some(pos)
 }
 
 impl Sink for RecordSink<'_> {
@@ -303,7 +346,7 @@ mod tests {
         type Writer = Box<dyn Fn(&mut dyn Sink)>;
         let writers: Vec<Writer> = vec![
             Box::new(|s| {
-                s.put_varint_fixed8(0x1_2345_6789);
+                s.put_varint_fixed9(0x1_2345_6789);
                 s.put_varint(7);
                 s.put_varint(0);
                 s.put_varint(u64::MAX);
@@ -316,7 +359,7 @@ mod tests {
                 s.put_char(0x263A);
             }),
             Box::new(move |s| {
-                s.put_varint_fixed8(1 << 60);
+                s.put_varint_fixed9(1 << 60);
                 s.put_str(&long);
                 s.put_varint(300);
             }),
@@ -332,6 +375,40 @@ mod tests {
         }
     }
 
+    /// The sink's own writes (raw start slot, out-of-line varints) at every
+    /// capacity: the whole record or nothing, never a byte past `cap`.
+    #[test]
+    fn raw_start_and_cold_varints_fit_or_drop_whole() {
+        let expected: Vec<u8> = [3u8, 0xe8, 0x07]
+            .into_iter()
+            .chain(0x0102_0304_0506_0708u64.to_le_bytes())
+            .chain([0]) // the slot's ninth byte (not compared)
+            .chain([0xac, 0x02, 0x80, 0x80, 0x01, 5])
+            .collect();
+        for cap in 0..40 {
+            let mut a = vec![0xEEu8; cap + 32];
+            let header = Packed::varint(Some(0), 1000).ok_or(1000);
+            let mut s = RecordSink::begin(&mut a[..cap], header);
+            s.put_raw_start(0x0102_0304_0506_0708);
+            s.put_varints_cold([300, 1 << 14]);
+            s.put_u8(5);
+            let n = s.finish();
+            assert!(a[cap..].iter().all(|&b| b == 0xEE), "wrote past {cap}");
+            if cap >= expected.len() {
+                let mut want = expected.clone();
+                want[0] = want.len() as u8;
+                want[11] = a[11]; // unwritten or zero: the drain overwrites it
+                assert_eq!(
+                    (n, &a[..want.len()]),
+                    (Some(want.len()), &want[..]),
+                    "{cap}"
+                );
+            } else {
+                assert_eq!(n, None, "capacity {cap}");
+            }
+        }
+    }
+
     #[test]
     fn packed_varints() {
         assert_eq!(Packed::varint(Some(0), 300).map(|p| p.len()), Some(3));
@@ -341,9 +418,11 @@ mod tests {
         let p = Packed::varint(Some(0), 300).unwrap();
         assert_eq!(Packed::from_bits(p.to_bits()), Some(p));
         assert_eq!(&p.to_bits().to_le_bytes()[..3], &[0, 0xac, 0x02]);
-        let q = Packed::varint_then(None, 300, Some(0)).unwrap();
+        let q = Packed::varints(&[300, 0]).unwrap();
         assert_eq!(q.len(), 3);
         assert_eq!(&q.to_bits().to_le_bytes()[..3], &[0xac, 0x02, 0]);
-        assert_eq!(Packed::varint_then(None, 1 << 42, Some(0)), None);
+        let q = Packed::varints(&[300, 1 << 20]).unwrap();
+        assert_eq!(q.len(), 5);
+        assert_eq!(Packed::varints(&[1 << 42, 0]), None);
     }
 }
