@@ -112,7 +112,19 @@ mod tests {
         );
         done_tx.send(()).unwrap();
         h.join().unwrap();
-        assert!(!list().contains(&tid));
+        // `join` returns when the kernel clears the thread's tid, which it
+        // does before it unlinks the task from /proc/self/task: wait for
+        // that (bounded).
+        assert!(
+            (0..1000).any(|_| {
+                let gone = !list().contains(&tid);
+                if !gone {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                gone
+            }),
+            "the joined thread is still listed after a second"
+        );
         // The exit changed the link count (unless another test's thread
         // started meanwhile: then the relisting finds it).
         let later = watch
