@@ -51,9 +51,10 @@ pub(crate) struct ThreadSlot {
     current: AtomicPtr<Block>,
     /// The `java.lang.Thread` constant key of the owner.
     pub(crate) thread_key: u64,
-    /// `thread_key` then stack-trace key 0 (none), pre-encoded: the two
-    /// implicit fields of most events in one store.
-    pub(crate) thread_no_stack: Option<Packed>,
+    /// `thread_key` then stack-trace key 0 (none), pre-encoded as `Packed`
+    /// bits (0 if they do not fit one): the two implicit fields of most
+    /// events in one store.
+    pub(crate) thread_no_stack: u64,
     /// Set when the owner exits; its block was sealed.
     pub(crate) exited: AtomicU64,
 }
@@ -91,7 +92,7 @@ impl ThreadSlot {
             section: AtomicU64::new(0),
             current: AtomicPtr::new(std::ptr::null_mut()),
             thread_key,
-            thread_no_stack: Packed::varints(&[thread_key, 0]),
+            thread_no_stack: Packed::varints(&[thread_key, 0]).map_or(0, Packed::to_bits),
             exited: AtomicU64::new(0),
         }
     }

@@ -197,12 +197,13 @@ pub(crate) fn emit(
     // SAFETY: `current_slot` returned this thread's live slot, which stays
     // valid for this frame (see `local::current_slot`).
     let slot = unsafe { slot.as_ref() };
-    let keys = match slot.thread_no_stack {
-        Some(keys) if !word.stack_trace() => Keys {
-            packed: keys.to_bits(),
+    let keys = if word.stack_trace() {
+        stack_keys(rt, slot.thread_key)
+    } else {
+        Keys {
+            packed: slot.thread_no_stack,
             stack: 0,
-        },
-        _ => stack_keys(rt, slot.thread_key, word),
+        }
     };
     let record = EventRecord {
         ty,
@@ -215,18 +216,14 @@ pub(crate) fn emit(
     slot.emit(&rt.epoch, &rt.pool, &rt.losses, &record);
 }
 
-/// The keys of an event that captures a stack trace (captured now), or of
-/// a thread whose key is too large to pre-encode. Out of line, and it never
-/// sees the event's fields: a call that took them would make the caller
-/// build the event in memory before even checking whether it is enabled.
+/// The keys of an event that captures a stack trace, captured now. Out of
+/// line, and it never sees the event's fields: a call that took them would
+/// make the caller build the event in memory before even checking whether
+/// it is enabled.
 #[cold]
 #[inline(never)]
-fn stack_keys(rt: &'static runtime::Runtime, thread: u64, word: EnabledWord) -> Keys {
-    let stack = if word.stack_trace() {
-        capture_stack(rt)
-    } else {
-        0
-    };
+fn stack_keys(rt: &'static runtime::Runtime, thread: u64) -> Keys {
+    let stack = capture_stack(rt);
     Keys {
         packed: Packed::varints(&[thread, stack]).map_or(0, Packed::to_bits),
         stack,

@@ -131,14 +131,7 @@ impl<'a> RecordSink<'a> {
     /// Writes pre-encoded bytes.
     #[inline(always)]
     pub(crate) fn put_packed(&mut self, p: Packed) {
-        if self.pos < self.fast_below {
-            // SAFETY: `pos < fast_below` leaves at least SLACK (≥ 8) bytes of
-            // `buf` at `pos` (see `fast_below`).
-            unsafe { self.store_word(p.0.to_le_bytes()) };
-            self.pos += p.len();
-        } else {
-            self.put_slice_checked(&p.0.to_le_bytes()[..p.len()]);
-        }
+        self.put_word_prefix(p.0.to_le_bytes(), p.len());
     }
 
     /// Fills a raw start slot: `v` as eight little-endian bytes, and one
@@ -168,6 +161,24 @@ impl<'a> RecordSink<'a> {
         match write_varints_checked(self.buf, self.pos, values[0], values[1]) {
             Some(end) => self.pos = end,
             None => self.pos = OVERFLOWED,
+        }
+    }
+
+    /// Writes the first `len` (at most eight) of `bytes`: one word store on
+    /// the fast path, with no copy of the bytes through memory.
+    #[inline(always)]
+    fn put_word_prefix(&mut self, bytes: [u8; 8], len: usize) {
+        if self.pos < self.fast_below {
+            // SAFETY: `pos < fast_below` leaves SLACK (≥ 8) bytes at `pos`.
+            unsafe { self.store_word(bytes) };
+            self.pos += len;
+        } else {
+            // The word by value: a slice would make the fast path store the
+            // bytes to memory first, for this call's sake.
+            match write_word_checked(self.buf, self.pos, u64::from_le_bytes(bytes), len) {
+                Some(end) => self.pos = end,
+                None => self.pos = OVERFLOWED,
+            }
         }
     }
 
@@ -246,6 +257,14 @@ fn write_checked(buf: &mut [u8], pos: usize, bytes: &[u8]) -> Option<usize> {
     Some(end)
 }
 
+/// Writes the first `len` bytes of `word` (little-endian) at `pos` if they
+/// fit; the position after them.
+#[cold]
+#[inline(never)]
+fn write_word_checked(buf: &mut [u8], pos: usize, word: u64, len: usize) -> Option<usize> {
+    write_checked(buf, pos, word.to_le_bytes().get(..len)?)
+}
+
 /// Writes `a` and `b` as varints at `pos` if both fit; the position after
 /// them.
 #[cold]
@@ -306,6 +325,17 @@ impl Sink for RecordSink<'_> {
             let n = encode_varint(v, &mut tmp);
             self.put_slice_checked(&tmp[..n]);
         }
+    }
+
+    #[inline(always)]
+    fn put_f64(&mut self, v: f64) {
+        self.put_word_prefix(v.to_bits().to_be_bytes(), 8);
+    }
+
+    #[inline(always)]
+    fn put_f32(&mut self, v: f32) {
+        let b = v.to_bits().to_be_bytes();
+        self.put_word_prefix([b[0], b[1], b[2], b[3], 0, 0, 0, 0], 4);
     }
 
     #[inline(always)]
