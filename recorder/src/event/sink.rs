@@ -40,30 +40,23 @@ impl Packed {
     /// `prefix` raw bytes (at most one) followed by the varint of `v`, or
     /// `None` if that is more than seven bytes.
     pub(crate) fn varint(prefix: Option<u8>, v: u64) -> Option<Self> {
-        let mut bytes = Vec::with_capacity(1 + MAX_VARINT_LEN);
-        bytes.extend(prefix);
-        push_varint(&mut bytes, v);
-        Self::bytes(&bytes)
+        let mut p = Bytes::default();
+        if let Some(b) = prefix {
+            p.push(&[b]);
+        }
+        p.push_varint(v);
+        p.packed()
     }
 
     /// The varints of `values`, one after the other, or `None` if that is
-    /// more than seven bytes.
+    /// more than seven bytes. Allocates nothing: stack-traced events call it
+    /// on every commit.
     pub(crate) fn varints(values: &[u64]) -> Option<Self> {
-        let mut bytes = Vec::with_capacity(values.len() * MAX_VARINT_LEN);
+        let mut p = Bytes::default();
         for &v in values {
-            push_varint(&mut bytes, v);
+            p.push_varint(v);
         }
-        Self::bytes(&bytes)
-    }
-
-    fn bytes(bytes: &[u8]) -> Option<Self> {
-        if bytes.len() > 7 {
-            return None;
-        }
-        let mut word = [0u8; 8];
-        word[..bytes.len()].copy_from_slice(bytes);
-        word[7] = bytes.len() as u8;
-        Some(Self(u64::from_le_bytes(word)))
+        p.packed()
     }
 
     /// The word as stored (see the type's docs); 0 is "none".
@@ -84,11 +77,36 @@ impl Packed {
     }
 }
 
-/// Appends the varint of `v`.
-fn push_varint(out: &mut Vec<u8>, v: u64) {
-    let mut tmp = [0u8; MAX_VARINT_LEN];
-    let n = encode_varint(v, &mut tmp);
-    out.extend_from_slice(&tmp[..n]);
+/// Bytes being packed: room for more than a `Packed` holds, so pushing
+/// never fails; `packed` says whether they fit.
+#[derive(Default)]
+struct Bytes {
+    buf: [u8; 24],
+    len: usize,
+}
+
+impl Bytes {
+    fn push(&mut self, bytes: &[u8]) {
+        let end = (self.len + bytes.len()).min(self.buf.len());
+        self.buf[self.len..end].copy_from_slice(&bytes[..end - self.len]);
+        self.len += bytes.len();
+    }
+
+    fn push_varint(&mut self, v: u64) {
+        let mut tmp = [0u8; MAX_VARINT_LEN];
+        let n = encode_varint(v, &mut tmp);
+        self.push(&tmp[..n]);
+    }
+
+    fn packed(&self) -> Option<Packed> {
+        if self.len > 7 {
+            return None;
+        }
+        let mut word = [0u8; 8];
+        word[..self.len].copy_from_slice(&self.buf[..self.len]);
+        word[7] = self.len as u8;
+        Some(Packed(u64::from_le_bytes(word)))
+    }
 }
 
 /// The cursor; see the module docs.
