@@ -79,12 +79,13 @@ crate::sync::thread_local! {
 }
 
 /// Runs `f` with the calling thread's slot, attaching the thread first if
-/// needed. `None` if the thread's locals are already destroyed (it is exiting).
+/// needed. `None` if the thread is exiting (its guard already retired its
+/// slot).
 #[inline(always)]
 pub(crate) fn with_slot<R>(rt: &'static Runtime, f: impl FnOnce(&ThreadSlot) -> R) -> Option<R> {
     let p = current_slot(rt)?;
     // SAFETY: `p` is the live Arc leaked by `attach`; only this thread's
-    // handle destructor reclaims it, and that cannot run while `f` runs on
+    // guard destructor reclaims it, and that cannot run while `f` runs on
     // this thread.
     Some(f(unsafe { p.as_ref() }))
 }
