@@ -134,12 +134,12 @@ fn emit(c: &mut Criterion) {
 }
 
 /// The targets as ratios measured side by side: each round times a batch of
-/// clock reads, of enabled commits and of disabled commits, then a 1-thread
-/// and a 2-thread round, back to back, and the summary gives the quartiles of
-/// the per-round ratios. A shared machine slows whole seconds at a time
-/// (another tenant on the core's sibling); pairing within a round keeps such
-/// a slow spell from skewing one variant against another, which criterion's
-/// separate groups cannot.
+/// clock reads, of enabled commits and of disabled commits, then a 2-thread
+/// round between two 1-thread rounds, back to back, and the summary gives
+/// the quartiles of the per-round ratios. A shared machine slows whole
+/// seconds at a time (another tenant on the core's sibling); pairing within
+/// a round keeps such a slow spell from skewing one variant against another,
+/// which criterion's separate groups cannot.
 fn paired_summary(rec: &Recording) {
     const BATCH: u64 = 50_000;
     const N: u64 = 50_000;
@@ -163,13 +163,19 @@ fn paired_summary(rec: &Recording) {
                 Off { a: i, b: 7, c: 0.5 }.commit();
             }
         });
-        rec.flush().expect("flush");
-        let one = emit_round(1, N);
-        rec.flush().expect("flush");
-        let two = emit_round(2, N);
+        // The two-thread round sits between two one-thread rounds and is
+        // compared with their mean, so a machine that speeds up or slows
+        // down across the three does not favour either side.
+        let round = |threads| {
+            rec.flush().expect("flush");
+            emit_round(threads, N).as_secs_f64()
+        };
+        let before = round(1);
+        let two = round(2);
+        let after = round(1);
         enabled.push(on / tsc);
         disabled.push(off);
-        scaling.push(2.0 * one.as_secs_f64() / two.as_secs_f64());
+        scaling.push((before + after) / two);
     }
     let quartiles = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
