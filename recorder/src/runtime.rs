@@ -86,7 +86,7 @@ impl Registry {
         inner.types.push(ty);
         self.count.store(inner.types.len(), Ordering::Release);
         ty.type_id.store(id, Ordering::Relaxed);
-        let header = crate::event::sink::Packed::varint(Some(0), id);
+        let header = crate::event::sink::Packed::header(id);
         ty.header
             .store(header.map_or(0, |h| h.to_bits()), Ordering::Relaxed);
         let word = self.word_for(ty, inner.recording);

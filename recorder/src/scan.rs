@@ -282,6 +282,19 @@ mod tests {
         r
     }
 
+    /// A scanner that knows one type, 1000, with a raw start and `kinds`.
+    fn raw_start_scanner(kinds: Vec<FieldKind>) -> Scanner {
+        let mut scanner = Scanner::default();
+        scanner.update(vec![Layout {
+            id: TypeId(1000),
+            raw_start: true,
+            kinds,
+        }]);
+        scanner
+    }
+
+    /// An independent decoder (not the scanner's `Cursor`): the oracle for
+    /// what the scanner wrote.
     fn varint_at(b: &[u8]) -> (u64, usize) {
         let mut v = 0;
         for (i, &x) in b.iter().enumerate().take(8) {
@@ -295,12 +308,11 @@ mod tests {
 
     #[test]
     fn raw_start_times_become_varints_and_keys_are_found() {
-        let mut scanner = Scanner::default();
-        scanner.update(vec![Layout {
-            id: TypeId(1000),
-            raw_start: true,
-            kinds: vec![FieldKind::Thread, FieldKind::StackTrace, FieldKind::U64],
-        }]);
+        let scanner = raw_start_scanner(vec![
+            FieldKind::Thread,
+            FieldKind::StackTrace,
+            FieldKind::U64,
+        ]);
         let starts = [
             0u64,
             1,
@@ -335,12 +347,7 @@ mod tests {
 
     #[test]
     fn a_raw_start_cut_short_is_malformed() {
-        let mut scanner = Scanner::default();
-        scanner.update(vec![Layout {
-            id: TypeId(1000),
-            raw_start: true,
-            kinds: vec![FieldKind::Thread],
-        }]);
+        let scanner = raw_start_scanner(vec![FieldKind::Thread]);
         let mut bytes = vec![11, 0xe8, 0x07, 1, 2, 3, 4, 5, 6, 7, 8];
         assert_eq!(
             scanner.scan(&mut bytes, &mut Referenced::default()),

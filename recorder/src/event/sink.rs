@@ -37,15 +37,11 @@ pub(crate) const SLACK: usize = 16;
 pub(crate) struct Packed(u64);
 
 impl Packed {
-    /// `prefix` raw bytes (at most one) followed by the varint of `v`, or
+    /// A record header: the one-byte size slot (0, patched by `finish`;
+    /// the same byte as the varint of 0) and the varint of `type_id`, or
     /// `None` if that is more than seven bytes.
-    pub(crate) fn varint(prefix: Option<u8>, v: u64) -> Option<Self> {
-        let mut p = Bytes::default();
-        if let Some(b) = prefix {
-            p.push(&[b]);
-        }
-        p.push_varint(v);
-        p.packed()
+    pub(crate) fn header(type_id: u64) -> Option<Self> {
+        Self::varints(&[0, type_id])
     }
 
     /// The varints of `values`, one after the other, or `None` if that is
@@ -86,16 +82,12 @@ struct Bytes {
 }
 
 impl Bytes {
-    fn push(&mut self, bytes: &[u8]) {
-        let end = (self.len + bytes.len()).min(self.buf.len());
-        self.buf[self.len..end].copy_from_slice(&bytes[..end - self.len]);
-        self.len += bytes.len();
-    }
-
     fn push_varint(&mut self, v: u64) {
         let mut tmp = [0u8; MAX_VARINT_LEN];
         let n = encode_varint(v, &mut tmp);
-        self.push(&tmp[..n]);
+        let end = (self.len + n).min(self.buf.len());
+        self.buf[self.len..end].copy_from_slice(&tmp[..end - self.len]);
+        self.len += n;
     }
 
     fn packed(&self) -> Option<Packed> {
@@ -176,10 +168,8 @@ impl<'a> RecordSink<'a> {
     pub(crate) fn put_varints_cold(&mut self, values: [u64; 2]) {
         // By value, one register each: a reference would make the caller
         // keep the values in memory on its hot path too.
-        match write_varints_checked(self.buf, self.pos, values[0], values[1]) {
-            Some(end) => self.pos = end,
-            None => self.pos = OVERFLOWED,
-        }
+        self.pos =
+            write_varints_checked(self.buf, self.pos, values[0], values[1]).unwrap_or(OVERFLOWED);
     }
 
     /// Writes the first `len` (at most eight) of `bytes`: one word store on
@@ -193,10 +183,8 @@ impl<'a> RecordSink<'a> {
         } else {
             // The word by value: a slice would make the fast path store the
             // bytes to memory first, for this call's sake.
-            match write_word_checked(self.buf, self.pos, u64::from_le_bytes(bytes), len) {
-                Some(end) => self.pos = end,
-                None => self.pos = OVERFLOWED,
-            }
+            self.pos = write_word_checked(self.buf, self.pos, u64::from_le_bytes(bytes), len)
+                .unwrap_or(OVERFLOWED);
         }
     }
 
@@ -241,10 +229,7 @@ impl<'a> RecordSink<'a> {
     /// and its fields stay in registers.
     #[inline(always)]
     fn put_slice_checked(&mut self, bytes: &[u8]) {
-        match write_checked(self.buf, self.pos, bytes) {
-            Some(end) => self.pos = end,
-            None => self.pos = OVERFLOWED,
-        }
+        self.pos = write_checked(self.buf, self.pos, bytes).unwrap_or(OVERFLOWED);
     }
 
     /// Closes the record and returns its length, or `None` if it did not fit
@@ -377,7 +362,7 @@ mod tests {
         write: &dyn Fn(&mut dyn Sink),
     ) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
         let mut a = vec![0xEEu8; cap + 32];
-        let mut s = RecordSink::begin(&mut a[..cap], Packed::varint(Some(0), id).ok_or(id));
+        let mut s = RecordSink::begin(&mut a[..cap], Packed::header(id).ok_or(id));
         write(&mut s);
         let ours = s.finish().map(|n| a[..n].to_vec());
         assert!(a[cap..].iter().all(|&b| b == 0xEE), "wrote past {cap}");
@@ -435,7 +420,7 @@ mod tests {
             .collect();
         for cap in 0..40 {
             let mut a = vec![0xEEu8; cap + 32];
-            let header = Packed::varint(Some(0), 1000).ok_or(1000);
+            let header = Packed::header(1000).ok_or(1000);
             let mut s = RecordSink::begin(&mut a[..cap], header);
             s.put_raw_start(0x0102_0304_0506_0708);
             s.put_varints_cold([300, 1 << 14]);
@@ -459,11 +444,11 @@ mod tests {
 
     #[test]
     fn packed_varints() {
-        assert_eq!(Packed::varint(Some(0), 300).map(|p| p.len()), Some(3));
-        assert_eq!(Packed::varint(None, 5).map(|p| p.len()), Some(1));
-        assert_eq!(Packed::varint(None, 1 << 49), None);
-        assert_eq!(Packed::varint(Some(0), 1 << 42), None);
-        let p = Packed::varint(Some(0), 300).unwrap();
+        assert_eq!(Packed::header(300).map(|p| p.len()), Some(3));
+        assert_eq!(Packed::varints(&[5]).map(|p| p.len()), Some(1));
+        assert_eq!(Packed::varints(&[1 << 49]), None);
+        assert_eq!(Packed::header(1 << 42), None);
+        let p = Packed::header(300).unwrap();
         assert_eq!(Packed::from_bits(p.to_bits()), Some(p));
         assert_eq!(&p.to_bits().to_le_bytes()[..3], &[0, 0xac, 0x02]);
         let q = Packed::varints(&[300, 0]).unwrap();
