@@ -30,6 +30,8 @@ pub mod loom_api;
 mod loss;
 mod membarrier;
 pub mod options;
+#[doc(hidden)]
+pub mod panic_guard;
 #[cfg(not(flightrec_loom))]
 mod recorder_thread;
 #[cfg(not(flightrec_loom))]

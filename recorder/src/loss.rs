@@ -10,7 +10,7 @@
 
 use crate::sync::{AtomicU64, Ordering};
 
-const N_CAUSES: usize = 6;
+const N_CAUSES: usize = 7;
 
 /// Why an event was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -29,6 +29,9 @@ pub enum LossCause {
     WriteError,
     /// A dynamically typed event's values did not match its declared fields.
     InvalidValues,
+    /// Encoding the event's fields panicked (user code in
+    /// `FieldValue::write`); the thread goes on recording.
+    Panicked,
 }
 
 impl LossCause {
@@ -40,6 +43,7 @@ impl LossCause {
         Self::ThreadExiting,
         Self::WriteError,
         Self::InvalidValues,
+        Self::Panicked,
     ];
 
     /// The name written into the file.
@@ -51,6 +55,7 @@ impl LossCause {
             Self::ThreadExiting => "thread exiting",
             Self::WriteError => "write error",
             Self::InvalidValues => "values do not match the event type",
+            Self::Panicked => "panic while encoding the event",
         }
     }
 

@@ -44,6 +44,7 @@ use crate::clock;
 use crate::config::RecordingConfig;
 use crate::cpool::methods::FrameTables;
 use crate::loss::{LossCause, LossCounts};
+use crate::panic_guard::{self, Place};
 use crate::recording::{RecordingError, RecordingSummary};
 use crate::repository::{ChunkFile, Repository};
 use crate::rotation;
@@ -130,11 +131,47 @@ impl Recorder {
         Ok(())
     }
 
-    /// The thread's body.
-    pub(crate) fn run(&mut self, rx: mpsc::Receiver<Command>) {
+    /// The thread's body, guarded: a panic anywhere in the loop stops the
+    /// recording as a failure (events off, buffered events counted lost,
+    /// every later call answered with the panic), and the thread goes on
+    /// answering commands so `stop()` returns.
+    pub(crate) fn run_guarded(mut self, rx: mpsc::Receiver<Command>) {
+        for _ in 0..3 {
+            let Err(message) = panic_guard::catch(Place::RecorderThread, || self.run(&rx)) else {
+                return;
+            };
+            if self.failure.is_none() {
+                let e = io::Error::other(message);
+                let _ = panic_guard::catch(Place::RecorderThread, || {
+                    self.fail_with("the recorder thread panicked", e, LossCause::Panicked)
+                });
+            }
+        }
+        // The failure path itself keeps panicking: answer commands only.
+        let error = || match &self.failure {
+            Some(f) => f.to_error(),
+            None => RecordingError::RecorderGone,
+        };
+        registry().apply(Settings::clone(&registry().settings.load()), false);
+        for cmd in rx.iter() {
+            match cmd {
+                Command::Flush(reply) | Command::Rotate(reply) | Command::Dump { reply, .. } => {
+                    let _ = reply.send(Err(error()));
+                }
+                Command::Stop(reply) => {
+                    let _ = reply.send(Err(error()));
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The thread's loop: returns when stopped.
+    fn run(&mut self, rx: &mpsc::Receiver<Command>) {
         // Created on this thread: the symbolizer's caches stay here.
         let mut frames = FrameTables::new();
         loop {
+            panic_guard::injection_point(Place::RecorderThread);
             // Sealed blocks are written in batches: when a quarter of the
             // pool is sealed, at each flush interval, or for a command. The
             // emitting threads then have the CPU to themselves between
@@ -151,9 +188,21 @@ impl Recorder {
                 }
                 BufferPool::drain_due(&q, wake_at)
             };
-            while let Ok(cmd) = rx.try_recv() {
-                if self.command(cmd, &mut frames) {
-                    return;
+            loop {
+                match rx.try_recv() {
+                    Ok(cmd) => {
+                        if self.command(cmd, &mut frames) {
+                            return;
+                        }
+                    }
+                    Err(mpsc::TryRecvError::Empty) => break,
+                    Err(mpsc::TryRecvError::Disconnected) => {
+                        // The handle stopped waiting for us (a panic here
+                        // lost its Stop's reply): finish as a stop would.
+                        let (reply, _) = mpsc::channel();
+                        self.command(Command::Stop(reply), &mut frames);
+                        return;
+                    }
                 }
             }
             if self.failure.is_some() {
@@ -306,6 +355,12 @@ impl Recorder {
     /// last flushed state stays readable through recovery).
     #[cold]
     fn fail(&mut self, context: &str, e: io::Error) {
+        self.fail_with(context, e, LossCause::WriteError);
+    }
+
+    /// [`fail`](Self::fail), counting the events still buffered under `cause`.
+    #[cold]
+    fn fail_with(&mut self, context: &str, e: io::Error, cause: LossCause) {
         let path = self
             .chunk
             .as_ref()
@@ -319,9 +374,7 @@ impl Recorder {
         registry().apply(Settings::clone(&registry().settings.load()), false);
         if let Some((chunk, _)) = self.chunk.take() {
             let (events, bytes) = chunk.pending();
-            self.rt
-                .losses
-                .record_many(LossCause::WriteError, events, bytes);
+            self.rt.losses.record_many(cause, events, bytes);
         }
         self.discard_all();
     }

@@ -11,7 +11,9 @@
 //! A disk error stops recording (all types disabled, further drops counted
 //! as [`LossCause::WriteError`](crate::LossCause::WriteError)) and every later
 //! call returns [`RecordingError::Failed`] with the cause; nothing panics or
-//! hangs.
+//! hangs. A panic on the recorder thread does the same (the events it held
+//! counted as [`LossCause::Panicked`](crate::LossCause::Panicked)), with the
+//! panic's message as the error's source.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -45,7 +47,7 @@ pub enum RecordingError {
         /// The OS error.
         source: io::Error,
     },
-    /// The recorder thread is gone (it panicked; a bug).
+    /// The recorder thread is gone (it could not be reached).
     RecorderGone,
 }
 
@@ -120,7 +122,7 @@ impl Recording {
             })
         })?;
         let repository = repo.dir().to_path_buf();
-        let mut recorder = Recorder::new(rt, config.clone(), repo).map_err(|source| {
+        let recorder = Recorder::new(rt, config.clone(), repo).map_err(|source| {
             release(StartError::Io {
                 path: repository.clone(),
                 source,
@@ -130,7 +132,7 @@ impl Recording {
         let (tx, rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("flightrec-recorder".into())
-            .spawn(move || recorder.run(rx))
+            .spawn(move || recorder.run_guarded(rx))
             .map_err(|source| {
                 release(StartError::Io {
                     path: PathBuf::from("<recorder thread>"),
@@ -245,6 +247,9 @@ impl Recording {
             Ok(()) => rx.recv().unwrap_or(Err(RecordingError::RecorderGone)),
             Err(_) => Err(RecordingError::RecorderGone),
         };
+        // Hang up, so a recorder thread that lost our Stop (a panic while
+        // handling it) sees the channel close and finishes.
+        drop(std::mem::replace(&mut self.commands, mpsc::channel().0));
         let _ = thread.join();
         registry().apply(Settings::new(), false);
         result

@@ -27,6 +27,15 @@
 //! event, counted as [`LossCause::Reentrant`], instead of interleaving bytes
 //! with the half-written event.
 //!
+//! # Unwinding
+//!
+//! The record's encoding runs user code (`FieldValue::write`), which may
+//! panic. The section is then closed by a guard that only unwinding reaches
+//! (see [`OpenSection`]): the event is dropped and counted as
+//! [`LossCause::Panicked`], and the thread's later events are written as
+//! usual. A section is therefore never left open by a thread that has
+//! left `emit`, which is what lets the rotation's wait for open sections end.
+//!
 //! Invariant: an event is in a block tagged with the epoch its writer loaded
 //! inside the section, and once the rotating thread has seen every section
 //! closed after the flip, no event of the old epoch is still being written.
@@ -85,6 +94,27 @@ pub(crate) enum Emitted {
     Dropped,
 }
 
+/// Closes a write section whose record's encoding panicked.
+///
+/// Created after the section opens and forgotten once `write` returns, so
+/// its `drop` runs only while unwinding: the half-written event is dropped
+/// (its bytes sit above `committed`, which was not advanced, and the next
+/// event overwrites them), counted as [`LossCause::Panicked`], and the
+/// section is closed so the thread keeps recording and no rotation waits on
+/// it. On the normal path it costs nothing but the unwinding table entry.
+struct OpenSection<'a> {
+    slot: &'a ThreadSlot,
+    losses: &'a Losses,
+}
+
+impl Drop for OpenSection<'_> {
+    #[cold]
+    fn drop(&mut self) {
+        self.losses.record(LossCause::Panicked, 0);
+        self.slot.section.store(0, Ordering::Release);
+    }
+}
+
 impl ThreadSlot {
     /// A slot for the thread with constant key `thread_key`.
     pub(crate) fn new(thread_key: u64) -> Self {
@@ -133,7 +163,11 @@ impl ThreadSlot {
             crate::sync::fence(Ordering::SeqCst);
         }
         let epoch = epoch_word.load(Ordering::Relaxed);
+        // Closes the section if the record's encoding unwinds (user code runs
+        // inside it: `FieldValue::write`); forgotten on the normal path.
+        let unwinding = OpenSection { slot: self, losses };
         let result = self.write(epoch, pool, losses, record);
+        std::mem::forget(unwinding);
         // Release: the rotating thread that sees 0 also sees the committed
         // position of the event.
         self.section.store(0, Ordering::Release);

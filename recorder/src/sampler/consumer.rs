@@ -56,6 +56,7 @@ use super::threads;
 use super::unwind::{self, ModuleWatch};
 use crate::clock;
 use crate::event::commit::emit_record;
+use crate::panic_guard::{self, Place};
 use crate::runtime::Runtime;
 use crate::sync::{AtomicBool, Ordering};
 
@@ -137,12 +138,27 @@ impl Consumer {
         loop {
             // Acquire: pairs with the Release store in `shutdown`.
             let stopping = stop.load(Ordering::Acquire);
-            self.pass(config(), !stopping);
+            let pass = panic_guard::catch(Place::SamplerPass, || {
+                panic_guard::injection_point(Place::SamplerPass);
+                self.pass(config(), !stopping)
+            });
+            if pass.is_err() {
+                // Sampling ends for this recording (the panic was reported
+                // and counted); the timers go, the program runs on.
+                let _ = panic_guard::catch(Place::SamplerPass, || self.detach_all());
+                return;
+            }
             if stopping {
                 break;
             }
             std::thread::sleep(self.pass_interval());
         }
+        self.detach_all();
+    }
+
+    /// Deletes every timer and detaches every tracked thread, writing what
+    /// their queues still hold.
+    fn detach_all(&mut self) {
         self.cpu = None;
         self.wall = None;
         let tids: Vec<u64> = self.tracked.keys().copied().collect();
