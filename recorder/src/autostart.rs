@@ -22,9 +22,14 @@ use std::time::Duration;
 use crate::config::{RecordingConfig, StartError};
 use crate::options::{self, OptionError, StartOptions};
 use crate::recording::Recording;
+use crate::sync::{AtomicU64, Ordering};
 
 /// The automatic recording, if one runs.
 static AUTO: Mutex<Option<Recording>> = Mutex::new(None);
+/// The process that started [`AUTO`]'s recording: a forked child's exit
+/// handler leaves the parent's recording alone (and its lock, which a
+/// parent thread may have held when the child was copied).
+static AUTO_PID: AtomicU64 = AtomicU64::new(0);
 
 /// Why the `FLIGHTREC` recording did not start.
 #[derive(Debug)]
@@ -102,6 +107,7 @@ pub fn start_from_env() -> Result<bool, AutoStartError> {
 
 fn start(config: RecordingConfig, duration: Option<Duration>) -> Result<(), AutoStartError> {
     let rec = Recording::start(config).map_err(AutoStartError::Start)?;
+    AUTO_PID.store(u64::from(std::process::id()), Ordering::Relaxed);
     *AUTO.lock().unwrap_or_else(|e| e.into_inner()) = Some(rec);
     if let Some(d) = duration.filter(|d| !d.is_zero()) {
         let _ = std::thread::Builder::new()
@@ -116,6 +122,9 @@ fn start(config: RecordingConfig, duration: Option<Duration>) -> Result<(), Auto
 
 /// Stops the automatic recording (writing its file), if one runs.
 pub fn stop_auto() {
+    if AUTO_PID.load(Ordering::Relaxed) != u64::from(std::process::id()) {
+        return; // none, or the parent's (in a forked child)
+    }
     let rec = AUTO.lock().unwrap_or_else(|e| e.into_inner()).take();
     if let Some(rec) = rec
         && let Err(e) = rec.stop()

@@ -23,6 +23,8 @@ pub mod clock;
 pub mod config;
 pub(crate) mod cpool;
 pub mod event;
+#[cfg(not(flightrec_loom))]
+mod fork;
 mod local;
 #[cfg(flightrec_loom)]
 #[doc(hidden)]

@@ -108,6 +108,13 @@ pub(crate) fn current_slot(rt: &'static Runtime) -> Option<NonNull<ThreadSlot>> 
     }
 }
 
+/// The calling thread's slot pointer as it stands (null if it never
+/// attached), without attaching: for the fork handler.
+#[cfg(not(flightrec_loom))]
+pub(crate) fn own_slot_ptr() -> *const ThreadSlot {
+    SLOT.try_with(Cell::get).unwrap_or(std::ptr::null())
+}
+
 /// The calling thread's constant key, attaching it if needed.
 pub(crate) fn current_thread_key(rt: &'static Runtime) -> Option<u64> {
     with_slot(rt, |s| s.thread_key)

@@ -52,6 +52,13 @@ pub(crate) fn register() {
     }
 }
 
+/// In a forked child: registers again at the child's first recording (the
+/// registration belongs to the parent's memory map).
+#[cfg(not(flightrec_loom))]
+pub(crate) fn forget_registration() {
+    REGISTERED.store(false, Ordering::Relaxed);
+}
+
 /// True if writers must issue a full fence after opening a section.
 #[inline]
 #[cfg(not(flightrec_loom))]

@@ -49,6 +49,10 @@ pub enum RecordingError {
     },
     /// The recorder thread is gone (it could not be reached).
     RecorderGone,
+    /// Called in a forked child on a recording of the parent: recording is
+    /// off in a child (see the crate's `fork` notes); the child may start
+    /// a recording of its own.
+    InForkedChild,
 }
 
 impl std::fmt::Display for RecordingError {
@@ -57,6 +61,9 @@ impl std::fmt::Display for RecordingError {
             Self::Failed { context, source } => write!(f, "recording stopped: {context}: {source}"),
             Self::Dump { path, source } => write!(f, "cannot write {}: {source}", path.display()),
             Self::RecorderGone => f.write_str("the recorder thread has stopped"),
+            Self::InForkedChild => {
+                f.write_str("this recording belongs to the parent process (called after fork)")
+            }
         }
     }
 }
@@ -65,7 +72,7 @@ impl std::error::Error for RecordingError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Self::Failed { source, .. } | Self::Dump { source, .. } => Some(source),
-            Self::RecorderGone => None,
+            Self::RecorderGone | Self::InForkedChild => None,
         }
     }
 }
@@ -91,6 +98,9 @@ pub struct Recording {
     thread: Option<JoinHandle<()>>,
     rt: &'static Runtime,
     repository: PathBuf,
+    /// The process that started it: a forked child must not wait for the
+    /// parent's recorder thread.
+    pid: u32,
 }
 
 impl Recording {
@@ -98,6 +108,7 @@ impl Recording {
     pub fn start(config: RecordingConfig) -> Result<Recording, StartError> {
         config.validate()?;
         clock::init();
+        crate::fork::install();
         membarrier::register();
         let reg = registry();
         if !reg.claim_recording() {
@@ -145,6 +156,7 @@ impl Recording {
             thread: Some(thread),
             rt,
             repository,
+            pid: std::process::id(),
         })
     }
 
@@ -157,6 +169,9 @@ impl Recording {
     /// `("com.example.Request", "threshold", "1 ms")`. Emitters see it at
     /// their next event.
     pub fn set(&self, event: &str, setting: &str, value: &str) -> Result<(), SettingError> {
+        if self.pid != std::process::id() {
+            return Err(SettingError::InForkedChild);
+        }
         let reg = registry();
         let mut s = Settings::clone(&reg.settings.load());
         s.set(event, setting, value)?;
@@ -165,8 +180,12 @@ impl Recording {
         Ok(())
     }
 
-    /// Replaces all settings while recording.
+    /// Replaces all settings while recording. Does nothing on a parent's
+    /// recording in a forked child (where recording is off).
     pub fn apply_settings(&self, settings: Settings) {
+        if self.pid != std::process::id() {
+            return;
+        }
         registry().apply(settings, true);
         crate::sampler::reconcile();
     }
@@ -221,6 +240,9 @@ impl Recording {
         &self,
         cmd: impl FnOnce(mpsc::Sender<Result<(), RecordingError>>) -> Command,
     ) -> Result<(), RecordingError> {
+        if self.pid != std::process::id() {
+            return Err(RecordingError::InForkedChild);
+        }
         let (tx, rx) = mpsc::channel();
         self.commands
             .send(cmd(tx))
@@ -239,6 +261,11 @@ impl Recording {
         let Some(thread) = self.thread.take() else {
             return Err(RecordingError::RecorderGone);
         };
+        if self.pid != std::process::id() {
+            // A copy in a forked child: the thread is the parent's.
+            std::mem::forget(thread);
+            return Err(RecordingError::InForkedChild);
+        }
         crate::sampler::shutdown();
         let (tx, rx) = mpsc::channel();
         let sent = self.commands.send(Command::Stop(tx));

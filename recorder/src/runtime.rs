@@ -124,6 +124,41 @@ impl Registry {
         }
     }
 
+    /// Holds the registry's lock across a `fork()`.
+    #[cfg(not(flightrec_loom))]
+    pub(crate) fn fork_lock(&self) {
+        crate::sync::fork_lock(&self.inner);
+    }
+
+    /// Releases what [`fork_lock`](Self::fork_lock) holds.
+    ///
+    /// # Safety
+    ///
+    /// Called once after [`fork_lock`](Self::fork_lock) on the same thread.
+    #[cfg(not(flightrec_loom))]
+    pub(crate) unsafe fn fork_unlock(&self) {
+        // SAFETY: the caller's contract.
+        unsafe { crate::sync::fork_unlock(&self.inner) }
+    }
+
+    /// In a forked child: nothing records (every type disabled), so the
+    /// child can start a recording of its own.
+    ///
+    /// # Safety
+    ///
+    /// Called in the child between [`fork_lock`](Self::fork_lock) and
+    /// [`fork_unlock`](Self::fork_unlock), with no other thread running.
+    #[cfg(not(flightrec_loom))]
+    pub(crate) unsafe fn stop_in_child(&self) {
+        // SAFETY: the caller's contract: the lock is held for us and we are
+        // the only thread.
+        let inner = unsafe { crate::sync::fork_data(&self.inner) };
+        inner.recording = false;
+        for ty in &inner.types {
+            ty.word.store(self.word_for(ty, false), Ordering::Release);
+        }
+    }
+
     /// Number of registered types.
     pub(crate) fn type_count(&self) -> usize {
         self.count.load(Ordering::Acquire)

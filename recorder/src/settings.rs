@@ -154,6 +154,9 @@ pub enum SettingError {
     },
     /// The event-type name is not a valid dotted identifier.
     InvalidEventName(String),
+    /// The recording belongs to the parent process (called in a forked
+    /// child, where recording is off).
+    InForkedChild,
 }
 
 impl fmt::Display for SettingError {
@@ -174,6 +177,9 @@ impl fmt::Display for SettingError {
                 )
             }
             Self::InvalidEventName(n) => write!(f, "invalid event type name `{n}`"),
+            Self::InForkedChild => {
+                f.write_str("this recording belongs to the parent process (called after fork)")
+            }
         }
     }
 }

@@ -175,6 +175,43 @@ pub(crate) use imp::*;
 /// per byte so that a missing happens-before edge is reported.
 pub(crate) type ByteCell = std::cell::UnsafeCell<u8>;
 
+/// Locks `m` for a `fork()` and keeps it locked (the guard is forgotten):
+/// `pthread_atfork`'s prepare handler, so that no other thread is inside
+/// it when the process is copied. Undone by [`fork_unlock`].
+#[cfg(not(flightrec_loom))]
+pub(crate) fn fork_lock<T>(m: &Mutex<T>) {
+    std::mem::forget(m.lock());
+}
+
+/// The value behind a mutex that [`fork_lock`] holds.
+///
+/// # Safety
+///
+/// `m` is held by [`fork_lock`] on the calling thread (between the
+/// prepare handler and [`fork_unlock`]), and no other reference to the
+/// value is live: in the child no other thread exists, and in the parent
+/// every other thread is kept out by the lock.
+#[cfg(not(flightrec_loom))]
+#[allow(clippy::mut_from_ref)]
+pub(crate) unsafe fn fork_data<T>(m: &Mutex<T>) -> &mut T {
+    // SAFETY: the lock is held for us (caller's contract), so this is the
+    // only access to the value.
+    unsafe { &mut *m.data_ptr() }
+}
+
+/// Unlocks a mutex locked by [`fork_lock`].
+///
+/// # Safety
+///
+/// `m` is held by [`fork_lock`] and no reference from [`fork_data`]
+/// outlives this call.
+#[cfg(not(flightrec_loom))]
+pub(crate) unsafe fn fork_unlock<T>(m: &Mutex<T>) {
+    // SAFETY: the caller's contract: `fork_lock` locked it and forgot the
+    // guard, so unlocking it once is the guard's drop, delayed.
+    unsafe { m.force_unlock() }
+}
+
 /// The calling thread's kernel thread id (`gettid`).
 #[inline]
 pub(crate) fn os_thread_id() -> i64 {

@@ -151,6 +151,54 @@ impl BufferPool {
     }
 }
 
+/// Fork handling (see `crate::fork`).
+#[cfg(not(flightrec_loom))]
+impl BufferPool {
+    /// Holds every lock of the pool across a `fork()`.
+    pub(crate) fn fork_lock(&self) {
+        crate::sync::fork_lock(&self.full);
+        crate::sync::fork_lock(&self.free);
+        crate::sync::fork_lock(&self.all);
+    }
+
+    /// Releases what [`fork_lock`](Self::fork_lock) holds.
+    ///
+    /// # Safety
+    ///
+    /// Called once after [`fork_lock`](Self::fork_lock) on the same thread.
+    pub(crate) unsafe fn fork_unlock(&self) {
+        // SAFETY: the caller's contract; reverse order of `fork_lock`.
+        unsafe {
+            crate::sync::fork_unlock(&self.all);
+            crate::sync::fork_unlock(&self.free);
+            crate::sync::fork_unlock(&self.full);
+        }
+    }
+
+    /// In a forked child: every sealed block, and `owned` (the blocks the
+    /// parent's threads held), emptied and put on the free list. The
+    /// parent's events are the parent's to write; the child starts empty.
+    ///
+    /// # Safety
+    ///
+    /// Called in the child between [`fork_lock`](Self::fork_lock) and
+    /// [`fork_unlock`](Self::fork_unlock), with no other thread running.
+    pub(crate) unsafe fn reset_in_child(&self, owned: impl IntoIterator<Item = BlockPtr>) {
+        // SAFETY: the caller's contract: the locks are held for us and we
+        // are the only thread.
+        let (full, free) = unsafe {
+            (
+                crate::sync::fork_data(&self.full),
+                crate::sync::fork_data(&self.free),
+            )
+        };
+        for b in full.drain(..).chain(owned) {
+            b.get().reset();
+            free.push(b);
+        }
+    }
+}
+
 impl Drop for BufferPool {
     fn drop(&mut self) {
         for b in self.all.get_mut().drain(..) {

@@ -255,6 +255,21 @@ impl ThreadSlot {
         self.exited.store(1, Ordering::Release);
     }
 
+    /// In a forked child (from the fork handler, the only thread): closes the
+    /// section (its owner may have been inside one when the parent forked),
+    /// unpublishes the current block and returns it for reuse, and marks
+    /// the slot exited unless it is the forking thread's own.
+    #[cfg(not(flightrec_loom))]
+    pub(crate) fn reset_in_child(&self, own: bool) -> Option<BlockPtr> {
+        self.section.store(0, Ordering::Relaxed);
+        let block = self.current_block();
+        self.current.store(std::ptr::null_mut(), Ordering::Relaxed);
+        if !own {
+            self.exited.store(1, Ordering::Relaxed);
+        }
+        block
+    }
+
     /// True once the owner exited.
     pub(crate) fn has_exited(&self) -> bool {
         self.exited.load(Ordering::Acquire) != 0

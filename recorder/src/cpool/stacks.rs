@@ -75,6 +75,27 @@ impl StackRepository {
         key
     }
 
+    /// Holds every shard's lock across a `fork()`.
+    #[cfg(not(flightrec_loom))]
+    pub(crate) fn fork_lock(&self) {
+        for s in &self.shards {
+            crate::sync::fork_lock(s);
+        }
+    }
+
+    /// Releases what [`fork_lock`](Self::fork_lock) holds.
+    ///
+    /// # Safety
+    ///
+    /// Called once after [`fork_lock`](Self::fork_lock) on the same thread.
+    #[cfg(not(flightrec_loom))]
+    pub(crate) unsafe fn fork_unlock(&self) {
+        for s in self.shards.iter().rev() {
+            // SAFETY: the caller's contract.
+            unsafe { crate::sync::fork_unlock(s) }
+        }
+    }
+
     /// The stack under `key`.
     pub(crate) fn get(&self, key: u64) -> Option<std::sync::Arc<StackEntry>> {
         let shard = (key % SHARDS as u64) as usize;

@@ -92,6 +92,47 @@ impl ThreadRegistry {
             .retain(|_, t| t.exited_in.is_none_or(|e| e >= epoch));
     }
 
+    /// Holds the registry's lock across a `fork()`.
+    #[cfg(not(flightrec_loom))]
+    pub(crate) fn fork_lock(&self) {
+        crate::sync::fork_lock(&self.threads);
+    }
+
+    /// Releases what [`fork_lock`](Self::fork_lock) holds.
+    ///
+    /// # Safety
+    ///
+    /// Called once after [`fork_lock`](Self::fork_lock) on the same thread.
+    #[cfg(not(flightrec_loom))]
+    pub(crate) unsafe fn fork_unlock(&self) {
+        // SAFETY: the caller's contract.
+        unsafe { crate::sync::fork_unlock(&self.threads) }
+    }
+
+    /// In a forked child: every thread but `own` (the forking thread's key,
+    /// if it ever emitted) exited in `epoch`; `own` lives on as `own_tid`,
+    /// the child's id for it.
+    ///
+    /// # Safety
+    ///
+    /// Called in the child between [`fork_lock`](Self::fork_lock) and
+    /// [`fork_unlock`](Self::fork_unlock), with no other thread running.
+    #[cfg(not(flightrec_loom))]
+    pub(crate) unsafe fn keep_only_in_child(&self, own: Option<u64>, own_tid: i64, epoch: u64) {
+        // SAFETY: the caller's contract: the lock is held for us and we are
+        // the only thread.
+        let t = unsafe { crate::sync::fork_data(&self.threads) };
+        t.live_by_tid.clear();
+        for (&key, info) in t.by_key.iter_mut() {
+            if Some(key) == own {
+                info.os_tid = own_tid;
+                t.live_by_tid.insert(own_tid, key);
+            } else if info.exited_in.is_none() {
+                info.exited_in = Some(epoch);
+            }
+        }
+    }
+
     /// True if `key` is still known (its pool entry can be written). For the
     /// loom models.
     #[cfg(flightrec_loom)]

@@ -114,7 +114,8 @@ pub(super) fn event_setting(
     };
     match settings.set(event, setting, value) {
         Ok(_) => Ok(()),
-        Err(SettingError::InvalidValue { .. }) => Err(bad_value()),
+        // `Settings::set` on a value never reports a fork.
+        Err(SettingError::InvalidValue { .. } | SettingError::InForkedChild) => Err(bad_value()),
         Err(SettingError::InvalidEventName(event)) => Err(OptionError::InvalidEventName {
             key: key.to_owned(),
             event,

@@ -79,6 +79,33 @@ pub(crate) fn reconcile() {
     }
 }
 
+/// Holds the control lock across a `fork()`.
+#[cfg(not(flightrec_loom))]
+pub(crate) fn fork_lock() {
+    crate::sync::fork_lock(control());
+}
+
+/// Releases what [`fork_lock`] holds; in the child, first forgets the
+/// parent's sampler thread (it does not exist here, and its timers were
+/// not inherited), so a recording of the child's own can start one.
+///
+/// # Safety
+///
+/// Called once after [`fork_lock`] on the same thread; with `in_child`,
+/// in the child with no other thread running.
+#[cfg(not(flightrec_loom))]
+pub(crate) unsafe fn fork_unlock(in_child: bool) {
+    if in_child {
+        // SAFETY: the caller's contract: the lock is held for us and we
+        // are the only thread.
+        let running = unsafe { crate::sync::fork_data(control()) }.take();
+        // Joining or detaching a thread of the parent is undefined here.
+        std::mem::forget(running);
+    }
+    // SAFETY: the caller's contract.
+    unsafe { crate::sync::fork_unlock(control()) }
+}
+
 /// Stops the sampler thread: deletes every timer, writes the remaining
 /// samples, and waits for the thread. Called before the recording's last
 /// chunk is finished.

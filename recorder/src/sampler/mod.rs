@@ -37,6 +37,8 @@ pub use config::{CPU_EVENT, DEFAULT_THROTTLE, DEFAULT_WALL_PERIOD, MIN_PERIOD, W
 #[cfg(not(flightrec_loom))]
 pub use control::set_signal;
 #[cfg(not(flightrec_loom))]
+pub(crate) use control::{fork_lock, fork_unlock};
+#[cfg(not(flightrec_loom))]
 pub(crate) use control::{reconcile, shutdown};
 
 /// A sampling mechanism: makes samples of one thread arrive (as the
