@@ -43,6 +43,7 @@ mod scan;
 pub mod settings;
 #[doc(hidden)]
 pub mod stack;
+mod stale;
 pub(crate) mod sync;
 
 #[cfg(not(flightrec_loom))]
