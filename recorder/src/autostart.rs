@@ -67,7 +67,8 @@ pub fn config_from_options(o: &StartOptions) -> RecordingConfig {
     if let Some(s) = o.max_chunk_size {
         c = c.max_chunk_size(s);
     }
-    c.max_chunk_age(o.max_chunk_age)
+    c.keep_repository(o.preserve_repository == Some(true))
+        .max_chunk_age(o.max_chunk_age)
         .max_age(o.max_age)
         .max_size(o.max_size)
         .settings(o.settings.clone())
@@ -171,4 +172,17 @@ static AUTOSTART: extern "C" fn() = autostart;
 pub(crate) fn keep_linked() {
     #[cfg(all(target_os = "linux", not(flightrec_loom)))]
     std::hint::black_box(&AUTOSTART);
+}
+
+#[cfg(all(test, not(flightrec_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preserve_repository_keeps_the_repository() {
+        let config = |text: &str| config_from_options(&options::parse(text).unwrap());
+        assert!(config("preserve-repository=true").keep_repository);
+        assert!(!config("preserve-repository=false").keep_repository);
+        assert!(!config("filename=a.jfr").keep_repository);
+    }
 }

@@ -30,6 +30,7 @@ pub const MIN_CHUNK_SIZE: u64 = 64 << 10;
 pub struct RecordingConfig {
     pub(crate) destination: Option<PathBuf>,
     pub(crate) repository: Option<PathBuf>,
+    pub(crate) keep_repository: bool,
     pub(crate) thread_buffer_size: usize,
     pub(crate) max_memory: usize,
     pub(crate) flush_interval: Duration,
@@ -60,6 +61,7 @@ impl RecordingConfig {
         Self {
             destination: None,
             repository: None,
+            keep_repository: false,
             thread_buffer_size: DEFAULT_THREAD_BUFFER,
             max_memory: DEFAULT_MAX_MEMORY,
             flush_interval: Duration::from_secs(1),
@@ -78,11 +80,23 @@ impl RecordingConfig {
         self
     }
 
-    /// The repository directory (created `0700` if missing; must not be a
-    /// symbolic link). Default: per process under the system temp directory,
-    /// removed at stop.
+    /// The repository directory: created `0700` if missing; if it exists it
+    /// must be a directory (not a symbolic link) owned by the effective uid
+    /// and not writable by group or others, or the start fails with
+    /// [`StartError::UnsafeRepository`]. Default: a new directory with an
+    /// unpredictable name under the system temp directory
+    /// (`flightrec-<pid>-XXXXXX`, `0700`).
     pub fn repository(mut self, dir: impl Into<PathBuf>) -> Self {
         self.repository = Some(dir.into());
+        self
+    }
+
+    /// Keep the repository's chunk files (and the directory) after a clean
+    /// stop. By default, once the destination file is written, the chunks
+    /// are removed, and the directory too if the recording created it. A
+    /// recording without a destination always keeps them.
+    pub fn keep_repository(mut self, keep: bool) -> Self {
+        self.keep_repository = keep;
         self
     }
 
@@ -214,6 +228,13 @@ pub enum StartError {
         /// The accepted range.
         reason: &'static str,
     },
+    /// An existing repository directory is not private to this user.
+    UnsafeRepository {
+        /// The directory.
+        path: PathBuf,
+        /// What is wrong with it.
+        problem: crate::repository::RepositoryProblem,
+    },
     /// The repository or the first chunk could not be created.
     Io {
         /// The file or directory.
@@ -232,6 +253,9 @@ impl std::fmt::Display for StartError {
                 value,
                 reason,
             } => write!(f, "invalid {what} `{value}`: {reason}"),
+            Self::UnsafeRepository { path, problem } => {
+                write!(f, "refusing repository {}: {problem}", path.display())
+            }
             Self::Io { path, source } => write!(f, "cannot create {}: {source}", path.display()),
         }
     }

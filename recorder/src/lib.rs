@@ -15,6 +15,7 @@
 // is built but idle.
 #![cfg_attr(flightrec_loom, allow(dead_code, unused_imports))]
 
+mod assemble;
 #[cfg(not(flightrec_loom))]
 pub mod autostart;
 pub(crate) mod buffer;
@@ -46,6 +47,7 @@ mod scan;
 pub mod settings;
 #[doc(hidden)]
 pub mod stack;
+mod stale;
 pub(crate) mod sync;
 
 #[cfg(not(flightrec_loom))]
@@ -58,7 +60,9 @@ pub use event::field::{ContentType, FieldKind, FieldValue, FieldWriter};
 pub use loss::{LossCause, LossCounts};
 #[cfg(not(flightrec_loom))]
 pub use recording::{Recording, RecordingError, RecordingSummary};
-pub use repository::{assemble, recover_chunk};
+pub use repository::{
+    AssembleError, Assembled, RepositoryProblem, SkipReason, SkippedChunk, assemble, recover_chunk,
+};
 pub use settings::{SettingError, Settings, TypeSettings};
 
 /// Paths used by `#[derive(Event)]`'s generated code.

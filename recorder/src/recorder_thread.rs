@@ -32,7 +32,6 @@
 //! make every drain resume where the last stopped, and after step 3 no block
 //! of epoch *e* can grow.
 
-use std::fs::OpenOptions;
 use std::io::{self, BufWriter, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -46,7 +45,7 @@ use crate::cpool::methods::FrameTables;
 use crate::loss::{LossCause, LossCounts};
 use crate::panic_guard::{self, Place};
 use crate::recording::{RecordingError, RecordingSummary};
-use crate::repository::{ChunkFile, Repository};
+use crate::repository::{ChunkFile, Repository, write_private_file};
 use crate::rotation;
 use crate::runtime::{Runtime, registry};
 use crate::scan::{Referenced, Scanner};
@@ -285,7 +284,7 @@ impl Recorder {
                     .checked(|me| me.rotate(true, frames), "finishing the last chunk")
                     .and_then(|()| self.summary());
                 self.repo
-                    .clean_up_if_default(self.config.destination.is_some() && r.is_ok());
+                    .clean_up_at_stop(self.config.destination.is_some() && r.is_ok());
                 let _ = reply.send(r);
                 true
             }
@@ -329,25 +328,18 @@ impl Recorder {
         }
     }
 
-    /// Concatenates the finished chunks into `path`.
+    /// Concatenates the finished chunks into `path` (a new `0600` file
+    /// renamed into place: a link planted at `path` is not followed).
     fn write_file(
         &self,
         path: &Path,
         from: Option<i64>,
         to: Option<i64>,
     ) -> io::Result<(u64, u64)> {
-        let mut out = BufWriter::new(
-            OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .open(path)?,
-        );
-        let chunks = self.repo.concat_into(&mut out, from, to)?;
-        let mut file = out.into_inner().map_err(|e| e.into_error())?;
-        let bytes = file.stream_position()?;
-        file.sync_all()?;
-        Ok((chunks as u64, bytes))
+        write_private_file(path, |out| {
+            let chunks = self.repo.concat_into(out, from, to)?;
+            Ok((chunks as u64, out.stream_position()?))
+        })
     }
 
     /// Stops the recording after an I/O error: no type stays enabled, the

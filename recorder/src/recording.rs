@@ -123,15 +123,8 @@ impl Recording {
             config.max_memory / config.thread_buffer_size,
             config.max_stack_depth,
         );
-        let repo = Repository::create(config.repository.as_deref()).map_err(|source| {
-            release(StartError::Io {
-                path: config
-                    .repository
-                    .clone()
-                    .unwrap_or_else(crate::repository::default_dir),
-                source,
-            })
-        })?;
+        let repo = Repository::create(config.repository.as_deref(), config.keep_repository)
+            .map_err(release)?;
         let repository = repo.dir().to_path_buf();
         let recorder = Recorder::new(rt, config.clone(), repo).map_err(|source| {
             release(StartError::Io {

@@ -1,34 +1,70 @@
-//! The disk repository: one directory of chunk files, one file per chunk.
+//! The disk repository: one private directory of chunk files, one file per
+//! chunk.
 //!
 //! ```text
-//! <dir>/2026_11_30_06_48_08_123456789_<pid>.jfr   finished chunk
-//! <dir>/2026_11_30_06_48_13_000004211_<pid>.jfr   finished chunk
-//! <dir>/2026_11_30_06_48_18_500000000_<pid>.jfr   the chunk being written
+//! $TMPDIR/flightrec-4211-Xq3vZa/                      default: mkdtemp, 0700
+//! <dir>/2026_11_30_06_48_08_123456789_4211.jfr         finished chunk, 0600
+//! <dir>/2026_11_30_06_48_13_000004211_4211.jfr         finished chunk
+//! <dir>/2026_11_30_06_48_18_500000000_4211.jfr         the chunk being written
 //! ```
 //!
 //! Files are named by their chunk's start time (nanosecond resolution, so
-//! names sort by time and never collide within a process). The directory is
-//! created `0700` and files `0600`, both without following symbolic links
-//! (`O_NOFOLLOW` on every open, `O_EXCL` on create), so another user cannot
-//! redirect the recording. The default directory is per process under the
-//! system temp directory.
+//! names sort by time and never collide within a process) and the writing
+//! process's id.
+//!
+//! # A directory another user cannot redirect
+//!
+//! * The default directory is made by `mkdtemp(3)` from the template
+//!   `$TMPDIR/flightrec-<pid>-XXXXXX`: an unpredictable name, created `0700`
+//!   by this process, so nobody can plant it (or a symbolic link in its
+//!   place) beforehand.
+//! * A directory the user names is created `0700` when missing. Whether
+//!   created or found, it is used only if it is a real directory (not a
+//!   symbolic link), owned by the effective uid, with no group or other
+//!   write bit; otherwise [`Repository::create`] fails with
+//!   [`StartError::UnsafeRepository`] naming the path and the
+//!   [`RepositoryProblem`].
+//! * Chunk files are opened `O_CREAT | O_EXCL | O_NOFOLLOW`, mode `0600`.
+//! * Files written outside the repository (the destination at stop, dumps,
+//!   [`assemble`]'s output) are written by [`write_private_file`]: into a
+//!   new `0600` file beside the destination (`O_EXCL | O_NOFOLLOW`), synced,
+//!   then renamed over the destination. A symbolic link planted at the
+//!   destination is replaced, never followed.
+//!
+//! # Retention and clean-up
 //!
 //! Retention drops the oldest finished chunks while the repository is older
 //! than `max_age` or larger than `max_size`; the chunk being written is never
 //! dropped. A dump concatenates finished chunks (optionally only those that
-//! overlap a time window) into one `.jfr` file.
+//! overlap a time window) into one `.jfr` file. At a clean stop, once the
+//! destination is written, the chunk files are removed, and the directory
+//! too if this recording created it, unless the user asked to keep the
+//! repository (`keep_repository`, `preserve-repository=true`). A recording
+//! without a destination keeps its repository: it is the only copy.
+//!
+//! A repository left by a process that has exited (killed, or crashed
+//! before its stop) is named on stderr when the next recording starts, with
+//! the call that turns it into a file ([`assemble`]); `stale.rs` finds them.
 //!
 //! Invariant: every file in `finished` holds one complete chunk (state 0) and
-//! they are listed in start-time order.
+//! they are listed in start-time order; every file this module creates is
+//! new (`O_EXCL`), so no path an attacker prepared is ever opened for writing.
 
 use std::collections::VecDeque;
+use std::ffi::{CString, OsStr};
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::io::{self, BufWriter, Read, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use chunk_writer::header::{ChunkHeader, HEADER_LEN, STATE_FINISHED};
+use crate::config::StartError;
+use crate::stale;
+
+pub use crate::assemble::{
+    AssembleError, Assembled, SkipReason, SkippedChunk, assemble, recover_chunk,
+};
 
 /// One finished chunk file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,18 +79,60 @@ pub struct ChunkFile {
     pub size: u64,
 }
 
+/// Why an existing directory is not used as a repository.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RepositoryProblem {
+    /// The path is a symbolic link (it is not followed).
+    SymbolicLink,
+    /// The path exists and is not a directory.
+    NotADirectory,
+    /// The directory belongs to another user.
+    ForeignOwner {
+        /// The directory's owner.
+        owner: u32,
+        /// This process's effective uid.
+        euid: u32,
+    },
+    /// Group or others may write into the directory (and so replace chunks).
+    Writable {
+        /// The directory's permission bits.
+        mode: u32,
+    },
+}
+
+impl std::fmt::Display for RepositoryProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::SymbolicLink => f.write_str("it is a symbolic link (not followed)"),
+            Self::NotADirectory => f.write_str("it is not a directory"),
+            Self::ForeignOwner { owner, euid } => write!(
+                f,
+                "it is owned by uid {owner}, not by this process's effective uid {euid}"
+            ),
+            Self::Writable { mode } => write!(
+                f,
+                "group or others may write into it (mode {mode:04o}; expected no group/other write bit, e.g. 0700)"
+            ),
+        }
+    }
+}
+
 /// A repository directory and the chunks in it.
 #[derive(Debug)]
 pub(crate) struct Repository {
     dir: PathBuf,
     finished: VecDeque<ChunkFile>,
-    /// Remove the directory when the recording ends (it was our default).
-    owned: bool,
+    /// This recording created the directory (the default one, or a named
+    /// one that did not exist), so it removes it at a clean stop.
+    created: bool,
+    /// The user asked to keep chunks and directory after the stop.
+    keep: bool,
 }
 
-/// The per-process default repository directory.
-pub fn default_dir() -> PathBuf {
-    std::env::temp_dir().join(format!("flightrec-{}", std::process::id()))
+/// The template `mkdtemp(3)` completes for the default repository.
+fn default_template(temp: &Path) -> PathBuf {
+    temp.join(format!("flightrec-{}-XXXXXX", std::process::id()))
 }
 
 fn open_options() -> OpenOptions {
@@ -63,31 +141,52 @@ fn open_options() -> OpenOptions {
     o
 }
 
+/// This process's effective uid.
+pub(crate) fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
 impl Repository {
-    /// Creates (or reuses, if it is a real directory we may write) `dir`.
-    pub(crate) fn create(dir: Option<&Path>) -> io::Result<Self> {
-        let owned = dir.is_none();
-        let dir = dir.map_or_else(default_dir, Path::to_path_buf);
-        match fs::DirBuilder::new().mode(0o700).create(&dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                let meta = fs::symlink_metadata(&dir)?;
-                if !meta.is_dir() {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidInput,
-                        format!(
-                            "{} exists and is not a directory (symbolic links are not followed)",
-                            dir.display()
-                        ),
-                    ));
-                }
+    /// Creates the default repository (`dir == None`) or creates or checks
+    /// the directory the user named; see the module docs for what is
+    /// refused. `keep` leaves it in place at stop.
+    pub(crate) fn create(dir: Option<&Path>, keep: bool) -> Result<Self, StartError> {
+        let (dir, created) = match dir {
+            None => {
+                let temp = std::env::temp_dir();
+                stale::print_hint(&stale::default_repositories(&temp), &temp);
+                let dir =
+                    make_temp_dir(&default_template(&temp)).map_err(|source| StartError::Io {
+                        path: default_template(&temp),
+                        source,
+                    })?;
+                (dir, true)
             }
-            Err(e) => return Err(e),
+            Some(dir) => match fs::DirBuilder::new().mode(0o700).create(dir) {
+                Ok(()) => (dir.to_path_buf(), true),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => (dir.to_path_buf(), false),
+                Err(source) => {
+                    return Err(StartError::Io {
+                        path: dir.to_path_buf(),
+                        source,
+                    });
+                }
+            },
+        };
+        // Checked also when just created: another user may have raced us.
+        check_private_dir(&dir)?;
+        if !created {
+            stale::print_hint(
+                &stale::chunks_in(&dir).into_iter().collect::<Vec<_>>(),
+                &dir,
+            );
         }
         Ok(Self {
             dir,
             finished: VecDeque::new(),
-            owned,
+            created,
+            keep,
         })
     }
 
@@ -160,19 +259,140 @@ impl Repository {
         Ok(n)
     }
 
-    /// Removes the default (per-process) repository once the recording has
-    /// been written to its destination; a repository the user named, or one
-    /// whose recording was not written elsewhere, is kept.
-    pub(crate) fn clean_up_if_default(&mut self, written_elsewhere: bool) {
-        if !self.owned || !written_elsewhere {
+    /// At the stop: once the recording has been written to its destination
+    /// (`written_elsewhere`), removes the chunk files, and the directory if
+    /// this recording created it, unless the user asked to keep them. A
+    /// recording not written elsewhere keeps its repository (the only copy).
+    pub(crate) fn clean_up_at_stop(&mut self, written_elsewhere: bool) {
+        if self.keep || !written_elsewhere {
             return;
         }
         for c in self.finished.drain(..) {
             let _ = fs::remove_file(&c.path);
         }
-        let _ = fs::remove_dir(&self.dir);
+        if self.created {
+            // Fails, harmlessly, if someone else put files there.
+            let _ = fs::remove_dir(&self.dir);
+        }
     }
 }
+
+/// Makes a new `0700` directory from `template` (ending in `XXXXXX`) with
+/// `mkdtemp(3)`.
+fn make_temp_dir(template: &Path) -> io::Result<PathBuf> {
+    let c = CString::new(template.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
+    let mut bytes = c.into_bytes_with_nul();
+    // SAFETY: `bytes` is a NUL-terminated, writable buffer that outlives the
+    // call; mkdtemp only overwrites the trailing `XXXXXX` in place.
+    let made = unsafe { libc::mkdtemp(bytes.as_mut_ptr().cast::<libc::c_char>()) };
+    if made.is_null() {
+        return Err(io::Error::last_os_error());
+    }
+    bytes.pop(); // the NUL
+    Ok(PathBuf::from(OsStr::from_bytes(&bytes)))
+}
+
+/// Whether `dir` may be used as a repository: a real directory (not a
+/// symbolic link), owned by the effective uid, not writable by group or
+/// others.
+pub(crate) fn check_private_dir(dir: &Path) -> Result<(), StartError> {
+    let meta = fs::symlink_metadata(dir).map_err(|source| StartError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let problem = if meta.file_type().is_symlink() {
+        Some(RepositoryProblem::SymbolicLink)
+    } else if !meta.is_dir() {
+        Some(RepositoryProblem::NotADirectory)
+    } else if meta.uid() != euid() {
+        Some(RepositoryProblem::ForeignOwner {
+            owner: meta.uid(),
+            euid: euid(),
+        })
+    } else if meta.mode() & 0o022 != 0 {
+        Some(RepositoryProblem::Writable {
+            mode: meta.mode() & 0o7777,
+        })
+    } else {
+        None
+    };
+    match problem {
+        Some(problem) => Err(StartError::UnsafeRepository {
+            path: dir.to_path_buf(),
+            problem,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Writes a file outside the repository (a destination, a dump, an
+/// assembled recording) so that nothing planted at `path` is followed: `write`
+/// fills a new `0600` file beside it (`O_EXCL | O_NOFOLLOW`), which is
+/// synced and renamed over `path`. On error the temporary file is removed
+/// and `path` is untouched.
+pub(crate) fn write_private_file<T>(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<File>) -> io::Result<T>,
+) -> io::Result<T> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the path names no file"))?;
+    let (tmp, file) = create_beside(dir, name)?;
+    let written = (|| {
+        let mut out = BufWriter::new(file);
+        let value = write(&mut out)?;
+        out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        // rename(2) replaces whatever `path` is (a symbolic link included)
+        // without following it.
+        fs::rename(&tmp, path)?;
+        Ok(value)
+    })();
+    match written {
+        Ok(value) => {
+            // The rename itself reaches the disk with the directory.
+            if let Ok(d) = File::open(dir) {
+                let _ = d.sync_all();
+            }
+            Ok(value)
+        }
+        Err(e) => {
+            let _ = fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}
+
+/// A new `0600` file `.<name>.<pid>-<n>.tmp` in `dir`.
+fn create_beside(dir: &Path, name: &OsStr) -> io::Result<(PathBuf, File)> {
+    let salt = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let mut last = None;
+    for attempt in 0..16u32 {
+        let mut tmp_name = std::ffi::OsString::from(".");
+        tmp_name.push(name);
+        tmp_name.push(format!(".{}-{}.tmp", std::process::id(), salt ^ attempt));
+        let tmp = dir.join(tmp_name);
+        match open_options()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+        {
+            Ok(f) => return Ok((tmp, f)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| io::Error::other("no temporary file name was free")))
+}
+
+// === chunk names ===
 
 /// `YYYY_MM_DD_HH_MM_SS_NNNNNNNNN_<pid>.jfr` for a UTC start time.
 pub(crate) fn chunk_file_name(start_nanos: i64) -> String {
@@ -202,66 +422,41 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
     (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
-/// Makes a readable copy of a chunk file that may have been left in progress
-/// (for example by a process killed mid-recording): the bytes up to the last
-/// flush the header records, with the state byte set to finished. Returns
-/// `None` if the file holds no flushed metadata (nothing is recoverable).
-pub fn recover_chunk(path: &Path) -> io::Result<Option<Vec<u8>>> {
-    let mut f = open_options().read(true).open(path)?;
-    let mut head = [0u8; HEADER_LEN];
-    if f.read_exact(&mut head).is_err() {
-        return Ok(None);
-    }
-    let Some(mut h) = ChunkHeader::parse(&head) else {
-        return Ok(None);
-    };
-    let len = f.seek(SeekFrom::End(0))?;
-    if h.metadata_offset == 0
-        || h.constant_pool_offset == 0
-        || h.chunk_size as u64 > len
-        || h.chunk_size < HEADER_LEN as i64
-    {
-        return Ok(None);
-    }
-    let mut bytes = vec![0u8; h.chunk_size as usize];
-    f.seek(SeekFrom::Start(0))?;
-    f.read_exact(&mut bytes)?;
-    if h.state != STATE_FINISHED {
-        h.state = STATE_FINISHED;
-        bytes[..HEADER_LEN].copy_from_slice(&h.to_bytes());
-    }
-    Ok(Some(bytes))
-}
-
-/// Assembles every chunk file of a repository directory, in name (start
-/// time) order, into one `.jfr` file, recovering chunks left in progress.
-/// Returns the number of chunks written.
-pub fn assemble(dir: &Path, out: &Path) -> io::Result<usize> {
-    let mut names: Vec<PathBuf> = fs::read_dir(dir)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "jfr"))
-        .collect();
-    names.sort();
-    let mut file = open_options()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(out)?;
-    let mut n = 0;
-    for p in names {
-        if let Some(bytes) = recover_chunk(&p)? {
-            file.write_all(&bytes)?;
-            n += 1;
+/// The pid in a chunk file name `YYYY_MM_DD_HH_MM_SS_NNNNNNNNN_<pid>.jfr`;
+/// `None` if `name` is not a chunk file name.
+pub(crate) fn chunk_name_pid(name: &str) -> Option<u32> {
+    let mut parts = name.strip_suffix(".jfr")?.split('_');
+    let digits = |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+    for width in [4, 2, 2, 2, 2, 2, 9] {
+        let p = parts.next()?;
+        if p.len() != width || !digits(p) {
+            return None;
         }
     }
-    file.sync_all()?;
-    Ok(n)
+    let pid = parts.next().filter(|p| digits(p))?;
+    if parts.next().is_some() {
+        return None;
+    }
+    pid.parse().ok()
 }
 
 #[cfg(all(test, not(flightrec_loom)))]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn mode(p: &Path) -> u32 {
+        fs::symlink_metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    /// A fresh directory for one test.
+    fn scratch(test: &str) -> PathBuf {
+        let base =
+            std::env::temp_dir().join(format!("flightrec-repo-test-{}-{test}", std::process::id()));
+        let _ = fs::remove_dir_all(&base);
+        fs::create_dir_all(&base).unwrap();
+        base
+    }
 
     #[test]
     fn names_sort_by_time() {
@@ -276,28 +471,113 @@ mod tests {
     }
 
     #[test]
-    fn directory_is_private_and_symlinks_are_refused() {
-        use std::os::unix::fs::PermissionsExt;
-        let base = std::env::temp_dir().join(format!("flightrec-repo-test-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&base);
-        fs::create_dir_all(&base).unwrap();
+    fn chunk_names_are_recognised_and_others_are_not() {
+        let own = chunk_file_name(1_764_484_088_123_456_789);
+        assert_eq!(chunk_name_pid(&own), Some(std::process::id()));
+        assert_eq!(
+            chunk_name_pid("2025_11_30_06_28_08_123456789_77.jfr"),
+            Some(77)
+        );
+        for bad in [
+            "recording.jfr",
+            "2025_11_30_06_28_08_123456789_77.jfr.tmp",
+            "2025_11_30_06_28_08_12345678_77.jfr",
+            "2025_11_30_06_28_08_123456789_.jfr",
+            "2025_11_30_06_28_08_123456789_77_1.jfr",
+            "2025_11_30_06_28_08_123456789_x7.jfr",
+            ".2025_11_30_06_28_08_123456789_77.jfr.1-2.tmp",
+        ] {
+            assert_eq!(chunk_name_pid(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn default_directory_is_made_by_mkdtemp_private_and_removed_at_a_clean_stop() {
+        let a = Repository::create(None, false).unwrap();
+        let b = Repository::create(None, false).unwrap();
+        assert_ne!(a.dir(), b.dir(), "two default repositories got one name");
+        let name = a.dir().file_name().unwrap().to_str().unwrap().to_owned();
+        let prefix = format!("flightrec-{}-", std::process::id());
+        assert!(
+            name.starts_with(&prefix) && name.len() == prefix.len() + 6,
+            "{name}"
+        );
+        assert_eq!(mode(a.dir()), 0o700);
+        for mut repo in [a, b] {
+            let (path, _f) = repo.create_chunk(42).unwrap();
+            assert_eq!(mode(&path), 0o600);
+            repo.add_finished(ChunkFile {
+                path,
+                start_nanos: 42,
+                end_nanos: 43,
+                size: 0,
+            });
+            repo.clean_up_at_stop(true);
+            assert!(!repo.dir().exists(), "{}", repo.dir().display());
+        }
+        // Kept when asked, or when nothing was written elsewhere.
+        for (keep, written) in [(true, true), (false, false)] {
+            let mut repo = Repository::create(None, keep).unwrap();
+            repo.clean_up_at_stop(written);
+            assert!(repo.dir().is_dir());
+            fs::remove_dir(repo.dir()).unwrap();
+        }
+    }
+
+    #[test]
+    fn named_directory_is_private_and_unsafe_ones_are_refused() {
+        let base = scratch("named");
         let dir = base.join("repo");
-        let repo = Repository::create(Some(&dir)).unwrap();
-        assert_eq!(
-            fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
-            0o700
-        );
+        let repo = Repository::create(Some(&dir), false).unwrap();
+        assert_eq!(mode(&dir), 0o700);
         let (path, _f) = repo.create_chunk(42).unwrap();
-        assert_eq!(
-            fs::metadata(&path).unwrap().permissions().mode() & 0o777,
-            0o600
-        );
+        assert_eq!(mode(&path), 0o600);
         // A second chunk with the same name is refused, not overwritten.
         assert!(repo.create_chunk(42).is_err());
-        // A symlink where the repository should be is refused.
+        let refused = |p: &Path| match Repository::create(Some(p), false) {
+            Err(StartError::UnsafeRepository { path, problem }) => {
+                assert_eq!(path, p);
+                problem
+            }
+            other => panic!("{}: {other:?}", p.display()),
+        };
         let link = base.join("link");
         std::os::unix::fs::symlink(&dir, &link).unwrap();
-        assert!(Repository::create(Some(&link)).is_err());
+        assert_eq!(refused(&link), RepositoryProblem::SymbolicLink);
+        let file = base.join("file");
+        fs::write(&file, b"x").unwrap();
+        assert_eq!(refused(&file), RepositoryProblem::NotADirectory);
+        let open = base.join("open");
+        fs::create_dir(&open).unwrap();
+        fs::set_permissions(&open, fs::Permissions::from_mode(0o777)).unwrap();
+        assert_eq!(refused(&open), RepositoryProblem::Writable { mode: 0o777 });
+        fs::set_permissions(&open, fs::Permissions::from_mode(0o750)).unwrap();
+        Repository::create(Some(&open), false).unwrap();
+        fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn a_private_file_replaces_a_planted_symlink_without_following_it() {
+        let base = scratch("private_file");
+        let target = base.join("precious");
+        fs::write(&target, b"keep me").unwrap();
+        let dest = base.join("out.jfr");
+        std::os::unix::fs::symlink(&target, &dest).unwrap();
+        let n = write_private_file(&dest, |w| w.write_all(b"new").map(|()| 3)).unwrap();
+        assert_eq!(n, 3);
+        assert_eq!(fs::read(&target).unwrap(), b"keep me");
+        assert!(fs::symlink_metadata(&dest).unwrap().file_type().is_file());
+        assert_eq!(mode(&dest), 0o600);
+        assert_eq!(fs::read(&dest).unwrap(), b"new");
+        // A failed write leaves the destination and no temporary file.
+        let err = write_private_file(&dest, |_| Err::<(), _>(io::Error::other("boom")));
+        assert!(err.is_err());
+        assert_eq!(fs::read(&dest).unwrap(), b"new");
+        let names: Vec<_> = fs::read_dir(&base)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
         fs::remove_dir_all(&base).unwrap();
     }
 }

@@ -51,6 +51,7 @@ fn a_thousand_rotations_lose_nothing_duplicate_nothing_and_miss_no_constant() {
     let rec = Recording::start(
         RecordingConfig::new(&dest)
             .repository(&repo)
+            .keep_repository(true)
             .flush_interval(Duration::from_millis(20))
             .max_memory(128 << 20),
     )

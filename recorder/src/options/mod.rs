@@ -35,6 +35,7 @@
 //! | `maxchunkage`    | TIME                          | rotate after (flightrec-specific) |
 //! | `flush-interval` | TIME                          | write buffered events this often |
 //! | `repository`     | DIR                           | where chunks are kept |
+//! | `preserve-repository` | BOOL                     | keep the chunks after the file is written |
 //! | EVENT`#`SETTING  | per setting, below            | may repeat; later wins |
 //!
 //! * TIME: digits, optional blanks, a unit `ns`, `us`, `ms`, `s`, `m`/`min`,
@@ -46,6 +47,9 @@
 //!   value: `enabled` and `stackTrace` BOOL, `threshold` TIME, `throttle` a
 //!   rate `N/unit` (`500/s`, `10/ms`), a TIME (`10ms`) or `off`, `period` a
 //!   TIME or `everyChunk`, `beginChunk`, `endChunk`.
+//!
+//! `FLIGHTREC` is ignored, with one line on stderr, in a process the
+//! kernel started in secure mode (`AT_SECURE`: setuid or setgid).
 //!
 //! Each start key may be given once; `settings` and event settings may
 //! repeat.

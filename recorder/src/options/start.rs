@@ -45,6 +45,9 @@ pub struct StartOptions {
     pub flush_interval: Option<Duration>,
     /// `repository=DIR`: where chunks are kept while recording.
     pub repository: Option<PathBuf>,
+    /// `preserve-repository=BOOL`: keep the repository's chunks after the
+    /// recording is written (the JDK's `-XX:FlightRecorderOptions` name).
+    pub preserve_repository: Option<bool>,
     /// `disk=BOOL`: keep chunks in the repository (`true`) or only in memory.
     pub disk: Option<bool>,
     /// `dumponexit=BOOL`: write `filename` when the program exits.
@@ -70,6 +73,7 @@ enum Key {
     MaxChunkAge,
     FlushInterval,
     Repository,
+    PreserveRepository,
 }
 
 impl Key {
@@ -88,6 +92,7 @@ impl Key {
             "maxchunkage" => Key::MaxChunkAge,
             "flush-interval" => Key::FlushInterval,
             "repository" => Key::Repository,
+            "preserve-repository" => Key::PreserveRepository,
             _ => return None,
         })
     }
@@ -111,6 +116,7 @@ pub fn parse(text: &str) -> Result<StartOptions, OptionError> {
         max_chunk_age: None,
         flush_interval: None,
         repository: None,
+        preserve_repository: None,
         disk: None,
         dump_on_exit: None,
         settings: Settings::new(),
@@ -173,6 +179,7 @@ pub fn parse(text: &str) -> Result<StartOptions, OptionError> {
             Key::MaxChunkAge => o.max_chunk_age = Some(time(name, value)?),
             Key::FlushInterval => o.flush_interval = Some(time(name, value)?),
             Key::Repository => o.repository = Some(value.into()),
+            Key::PreserveRepository => o.preserve_repository = Some(boolean(name, value)?),
         }
     }
     o.settings = match sets {
@@ -183,9 +190,49 @@ pub fn parse(text: &str) -> Result<StartOptions, OptionError> {
     Ok(o)
 }
 
-/// Parses `$FLIGHTREC`: `Ok(None)` when it is unset, empty or blank.
+/// Parses `$FLIGHTREC`: `Ok(None)` when it is unset, empty or blank, or
+/// when the process runs with elevated privileges (see [`env_allowed`]).
 pub fn from_env() -> Result<Option<StartOptions>, OptionError> {
-    from_var(std::env::var_os(ENV_VAR))
+    from_env_value(std::env::var_os(ENV_VAR), at_secure())
+}
+
+/// [`from_env`] on the variable's value, for a process that is (or is not)
+/// in secure mode: in secure mode the value is not even parsed (it could
+/// name a settings file to read).
+fn from_env_value(
+    value: Option<OsString>,
+    at_secure: bool,
+) -> Result<Option<StartOptions>, OptionError> {
+    if value.is_some() && !env_allowed(at_secure) {
+        return Ok(None);
+    }
+    from_var(value)
+}
+
+/// Whether the kernel started this process in secure mode (`AT_SECURE`:
+/// setuid or setgid, or file capabilities).
+fn at_secure() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: getauxval only reads the auxiliary vector the kernel
+        // gave the process; an absent entry reads as 0.
+        unsafe { libc::getauxval(libc::AT_SECURE) != 0 }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        false
+    }
+}
+
+/// Whether `FLIGHTREC` may be read. In a secure-mode process (`at_secure`:
+/// setuid/setgid) it is not: the variable comes from a less privileged
+/// user and names files the process would write with its privileges. Says
+/// so on stderr in one line.
+pub(crate) fn env_allowed(at_secure: bool) -> bool {
+    if at_secure {
+        eprintln!("flightrec: {ENV_VAR} ignored: the process runs setuid/setgid (AT_SECURE)");
+    }
+    !at_secure
 }
 
 /// [`from_env`] on the variable's value.
@@ -226,7 +273,7 @@ mod tests {
         let o = parse(
             "filename=/tmp/app.jfr, duration=30s ,delay=2 m,name=my app,disk=true,\
              dumponexit=false,maxage=1d,maxsize=100M,maxchunksize=12 m,maxchunkage=1h,\
-             flush-interval=500ms,repository=/var/tmp/repo",
+             flush-interval=500ms,repository=/var/tmp/repo,preserve-repository=true",
         )
         .unwrap();
         assert_eq!(o.filename.as_deref(), Some(Path::new("/tmp/app.jfr")));
@@ -240,6 +287,7 @@ mod tests {
         assert_eq!(o.max_chunk_age, Some(Duration::from_secs(3600)));
         assert_eq!(o.flush_interval, Some(ms(500)));
         assert_eq!(o.repository.as_deref(), Some(Path::new("/var/tmp/repo")));
+        assert_eq!(o.preserve_repository, Some(true));
         assert_eq!(o.settings, parse("settings=default").unwrap().settings);
     }
 
@@ -535,6 +583,7 @@ mod tests {
     #[test]
     fn the_environment_value_unset_blank_or_not_unicode() {
         assert!(matches!(from_var(None), Ok(None)));
+        assert!(matches!(from_env_value(None, true), Ok(None)));
         assert!(matches!(from_var(Some("".into())), Ok(None)));
         assert!(matches!(from_var(Some("  ".into())), Ok(None)));
         let o = from_var(Some("filename=x.jfr".into())).unwrap().unwrap();
@@ -576,5 +625,21 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_setuid_process_ignores_the_variable() {
+        let valid = || Some(OsString::from("filename=/tmp/x.jfr"));
+        assert!(env_allowed(false));
+        assert!(!env_allowed(true));
+        assert!(from_env_value(valid(), false).unwrap().is_some());
+        assert!(matches!(from_env_value(valid(), true), Ok(None)));
+        // Not parsed at all: a settings file it names is never opened.
+        let reads = || Some(OsString::from("settings=/nonexistent/flightrec.settings"));
+        assert!(matches!(
+            from_env_value(reads(), false),
+            Err(OptionError::SettingsNotFound { .. })
+        ));
+        assert!(matches!(from_env_value(reads(), true), Ok(None)));
     }
 }

@@ -21,6 +21,7 @@ pub(super) const KEYS: &[&str] = &[
     "maxchunkage",
     "flush-interval",
     "repository",
+    "preserve-repository",
 ];
 
 /// The settings an `event#setting` key may name.
