@@ -64,7 +64,7 @@ fn write(path: &Path, fields: &[&str]) {
     event.extend(
         chosen
             .iter()
-            .map(|(n, t)| FieldDesc::new(*n, *t).into_array()),
+            .map(|(n, t)| FieldDesc::new(n, *t).into_array()),
     );
     md.add(ty(ARRAYS, "x.Arrays", true, event)).unwrap();
 
