@@ -1,4 +1,4 @@
-//! The format traps of shared/docs/jfr-format.md §10 that a writer can fall
+//! The format traps of docs/jfr-format.md §10 that a writer can fall
 //! into, each written with flightrec's chunk writer and read by JDK 25's
 //! `jfr`. Where the trap is a JDK quirk (reused metadata ids, reused
 //! constant keys), a control file shows the quirk is real, so the passing

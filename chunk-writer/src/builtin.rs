@@ -1,7 +1,7 @@
 //! The built-in type table: primitives, annotations, settings, the types the
 //! JDK expects for threads, classes and stack traces, and the JDK event types
 //! flightrec emits. Field lists and order follow JDK 25 (see
-//! shared/docs/jfr-format.md §5.4 and §7); the metadata event is generated
+//! docs/jfr-format.md §5.4 and §7); the metadata event is generated
 //! from this table and nothing else.
 
 use std::borrow::Cow;

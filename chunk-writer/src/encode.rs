@@ -340,7 +340,7 @@ const fn spread7(v: u64) -> u64 {
 /// Encodes `v` as a varint of exactly nine bytes, the longest form: bytes
 /// 0..8 carry seven bits each with the continuation bit set, and the ninth
 /// the top eight bits (zero below 2^56). Readers decode padded varints like
-/// any other (see `shared/docs/jfr-format.md` §2), and a width that does not
+/// any other (see `docs/jfr-format.md` §2), and a width that does not
 /// depend on the value means a record can be rewritten in place without
 /// moving bytes: the recorder's committing threads store start times raw in
 /// a nine-byte slot, and its drain turns them into this form. Every `u64`

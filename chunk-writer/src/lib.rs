@@ -11,7 +11,7 @@
 //! * [`reader`]: parses everything this crate writes, returning errors (never
 //!   panicking) on malformed input.
 //!
-//! The rules these modules follow are in shared/docs/jfr-format.md; the
+//! The rules these modules follow are in docs/jfr-format.md; the
 //! traps of its §9–11 are each guarded by a test.
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]

@@ -156,6 +156,18 @@ fn recorded_fields<'a>(
                 format_args!("duplicate field name `{name}` (also the name of field `{first}`)"),
             );
         }
+        if let Some(what) = sequence_kind(&field.ty) {
+            errors.at(
+                field.ty.span(),
+                format_args!(
+                    "field `{ident}`: {what} cannot be an event field. JFR array fields of numbers, \
+                     `bool`s or strings make JDK 25's `jfr print` crash (a NullPointerException in \
+                     its pretty printer), so the event API has none; record each value as its own \
+                     field, join them into a string, or mark the field #[event(skip)] \
+                     (docs/jfr-format.md, \"Arrays and the printers\")"
+                ),
+            );
+        }
         let mut static_ty = field.ty.clone();
         statics.visit_type_mut(&mut static_ty);
         recorded.push(RecordedField {
@@ -167,6 +179,38 @@ fn recorded_fields<'a>(
         });
     }
     recorded
+}
+
+/// What kind of sequence `ty` is, if it is one written the usual ways: an
+/// array, a slice, a `Vec`/`VecDeque`, or a reference, `Option` or smart
+/// pointer to one. These have no `FieldValue` impl, so the check only turns
+/// an opaque "trait not implemented" error into one that says why.
+fn sequence_kind(ty: &Type) -> Option<&'static str> {
+    match ty {
+        Type::Array(_) => Some("an array"),
+        Type::Slice(_) => Some("a slice"),
+        Type::Reference(r) => sequence_kind(&r.elem),
+        Type::Paren(p) => sequence_kind(&p.elem),
+        Type::Group(g) => sequence_kind(&g.elem),
+        Type::Path(p) if p.qself.is_none() => {
+            let last = p.path.segments.last()?;
+            match last.ident.to_string().as_str() {
+                "Vec" => Some("a `Vec`"),
+                "VecDeque" => Some("a `VecDeque`"),
+                "Option" | "Box" | "Rc" | "Arc" | "Cow" => match &last.arguments {
+                    syn::PathArguments::AngleBracketed(args) => {
+                        args.args.iter().find_map(|a| match a {
+                            syn::GenericArgument::Type(t) => sequence_kind(t),
+                            _ => None,
+                        })
+                    }
+                    _ => None,
+                },
+                _ => None,
+            }
+        }
+        _ => None,
+    }
 }
 
 /// Replaces the named lifetimes (the struct's parameters) by `'static`.

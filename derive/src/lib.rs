@@ -69,6 +69,13 @@
 //! | `memory_address` | an address (integers) |
 //! | `skip` | not recorded; takes no other key |
 //!
+//! A field's type is any type with a `FieldValue` impl, such as the integers,
+//! floats, `bool`, `char`, strings, `Option` of a string, `Duration`,
+//! `SystemTime`, and references to them. There are no array fields: an
+//! array, slice, `Vec` or `VecDeque` field is rejected with a message saying
+//! why (JDK 25's `jfr print` crashes on JFR arrays of numbers, booleans or
+//! strings, see `docs/jfr-format.md`); mark such a field `skip`.
+//!
 //! A field has at most one content type. Whether it fits the field's kind is
 //! checked at compile time (a `const` assertion naming the field).
 //! `timespan`/`timestamp` also accept `"nanos"`/`"millis"`/`"ms"` spellings.

@@ -44,7 +44,7 @@ pub(crate) struct MethodSpec {
 }
 
 /// One frame of a stack trace; frame 0 is the innermost.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct FrameSpec {
     pub(crate) method: u64,
     pub(crate) line: i32,
@@ -260,6 +260,9 @@ pub(crate) struct Used {
     pub(crate) classes: BTreeSet<u64>,
     pub(crate) traces: BTreeSet<u64>,
     pub(crate) strings: BTreeSet<u64>,
+    /// Methods and frame types of frames written outside a stack trace.
+    pub(crate) methods: BTreeSet<u64>,
+    pub(crate) frame_types: BTreeSet<(u64, &'static str)>,
 }
 
 /// Everything a chunk must define, closed over references.
@@ -285,6 +288,8 @@ impl Used {
             classes: self.classes.clone(),
             traces: self.traces.clone(),
             strings: self.strings.clone(),
+            methods: self.methods.clone(),
+            frame_types: self.frame_types.clone(),
             ..Closure::default()
         };
         for t in &k.threads {

@@ -1,5 +1,7 @@
 //! The format tour: writes a multi-chunk JFR file that exercises every
-//! field kind and annotation, for JDK 25's `jfr` to read.
+//! field kind and annotation, for JDK 25's `jfr` to read; every `jfr`
+//! printer shows it (its array field is a `StackFrame[]`, see
+//! docs/jfr-format.md §8).
 //!
 //! ```text
 //! cargo run --release --example format_tour -- /tmp/tour.jfr

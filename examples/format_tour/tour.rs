@@ -29,7 +29,7 @@ use flightrec::chunk_writer::{
     Checkpoint, ChunkEnd, ChunkStart, ChunkWriter, EventEncoder, FieldDesc, Metadata, TypeId,
 };
 
-use constants::{Constants, Pools, Used};
+use constants::{Constants, FrameSpec, Pools, Used};
 use schema::*;
 
 /// Ticks per second of the tour's clock.
@@ -62,6 +62,9 @@ pub(crate) enum Value {
     StackTrace(u64),
     /// A value type, its fields inline.
     Struct(Vec<Value>),
+    /// A `jdk.types.StackFrame` written inline (its method and frame type
+    /// are constant-pool references).
+    Frame(FrameSpec),
     /// An array field.
     Array(Vec<Value>),
 }
@@ -86,6 +89,12 @@ impl Value {
             Value::PooledStr(key) => s.put_str_ref(*key),
             Value::Thread(key) | Value::Class(key) | Value::StackTrace(key) => s.put_varint(*key),
             Value::Struct(fields) => fields.iter().for_each(|v| v.encode(s)),
+            Value::Frame(f) => {
+                s.put_varint(f.method);
+                s.put_i32(f.line);
+                s.put_i32(f.bytecode_index);
+                s.put_varint(f.frame_type.0);
+            }
             Value::Array(items) => {
                 s.put_varint(items.len() as u64);
                 items.iter().for_each(|v| v.encode(s));
@@ -112,7 +121,8 @@ impl Value {
             | (Value::Long(_), TypeId::LONG)
             | (Value::Float(_), TypeId::FLOAT)
             | (Value::Double(_), TypeId::DOUBLE)
-            | (Value::Str(_) | Value::PooledStr(_), TypeId::STRING) => !cp,
+            | (Value::Str(_) | Value::PooledStr(_), TypeId::STRING)
+            | (Value::Frame(_), TypeId::STACK_FRAME) => !cp,
             (Value::Thread(_), TypeId::THREAD)
             | (Value::Class(_), TypeId::CLASS)
             | (Value::StackTrace(_), TypeId::STACK_TRACE) => cp,
@@ -134,6 +144,10 @@ impl Value {
             Value::Class(k) if *k != 0 => drop(used.classes.insert(*k)),
             Value::StackTrace(k) if *k != 0 => drop(used.traces.insert(*k)),
             Value::PooledStr(k) => drop(used.strings.insert(*k)),
+            Value::Frame(f) => {
+                used.methods.insert(f.method);
+                used.frame_types.insert(f.frame_type);
+            }
             Value::Struct(vs) | Value::Array(vs) => vs.iter().for_each(|v| v.collect(used)),
             _ => {}
         }
@@ -535,30 +549,20 @@ fn first_chunk(ticks: i64) -> Events {
             ]),
         ],
     );
-    e.push(
-        ARRAY_EVENT,
-        vec![
-            Value::Array(vec![]),
-            Value::Array(vec![]),
-            Value::Array(vec![]),
-            Value::Array(vec![]),
-        ],
-    );
-    e.push(
-        ARRAY_EVENT,
-        vec![
-            Value::Array([i64::MIN, -1, 0, 1, i64::MAX].map(Value::Long).to_vec()),
-            Value::Array(vec![
-                Value::str("a"),
-                Value::str(""),
-                Value::Str(None),
-                Value::str("日本🦀"),
-                Value::PooledStr(POOLED_GREETING),
-            ]),
-            Value::Array(vec![point(1, 1, Some("a")), point(-2, 2, None)]),
-            Value::Array([i8::MIN, -1, 0, 1, i8::MAX].map(Value::Byte).to_vec()),
-        ],
-    );
+    // Arrays: the only element type every `jfr` printer shows is the JDK's
+    // own stack frame (docs/jfr-format.md, "Arrays and the printers").
+    let frames = |trace: u64, n: usize| {
+        let c = Constants::new();
+        Value::Array(
+            c.traces[&trace].frames[..n]
+                .iter()
+                .cloned()
+                .map(Value::Frame)
+                .collect(),
+        )
+    };
+    e.push(ARRAY_EVENT, vec![Value::Array(vec![])]);
+    e.push(ARRAY_EVENT, vec![frames(TRACE_RENDER, 3)]);
     content_types(&mut e, ticks);
     e.push(
         SAMPLE_EVENT,
@@ -653,15 +657,8 @@ fn second_chunk(ticks: i64) -> Events {
             Value::StackTrace(TRACE_RENDER),
         ],
     );
-    e.push(
-        ARRAY_EVENT,
-        vec![
-            Value::Array(vec![Value::Long(7)]),
-            Value::Array(vec![Value::str("x")]),
-            Value::Array(vec![]),
-            Value::Array(vec![Value::Byte(7)]),
-        ],
-    );
+    let native = Constants::new().traces[&TRACE_NATIVE].frames[0].clone();
+    e.push(ARRAY_EVENT, vec![Value::Array(vec![Value::Frame(native)])]);
     e
 }
 

