@@ -187,7 +187,12 @@ impl ChunkAssembler {
             .collect();
         let mut cp = Checkpoint::new(chunk_writer::checkpoint::FLAG_FLUSH);
         rt.threads.write_pool(&mut cp, &threads);
-        frames.write_pools(&mut cp, &rt.stacks, &stacks);
+        let gone = frames.write_pools(&mut cp, &rt.stacks, &stacks);
+        if gone > 0 {
+            rt.losses
+                .record_many(crate::loss::LossCause::StackDropped, gone as u64, 0);
+        }
+        rt.stacks.set_resolved_bytes(frames.bytes());
         if !self.statics_written {
             // Small and always written: samples refer to thread states
             // without the scan collecting them.

@@ -107,8 +107,12 @@ impl RecordingConfig {
         self
     }
 
-    /// The most memory all event buffers together may use (at least two
-    /// thread buffers). When it is used up, events are dropped and counted.
+    /// The most memory the recorder's buffers and constant pools together
+    /// may use (default 64 MiB). Three quarters go to event buffers (at
+    /// least two thread buffers), one quarter to the interned stack traces
+    /// and their symbolized frames. When buffers are used up, events are
+    /// dropped and counted; when the constant pools are, new stack traces
+    /// are dropped (the event is kept) and counted.
     pub fn max_memory(mut self, bytes: usize) -> Self {
         self.max_memory = bytes;
         self
@@ -156,6 +160,16 @@ impl RecordingConfig {
         self
     }
 
+    /// The bytes kept for constant pools: a quarter of `max_memory`.
+    pub(crate) fn constant_memory(&self) -> usize {
+        self.max_memory / 4
+    }
+
+    /// How many thread buffers the rest of `max_memory` holds.
+    pub(crate) fn buffer_blocks(&self) -> usize {
+        (self.max_memory - self.constant_memory()) / self.thread_buffer_size.max(1)
+    }
+
     pub(crate) fn validate(&self) -> Result<(), StartError> {
         let bad = |what: &'static str, value: String, reason: &'static str| {
             Err(StartError::InvalidConfig {
@@ -171,11 +185,11 @@ impl RecordingConfig {
                 "must be 1 KiB ..= 16 MiB",
             );
         }
-        if self.max_memory < 2 * self.thread_buffer_size {
+        if self.buffer_blocks() < 2 {
             return bad(
                 "max_memory",
                 self.max_memory.to_string(),
-                "must hold at least two thread buffers",
+                "must hold at least two thread buffers besides the quarter kept for constant pools",
             );
         }
         if !(Duration::from_millis(10)..=Duration::from_secs(3600)).contains(&self.flush_interval) {

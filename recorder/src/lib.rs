@@ -33,6 +33,7 @@ pub mod loom_api;
 mod loss;
 mod membarrier;
 pub mod options;
+#[cfg(not(flightrec_loom))]
 #[doc(hidden)]
 pub mod panic_guard;
 #[cfg(not(flightrec_loom))]
@@ -59,7 +60,7 @@ pub use event::dynamic::{EventTypeBuilder, Value};
 pub use event::field::{ContentType, FieldKind, FieldValue, FieldWriter};
 pub use loss::{LossCause, LossCounts};
 #[cfg(not(flightrec_loom))]
-pub use recording::{Recording, RecordingError, RecordingSummary};
+pub use recording::{MemoryUse, Recording, RecordingError, RecordingSummary};
 pub use repository::{
     AssembleError, Assembled, RepositoryProblem, SkipReason, SkippedChunk, assemble, recover_chunk,
 };

@@ -121,7 +121,7 @@ impl Default for Runtime {
 impl Runtime {
     /// A runtime in epoch 1 with [`BLOCK_SIZE`] × [`MAX_BLOCKS`].
     pub fn new() -> Self {
-        Self(runtime::Runtime::new(BLOCK_SIZE, MAX_BLOCKS, 8))
+        Self(runtime::Runtime::new(BLOCK_SIZE, MAX_BLOCKS, 8, 1 << 20))
     }
 
     /// The current epoch (Acquire).
@@ -169,7 +169,8 @@ impl Runtime {
 
     /// Interns a stack (the commit path's `capture_stack`); returns its key.
     pub fn intern_stack(&self, frames: &[u64]) -> u64 {
-        self.0.stacks.intern(frames, false)
+        let epoch = self.0.epoch.load(Ordering::Relaxed);
+        self.0.stacks.intern(frames, false, epoch).unwrap_or(0)
     }
 
     /// True if the stack repository can resolve `key` (what the chunk's

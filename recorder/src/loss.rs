@@ -10,7 +10,7 @@
 
 use crate::sync::{AtomicU64, Ordering};
 
-const N_CAUSES: usize = 7;
+const N_CAUSES: usize = 8;
 
 /// Why an event was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -32,6 +32,10 @@ pub enum LossCause {
     /// Encoding the event's fields panicked (user code in
     /// `FieldValue::write`); the thread goes on recording.
     Panicked,
+    /// The event was written, but without its stack trace: the constant
+    /// pools were at their share of `max_memory` when a new stack came.
+    /// Counts stacks, not lost events (see [`LossCause::loses_event`]).
+    StackDropped,
 }
 
 impl LossCause {
@@ -44,6 +48,7 @@ impl LossCause {
         Self::WriteError,
         Self::InvalidValues,
         Self::Panicked,
+        Self::StackDropped,
     ];
 
     /// The name written into the file.
@@ -56,7 +61,14 @@ impl LossCause {
             Self::WriteError => "write error",
             Self::InvalidValues => "values do not match the event type",
             Self::Panicked => "panic while encoding the event",
+            Self::StackDropped => "stack trace dropped: constant pools full (event kept)",
         }
+    }
+
+    /// False for [`LossCause::StackDropped`], whose events were written
+    /// (without a stack trace); true for every cause that drops the event.
+    pub fn loses_event(self) -> bool {
+        self != Self::StackDropped
     }
 
     fn index(self) -> usize {
@@ -86,9 +98,13 @@ impl LossCounts {
         self.events[cause.index()]
     }
 
-    /// Total events dropped.
+    /// Total events dropped (causes that [lose the event](LossCause::loses_event)).
     pub fn total_events(&self) -> u64 {
-        self.events.iter().sum()
+        LossCause::ALL
+            .iter()
+            .filter(|c| c.loses_event())
+            .map(|c| self.events[c.index()])
+            .sum()
     }
 
     /// The counts added since `earlier`.

@@ -445,6 +445,10 @@ impl Recorder {
         self.repo
             .apply_retention(end_nanos, self.config.max_age, self.config.max_size);
         self.rt.threads.prune_exited_before(old);
+        // The chunk of `old` is written: stacks not interned since the flip
+        // are referenced by no unwritten event (see `cpool::stacks`).
+        frames.release(&self.rt.stacks.release_before(old + 1));
+        self.rt.stacks.set_resolved_bytes(frames.bytes());
         if !last {
             self.open_chunk()?;
         }

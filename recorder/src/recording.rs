@@ -90,6 +90,26 @@ pub struct RecordingSummary {
     pub losses: LossCounts,
 }
 
+/// The memory the recorder holds, by its own accounting
+/// ([`Recording::memory`]). Buffers plus constants stay within the
+/// recording's `max_memory`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MemoryUse {
+    /// Bytes of event buffers allocated (they are reused, never freed while
+    /// the process records).
+    pub buffers: usize,
+    /// The most event buffers may take.
+    pub buffers_limit: usize,
+    /// Bytes held by interned stack traces and their symbolized frames,
+    /// methods, classes and names.
+    pub constants: usize,
+    /// The most the constant pools may take.
+    pub constants_limit: usize,
+    /// Stack traces interned now.
+    pub stacks: usize,
+}
+
 /// A running recording. Dropping it stops it (use [`stop`](Self::stop) to
 /// see errors).
 #[derive(Debug)]
@@ -120,8 +140,9 @@ impl Recording {
         };
         let rt = runtime::init(
             config.thread_buffer_size,
-            config.max_memory / config.thread_buffer_size,
+            config.buffer_blocks(),
             config.max_stack_depth,
+            config.constant_memory(),
         );
         let repo = Repository::create(config.repository.as_deref(), config.keep_repository)
             .map_err(release)?;
@@ -222,6 +243,18 @@ impl Recording {
             to,
             reply,
         })
+    }
+
+    /// The memory the recorder holds now (see [`MemoryUse`]).
+    pub fn memory(&self) -> MemoryUse {
+        let (buffers, buffers_limit) = self.rt.pool.memory();
+        MemoryUse {
+            buffers,
+            buffers_limit,
+            constants: self.rt.stacks.held_bytes(),
+            constants_limit: self.rt.stacks.limit(),
+            stacks: self.rt.stacks.len(),
+        }
     }
 
     /// Events dropped so far, by cause.

@@ -327,19 +327,30 @@ pub(crate) fn init(
     block_size: usize,
     max_blocks: usize,
     max_stack_depth: usize,
+    constant_bytes: usize,
 ) -> &'static Runtime {
-    RUNTIME.get_or_init(|| Runtime::new(block_size, max_blocks, max_stack_depth))
+    let rt = RUNTIME
+        .get_or_init(|| Runtime::new(block_size, max_blocks, max_stack_depth, constant_bytes));
+    // The constants' limit follows each recording's `max_memory`.
+    rt.stacks.set_limit(constant_bytes);
+    rt
 }
 
 impl Runtime {
-    /// A runtime in epoch 1 (the global one, or a loom model's).
-    pub(crate) fn new(block_size: usize, max_blocks: usize, max_stack_depth: usize) -> Self {
+    /// A runtime in epoch 1 (the global one, or a loom model's), whose
+    /// constant pools may hold `constant_bytes`.
+    pub(crate) fn new(
+        block_size: usize,
+        max_blocks: usize,
+        max_stack_depth: usize,
+        constant_bytes: usize,
+    ) -> Self {
         Self {
             epoch: AtomicU64::new(1),
             pool: BufferPool::new(block_size, max_blocks),
             slots: Mutex::new(Vec::new()),
             threads: ThreadRegistry::new(),
-            stacks: StackRepository::new(),
+            stacks: StackRepository::new(constant_bytes),
             losses: Losses::default(),
             max_stack_depth,
         }

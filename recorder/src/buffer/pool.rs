@@ -145,6 +145,14 @@ impl BufferPool {
         self.wake_at
     }
 
+    /// Bytes of the blocks allocated so far, and the most there may be.
+    pub(crate) fn memory(&self) -> (usize, usize) {
+        (
+            self.allocated.load(Ordering::Relaxed) * self.block_size,
+            self.max_blocks * self.block_size,
+        )
+    }
+
     /// Locks the full-queue mutex (for waiting on [`Self::wakeup`]).
     pub(crate) fn full_queue(&self) -> crate::sync::MutexGuard<'_, VecDeque<BlockPtr>> {
         self.full.lock()

@@ -7,10 +7,20 @@
 //! the same thing in both (the JDK reuses a previous chunk's value for a key
 //! it has seen).
 //!
+//! # Release
+//!
+//! When the stack repository releases stacks (see [`super::stacks`]), their
+//! resolved frames go too ([`FrameTables::release`]), and the methods,
+//! classes, packages and symbols no remaining stack uses are dropped. A name
+//! seen again later gets a new key (keys are never reused, so a key means
+//! one thing in every chunk of a file). The tables' size counts against the
+//! constant pools' share of `max_memory`.
+//!
 //! Invariant: the pools written for a set of stack-trace keys contain every
 //! method, class, package and symbol those stacks reference, and every
 //! reference points at a defined constant (a null method or class makes
-//! `jfr print` throw).
+//! `jfr print` throw); a key the repository no longer knows is written as an
+//! empty, truncated stack trace rather than left undefined.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -56,7 +66,13 @@ pub(crate) struct FrameTables {
     methods: HashMap<(u64, String), MethodEntry>,
     /// Resolved frames per stack key.
     stacks: HashMap<u64, (bool, Vec<FrameValue>)>,
+    /// Estimated bytes of the name tables (the resolved stacks are
+    /// charged to their entries in the stack repository).
+    bytes: usize,
 }
+
+/// Estimated bytes of a map entry besides its key and value's heap parts.
+const MAP_SLOT: usize = 48;
 
 /// The constants one chunk needs for its stack traces.
 #[derive(Debug, Default)]
@@ -86,6 +102,7 @@ impl FrameTables {
             return k;
         }
         let k = self.key();
+        self.bytes += MAP_SLOT + s.len();
         self.symbols.insert(s.to_owned(), k);
         k
     }
@@ -100,6 +117,7 @@ impl FrameTables {
             k
         } else {
             let (k, name) = (self.key(), self.symbol(&f.package));
+            self.bytes += MAP_SLOT + f.package.len();
             self.packages.insert(f.package.clone(), (k, name));
             k
         };
@@ -108,6 +126,7 @@ impl FrameTables {
             name: self.symbol(&f.class),
             package,
         };
+        self.bytes += MAP_SLOT + f.class.len();
         self.classes.insert(f.class.clone(), c);
         c
     }
@@ -122,6 +141,7 @@ impl FrameTables {
             class: class.key,
             name: self.symbol(&f.method),
         };
+        self.bytes += MAP_SLOT + f.method.len();
         self.methods.insert((class.key, f.method.clone()), m);
         m
     }
@@ -148,7 +168,7 @@ impl FrameTables {
         if own < resolved.len() {
             resolved.drain(..own);
         }
-        let frames = resolved
+        let frames: Vec<FrameValue> = resolved
             .iter()
             .map(|f| FrameValue {
                 method: self.method(f).key,
@@ -161,24 +181,69 @@ impl FrameTables {
                 },
             })
             .collect();
+        // The resolved frames were charged to the stack when it was interned.
         self.stacks.insert(key, (entry.truncated, frames));
         true
     }
 
+    /// Estimated bytes of the name tables (the symbolizer's per-address
+    /// cache aside: it is bounded by the code size of the process).
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Forgets the resolved frames of `released` stacks, then every name
+    /// no remaining stack uses (see the module docs).
+    pub(crate) fn release(&mut self, released: &[u64]) {
+        if released.is_empty() {
+            return;
+        }
+        for k in released {
+            self.stacks.remove(k);
+        }
+        let methods: BTreeSet<u64> = self
+            .stacks
+            .values()
+            .flat_map(|(_, frames)| frames.iter().map(|f| f.method))
+            .collect();
+        self.methods.retain(|_, m| methods.contains(&m.key));
+        let classes: BTreeSet<u64> = self.methods.values().map(|m| m.class).collect();
+        self.classes.retain(|_, c| classes.contains(&c.key));
+        let packages: BTreeSet<u64> = self.classes.values().map(|c| c.package).collect();
+        self.packages.retain(|_, (k, _)| packages.contains(k));
+        let mut symbols: BTreeSet<u64> = self.methods.values().map(|m| m.name).collect();
+        symbols.extend(self.classes.values().map(|c| c.name));
+        symbols.extend(self.packages.values().map(|(_, name)| *name));
+        self.symbols
+            .retain(|text, k| symbols.contains(k) || text == DESCRIPTOR);
+        self.bytes = (self.symbols.keys().map(|s| MAP_SLOT + s.len()))
+            .chain(self.packages.keys().map(|s| MAP_SLOT + s.len()))
+            .chain(self.classes.keys().map(|s| MAP_SLOT + s.len()))
+            .chain(self.methods.keys().map(|(_, s)| MAP_SLOT + s.len()))
+            .sum();
+    }
+
     /// Writes the stack-trace pool for `keys` and every pool it depends on.
+    /// Returns how many of the keys were no longer known (written empty).
     pub(crate) fn write_pools(
         &mut self,
         cp: &mut Checkpoint,
         repo: &StackRepository,
         keys: &[u64],
-    ) {
-        let keys: Vec<u64> = keys
-            .iter()
-            .copied()
-            .filter(|&k| self.resolve_stack(repo, k))
-            .collect();
+    ) -> usize {
+        let (keys, gone): (Vec<u64>, Vec<u64>) =
+            keys.iter().partition(|&&k| self.resolve_stack(repo, k));
+        if !gone.is_empty() {
+            // Released while an event that uses it was still unwritten (its
+            // thread stalled between capture and commit): defined as an
+            // empty stack, so the reference resolves.
+            let mut pool = cp.pool(TypeId::STACK_TRACE);
+            for k in &gone {
+                write_stack_trace(pool.entry(*k), true, &[]);
+            }
+        }
         if keys.is_empty() {
-            return;
+            return gone.len();
         }
         let descriptor = self.symbol(DESCRIPTOR);
         let mut used = Used::default();
@@ -250,5 +315,6 @@ impl FrameTables {
                 write_symbol(pool.entry(*k), text);
             }
         }
+        gone.len()
     }
 }

@@ -1,27 +1,83 @@
 //! The stack-trace repository: captured stacks (raw return addresses) interned
-//! to keys, symbolized only when a chunk that references them is written.
+//! to keys, symbolized only when a chunk that references them is written,
+//! and released when no chunk still to be written can reference them.
+//!
+//! # Intern
 //!
 //! Interning happens on the emitting thread, after capture and before the
 //! event's write section: a sharded mutex around a hash map keyed by the
 //! addresses. A stack seen before costs a hash, a lock and a lookup, and no
-//! allocation; a new stack allocates its entry once.
+//! allocation; a new stack allocates its entry once. Each intern stamps the
+//! entry with the epoch the interning thread reads (`used_in`).
 //!
-//! Invariant: a key names the same stack for the life of the process (keys
-//! are never reused), so a key written in any chunk resolves to the frames
-//! that were captured.
+//! # Release
+//!
+//! An event's write section loads the epoch after its stack was interned,
+//! so the event lands in the chunk of `used_in` or a later one, almost
+//! always the same one: intern and section are microseconds apart, a flip
+//! happens once a chunk. When the recorder has finished the chunk of epoch
+//! *e* it releases every entry with `used_in <= e`, i.e. every stack not
+//! interned since the flip: their events were in chunk *e* or earlier, all
+//! written. The rare event whose flip fell between its intern and its
+//! section lands in chunk *e + 1* with a released key; that chunk then gets
+//! an empty stack trace for it, counted as a dropped stack, so the
+//! reference still resolves. (Keeping entries one chunk longer would avoid
+//! that, at the price of half the pools' capacity.)
+//!
+//! # Bound
+//!
+//! The entries' bytes (an estimate of what they and their resolved frames
+//! hold, maps included) and the recorder's name tables (methods, classes,
+//! symbols: [`StackRepository::set_resolved_bytes`]) count against one
+//! limit, a share of the recording's `max_memory`. A new stack is interned
+//! only while the total stays under 7/8 of the limit (the rest absorbs the
+//! names the recorder creates for the stacks admitted since it last
+//! published its tables' size); a stack that would pass it is not
+//! interned: the caller writes its event without a stack trace and counts
+//! it ([`LossCause::StackDropped`]).
+//!
+//! Invariant: keys are never reused, so a key written in any chunk names the
+//! stack that was captured; every key referenced by an event of epoch *e*
+//! resolves until the chunk of *e* is finished (but for the flip-in-between
+//! case above, where it resolves to an empty stack), and the bytes held
+//! stay under the limit.
+//!
+//! [`LossCause::StackDropped`]: crate::LossCause::StackDropped
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher};
 
-use crate::sync::{AtomicU64, Mutex, Ordering};
+use crate::sync::{AtomicU64, AtomicUsize, Mutex, Ordering};
 
 const SHARDS: usize = 16;
+
+/// Bytes an entry costs besides its frames: the `Arc` headers, the two map
+/// slots and their control bytes, the entry itself, and the recorder's map
+/// slot for its resolved frames.
+const ENTRY_OVERHEAD: usize = 176;
+
+/// Bytes per frame: the address here, and its resolved frame in the
+/// recorder's tables (an estimate: inlining can resolve one address to
+/// several frames).
+const FRAME_COST: usize = 8 + 24;
+
+/// New stacks are admitted up to 7/8 of the limit: the rest is headroom
+/// for the names (methods, classes, symbols) the recorder creates when it
+/// resolves the stacks admitted since it last published its tables' size.
+fn admission_limit(limit: usize) -> usize {
+    limit - limit / 8
+}
+
+/// What interning `frames` costs, charged when it is interned.
+fn cost(frames: usize) -> usize {
+    frames * FRAME_COST + ENTRY_OVERHEAD
+}
 
 /// One interned stack.
 #[derive(Debug)]
 pub(crate) struct StackEntry {
     /// Lookup addresses, innermost first.
-    pub(crate) frames: Box<[u64]>,
+    pub(crate) frames: std::sync::Arc<[u64]>,
     /// The capture hit the depth limit.
     pub(crate) truncated: bool,
 }
@@ -32,21 +88,39 @@ pub(crate) struct StackRepository {
     next_key: AtomicU64,
     hasher: std::collections::hash_map::RandomState,
     shards: [Mutex<Shard>; SHARDS],
+    /// Bytes held by the entries.
+    bytes: AtomicUsize,
+    /// Bytes of the recorder's resolved frames for these stacks.
+    resolved_bytes: AtomicUsize,
+    /// The most `bytes + resolved_bytes` may reach.
+    limit: AtomicUsize,
+}
+
+#[derive(Debug)]
+struct Interned {
+    entry: std::sync::Arc<StackEntry>,
+    /// The latest epoch an emitting thread interned it in.
+    used_in: u64,
+    cost: usize,
 }
 
 #[derive(Debug, Default)]
 struct Shard {
     /// Indexed by `truncated as usize`, so lookups borrow `&[u64]`.
-    by_frames: [HashMap<Box<[u64]>, u64>; 2],
-    by_key: HashMap<u64, std::sync::Arc<StackEntry>>,
+    by_frames: [HashMap<std::sync::Arc<[u64]>, u64>; 2],
+    by_key: HashMap<u64, Interned>,
 }
 
 impl StackRepository {
-    pub(crate) fn new() -> Self {
+    /// An empty repository that may hold `limit` bytes.
+    pub(crate) fn new(limit: usize) -> Self {
         Self {
             next_key: AtomicU64::new(1),
             hasher: Default::default(),
             shards: std::array::from_fn(|_| Mutex::new(Shard::default())),
+            bytes: AtomicUsize::new(0),
+            resolved_bytes: AtomicUsize::new(0),
+            limit: AtomicUsize::new(limit),
         }
     }
 
@@ -57,22 +131,96 @@ impl StackRepository {
         (h.finish() as usize) % SHARDS
     }
 
-    /// The key of `frames`, interning them if new. Keys encode their shard
-    /// in the low bits so lookups by key find it directly.
-    pub(crate) fn intern(&self, frames: &[u64], truncated: bool) -> u64 {
+    /// The key of `frames`, interning them if new, stamped with `epoch`
+    /// (the epoch the caller reads now, before its write section). `None`
+    /// if the stack is new and would pass the memory limit. Keys encode
+    /// their shard in the low bits so lookups by key find it directly.
+    pub(crate) fn intern(&self, frames: &[u64], truncated: bool, epoch: u64) -> Option<u64> {
         let shard = self.shard_of_frames(frames, truncated);
         let mut s = self.shards[shard].lock();
         if let Some(&k) = s.by_frames[truncated as usize].get(frames) {
-            return k;
+            if let Some(i) = s.by_key.get_mut(&k) {
+                i.used_in = i.used_in.max(epoch);
+            }
+            return Some(k);
         }
+        let cost = cost(frames.len());
+        // Relaxed: a bound, not a synchronisation; interns racing on other
+        // shards may pass it by one entry each.
+        let held = self.bytes.load(Ordering::Relaxed) + self.resolved_bytes.load(Ordering::Relaxed);
+        if held + cost > admission_limit(self.limit.load(Ordering::Relaxed)) {
+            return None;
+        }
+        self.bytes.fetch_add(cost, Ordering::Relaxed);
         let key = self.next_key.fetch_add(1, Ordering::Relaxed) * SHARDS as u64 + shard as u64;
-        let entry = StackEntry {
-            frames: Box::from(frames),
-            truncated,
-        };
-        s.by_frames[truncated as usize].insert(entry.frames.clone(), key);
-        s.by_key.insert(key, std::sync::Arc::new(entry));
-        key
+        let frames: std::sync::Arc<[u64]> = frames.into();
+        s.by_frames[truncated as usize].insert(frames.clone(), key);
+        s.by_key.insert(
+            key,
+            Interned {
+                entry: std::sync::Arc::new(StackEntry { frames, truncated }),
+                used_in: epoch,
+                cost,
+            },
+        );
+        Some(key)
+    }
+
+    /// The stack under `key`, if it was not released.
+    pub(crate) fn get(&self, key: u64) -> Option<std::sync::Arc<StackEntry>> {
+        let shard = (key % SHARDS as u64) as usize;
+        self.shards[shard]
+            .lock()
+            .by_key
+            .get(&key)
+            .map(|i| i.entry.clone())
+    }
+
+    /// Releases every stack last interned before `epoch` (the recorder,
+    /// after finishing the chunk of `epoch - 1`; see the module docs).
+    /// Returns the released keys.
+    pub(crate) fn release_before(&self, epoch: u64) -> Vec<u64> {
+        let mut released = Vec::new();
+        for shard in &self.shards {
+            let mut s = shard.lock();
+            let Shard { by_frames, by_key } = &mut *s;
+            by_key.retain(|&key, i| {
+                if i.used_in >= epoch {
+                    return true;
+                }
+                by_frames[i.entry.truncated as usize].remove(&*i.entry.frames);
+                self.bytes.fetch_sub(i.cost, Ordering::Relaxed);
+                released.push(key);
+                false
+            });
+        }
+        released
+    }
+
+    /// The bytes the recorder's name tables hold (they count against the
+    /// same limit).
+    pub(crate) fn set_resolved_bytes(&self, bytes: usize) {
+        self.resolved_bytes.store(bytes, Ordering::Relaxed);
+    }
+
+    /// Sets the limit (each recording's share of its `max_memory`).
+    pub(crate) fn set_limit(&self, limit: usize) {
+        self.limit.store(limit, Ordering::Relaxed);
+    }
+
+    /// Bytes held now: the entries and the resolved frames.
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.bytes.load(Ordering::Relaxed) + self.resolved_bytes.load(Ordering::Relaxed)
+    }
+
+    /// The limit in force.
+    pub(crate) fn limit(&self) -> usize {
+        self.limit.load(Ordering::Relaxed)
+    }
+
+    /// Stacks held now.
+    pub(crate) fn len(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().by_key.len()).sum()
     }
 
     /// Holds every shard's lock across a `fork()`.
@@ -95,10 +243,44 @@ impl StackRepository {
             unsafe { crate::sync::fork_unlock(s) }
         }
     }
+}
 
-    /// The stack under `key`.
-    pub(crate) fn get(&self, key: u64) -> Option<std::sync::Arc<StackEntry>> {
-        let shard = (key % SHARDS as u64) as usize;
-        self.shards[shard].lock().by_key.get(&key).cloned()
+#[cfg(all(test, not(flightrec_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stack_keeps_its_key_until_released_and_then_gets_a_new_one() {
+        let repo = StackRepository::new(1 << 20);
+        let a = repo.intern(&[1, 2, 3], false, 1).unwrap();
+        assert_eq!(repo.intern(&[1, 2, 3], false, 2), Some(a));
+        assert_ne!(repo.intern(&[1, 2, 3], true, 2), Some(a));
+        // Used in epoch 2: the chunk of epoch 2 may still reference it.
+        assert!(repo.release_before(2).is_empty());
+        assert!(repo.get(a).is_some());
+        assert_eq!(repo.release_before(3).len(), 2);
+        assert!(repo.get(a).is_none());
+        assert_eq!(repo.held_bytes(), 0);
+        let b = repo.intern(&[1, 2, 3], false, 3).unwrap();
+        assert_ne!(a, b, "keys are never reused");
+    }
+
+    #[test]
+    fn new_stacks_past_the_limit_are_refused_and_known_ones_still_resolve() {
+        let one = cost(4);
+        let limit = 2 * one + (2 * one) / 7 + 1;
+        assert!(admission_limit(limit) >= 2 * one && admission_limit(limit) < 3 * one);
+        let repo = StackRepository::new(limit);
+        let a = repo.intern(&[1, 2, 3, 4], false, 1).unwrap();
+        let _b = repo.intern(&[5, 6, 7, 8], false, 1).unwrap();
+        assert_eq!(repo.intern(&[9, 10, 11, 12], false, 1), None);
+        assert_eq!(repo.intern(&[1, 2, 3, 4], false, 1), Some(a));
+        assert_eq!(repo.held_bytes(), 2 * one);
+        // The resolved frames share the limit.
+        repo.release_before(2);
+        repo.set_resolved_bytes(2 * one);
+        assert_eq!(repo.intern(&[1, 2, 3, 4], false, 2), None);
+        repo.set_resolved_bytes(0);
+        assert!(repo.intern(&[1, 2, 3, 4], false, 2).is_some());
     }
 }

@@ -312,8 +312,18 @@ fn capture_stack(rt: &'static runtime::Runtime) -> u64 {
     if captured.len == 0 {
         return 0;
     }
-    rt.stacks
-        .intern(&frames[..captured.len], captured.truncated)
+    // Read before the write section loads it (see `cpool::stacks`).
+    let epoch = rt.epoch.load(crate::sync::Ordering::Relaxed);
+    match rt
+        .stacks
+        .intern(&frames[..captured.len], captured.truncated, epoch)
+    {
+        Some(key) => key,
+        None => {
+            rt.losses.record(LossCause::StackDropped, 0);
+            0
+        }
+    }
 }
 
 /// A stack trace captured now, for a field of kind [`FieldKind::StackTrace`].

@@ -56,6 +56,7 @@ use super::threads;
 use super::unwind::{self, ModuleWatch};
 use crate::clock;
 use crate::event::commit::emit_record;
+use crate::loss::LossCause;
 use crate::panic_guard::{self, Place};
 use crate::runtime::Runtime;
 use crate::sync::{AtomicBool, Ordering};
@@ -361,9 +362,14 @@ impl Consumer {
                 // The recording's depth limit applies to samples too.
                 let frames = s.frames();
                 let depth = frames.len().min(rt.max_stack_depth);
+                let epoch = rt.epoch.load(Ordering::Relaxed);
                 let stack = rt
                     .stacks
-                    .intern(&frames[..depth], s.truncated || depth < frames.len());
+                    .intern(&frames[..depth], s.truncated || depth < frames.len(), epoch)
+                    .unwrap_or_else(|| {
+                        rt.losses.record(LossCause::StackDropped, 0);
+                        0
+                    });
                 match (s.kind, cpu_period) {
                     (SampleKind::CpuTime, Some(period)) => write_cpu_sample(s, stack, key, period),
                     _ => write_execution_sample(s, stack, key),
