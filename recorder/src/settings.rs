@@ -281,20 +281,28 @@ pub fn parse_duration(setting: &str, value: &str) -> Result<Duration, SettingErr
     Ok(d)
 }
 
-/// The JDK's textual form of a duration (`0 ns`, `20 ms`, `1 s`).
+/// The JDK's textual form of a duration, in the largest unit that states
+/// it exactly (`0 ns`, `2 us`, `20 ms`, `1 s`, `5 m`, `2 h`, `1 d`), so a
+/// setting prints as it was written whenever it was written exactly.
 pub fn format_duration(d: Duration) -> String {
     let ns = d.as_nanos();
     if ns == 0 {
-        "0 ns".to_owned()
-    } else if ns.is_multiple_of(1_000_000_000) {
-        format!("{} s", ns / 1_000_000_000)
-    } else if ns.is_multiple_of(1_000_000) {
-        format!("{} ms", ns / 1_000_000)
-    } else if ns.is_multiple_of(1_000) {
-        format!("{} us", ns / 1_000)
-    } else {
-        format!("{ns} ns")
+        return "0 ns".to_owned();
     }
+    const UNITS: [(u128, &str); 7] = [
+        (86_400_000_000_000, "d"),
+        (3_600_000_000_000, "h"),
+        (60_000_000_000, "m"),
+        (1_000_000_000, "s"),
+        (1_000_000, "ms"),
+        (1_000, "us"),
+        (1, "ns"),
+    ];
+    let (per, unit) = UNITS
+        .into_iter()
+        .find(|&(per, _)| ns.is_multiple_of(per))
+        .unwrap_or((1, "ns"));
+    format!("{} {unit}", ns / per)
 }
 
 // === throttle and period ===
@@ -409,9 +417,21 @@ mod tests {
             ("1s", Duration::from_secs(1)),
             ("500 us", Duration::from_micros(500)),
             ("7 ns", Duration::from_nanos(7)),
+            ("5m", Duration::from_secs(300)),
+            ("1d", Duration::from_secs(86400)),
         ] {
             assert_eq!(parse_duration("threshold", text), Ok(d), "{text}");
             assert_eq!(parse_duration("threshold", &format_duration(d)), Ok(d));
+        }
+        for (d, text) in [
+            (Duration::from_micros(2), "2 us"),
+            (Duration::from_millis(20), "20 ms"),
+            (Duration::from_millis(1500), "1500 ms"),
+            (Duration::from_secs(90), "90 s"),
+            (Duration::from_secs(7200), "2 h"),
+            (Duration::from_nanos(1999), "1999 ns"),
+        ] {
+            assert_eq!(format_duration(d), text);
         }
         for bad in ["", "ms", "-1 ms", "1 fortnight", "5"] {
             assert!(parse_duration("threshold", bad).is_err(), "{bad}");
