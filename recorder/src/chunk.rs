@@ -81,6 +81,12 @@ impl ChunkAssembler {
         })
     }
 
+    /// Writes `records` (complete event records the recorder made itself,
+    /// such as `jdk.ActiveRecording`) into the chunk.
+    pub(crate) fn write_records(&mut self, records: &[u8]) -> io::Result<()> {
+        self.writer.write_events(records).map(drop)
+    }
+
     /// Wall clock at the chunk's start.
     pub(crate) fn start_nanos(&self) -> i64 {
         self.start.wall_nanos

@@ -190,6 +190,21 @@ impl Registry {
         true
     }
 
+    /// The event names `settings` gives settings for that no registered
+    /// type has (sorted).
+    pub(crate) fn unregistered(&self, settings: &Settings) -> Vec<String> {
+        let types = self.types();
+        let mut names: Vec<String> = settings
+            .types
+            .keys()
+            .filter(|name| !types.iter().any(|t| t.info.name == name.as_str()))
+            .filter(|name| !crate::settings::is_builtin_event(name))
+            .cloned()
+            .collect();
+        names.sort();
+        names
+    }
+
     /// The registered types (id order).
     pub(crate) fn types(&self) -> Vec<&'static EventType> {
         self.inner.lock().types.clone()

@@ -157,6 +157,16 @@ pub enum SettingError {
     /// The recording belongs to the parent process (called in a forked
     /// child, where recording is off).
     InForkedChild,
+    /// The event type does not do what the setting asks (`throttle` on a
+    /// type that is not sampled, `threshold` on an instant event, ...).
+    Unsupported {
+        /// The event type.
+        event: String,
+        /// The setting.
+        setting: String,
+        /// Why, and where the setting is supported.
+        reason: &'static str,
+    },
 }
 
 impl fmt::Display for SettingError {
@@ -177,6 +187,11 @@ impl fmt::Display for SettingError {
                 )
             }
             Self::InvalidEventName(n) => write!(f, "invalid event type name `{n}`"),
+            Self::Unsupported {
+                event,
+                setting,
+                reason,
+            } => write!(f, "`{event}#{setting}` is not supported: {reason}"),
             Self::InForkedChild => {
                 f.write_str("this recording belongs to the parent process (called after fork)")
             }
@@ -303,6 +318,95 @@ pub fn format_duration(d: Duration) -> String {
         .find(|&(per, _)| ns.is_multiple_of(per))
         .unwrap_or((1, "ns"));
     format!("{} {unit}", ns / per)
+}
+
+// === which types support which settings ===
+
+/// The settings flightrec honours for the JDK event types it writes
+/// itself; the other built-in types (`jdk.ActiveSetting`, ...) are written
+/// whenever they apply and take no setting.
+const BUILTIN_SUPPORT: &[(&str, &[&str])] = &[
+    ("jdk.CPUTimeSample", &["enabled", "throttle", "stackTrace"]),
+    ("jdk.ExecutionSample", &["enabled", "period"]),
+];
+
+/// True if `event` is one of the JDK event types in flightrec's built-in
+/// table (never registered: they exist in every chunk's metadata).
+pub(crate) fn is_builtin_event(event: &str) -> bool {
+    chunk_writer::builtin::builtin_types()
+        .iter()
+        .any(|t| t.is_event() && t.name == event)
+}
+
+/// Whether `event` (`kind`: registered with that kind, `None`: not
+/// registered, or built in) does what `setting` asks; the error says why.
+pub(crate) fn check_supported(
+    event: &str,
+    setting: &str,
+    value: &TypeSettings,
+    kind: Option<crate::event::descriptor::EventKind>,
+) -> Result<(), SettingError> {
+    let unsupported = |reason| {
+        Err(SettingError::Unsupported {
+            event: event.to_owned(),
+            setting: setting.to_owned(),
+            reason,
+        })
+    };
+    if let Some((_, supported)) = BUILTIN_SUPPORT.iter().find(|(e, _)| *e == event) {
+        if !supported.contains(&setting) {
+            return unsupported(if event == "jdk.CPUTimeSample" {
+                "jdk.CPUTimeSample takes enabled, throttle and stackTrace"
+            } else {
+                "jdk.ExecutionSample takes enabled and period"
+            });
+        }
+        if setting == "stackTrace" && value.stack_trace == Some(false) {
+            return unsupported("CPU-time samples always carry a stack trace");
+        }
+        return Ok(());
+    }
+    if is_builtin_event(event) {
+        return unsupported("flightrec writes this type whenever it applies; it takes no setting");
+    }
+    match setting {
+        "throttle" => unsupported("only jdk.CPUTimeSample takes throttle"),
+        "period" => unsupported("only the periodic jdk.ExecutionSample takes period"),
+        "threshold" if kind == Some(crate::event::descriptor::EventKind::Instant) => {
+            unsupported("an instant event has no duration to compare with a threshold")
+        }
+        _ => Ok(()),
+    }
+}
+
+impl Settings {
+    /// Checks that every event type named here supports every setting it
+    /// is given, as far as is known now: the built-in types, the types
+    /// registered so far, and `throttle`/`period`, which only flightrec's
+    /// samplers implement. Called by `Recording::start` and `set`.
+    pub fn check_supported(&self) -> Result<(), SettingError> {
+        let types = crate::runtime::registry().types();
+        let mut names: Vec<&String> = self.types.keys().collect();
+        names.sort();
+        for event in names {
+            let t = &self.types[event];
+            let kind = types
+                .iter()
+                .find(|ty| ty.info.name == event.as_str())
+                .map(|ty| ty.info.kind);
+            let given = [
+                ("enabled", t.enabled.is_some()),
+                ("threshold", t.threshold.is_some()),
+                ("stackTrace", t.stack_trace.is_some()),
+                ("throttle", t.throttle.is_some()),
+                ("period", t.period.is_some()),
+            ];
+            for (setting, _) in given.iter().filter(|(_, g)| *g) {
+                check_supported(event, setting, t, kind)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 // === throttle and period ===
