@@ -64,3 +64,150 @@ fn a_bad_option_string_is_reported_and_nothing_is_recorded() {
     );
     assert_eq!(String::from_utf8_lossy(&run.stdout).trim(), "committed 10");
 }
+
+/// Runs `env_start 10` with `FLIGHTREC=options`: (exit ok, stdout, stderr, pid).
+fn run_with(options: &str) -> (bool, String, String, u32) {
+    let child = Command::new(example_binary("env_start"))
+        .arg("10")
+        .env("FLIGHTREC", options)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        pid,
+    )
+}
+
+#[test]
+fn dumponexit_false_writes_no_file_and_name_reaches_active_recording() {
+    let dir = flightrec_testkit::temp_dir("env_options");
+    let off = dir.join("off.jfr");
+    let (ok, _, err, _) = run_with(&format!("filename={},dumponexit=false", off.display()));
+    assert!(ok, "{err}");
+    assert!(!off.exists(), "dumponexit=false wrote {}", off.display());
+
+    let named = dir.join("named.jfr");
+    let (ok, _, err, _) = run_with(&format!(
+        "filename={},name=nightly build,maxage=1h,maxsize=100M,com.example.Work#enabled=true",
+        named.display()
+    ));
+    assert!(ok, "{err}");
+    let events = flightrec_testkit::print_json(&named);
+    let rec: Vec<_> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "jdk.ActiveRecording")
+        .collect();
+    assert_eq!(rec.len(), 1, "one chunk, one jdk.ActiveRecording");
+    let v = &rec[0]["values"];
+    assert_eq!(v["name"], "nightly build");
+    assert_eq!(v["destination"], named.display().to_string());
+    assert_eq!(v["disk"], true);
+    let view = flightrec_testkit::view("active-recordings", &named);
+    assert!(
+        view.contains("nightly build") && view.contains("1 h"),
+        "{view}"
+    );
+}
+
+#[test]
+fn filename_expands_pid_and_start_time() {
+    let dir = flightrec_testkit::temp_dir("env_expand");
+    let (ok, _, err, pid) = run_with(&format!("filename={}/app-%p-%t.jfr", dir.display()));
+    assert!(ok, "{err}");
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+    let prefix = format!("app-{pid}-");
+    let stamp = names[0]
+        .strip_prefix(&prefix)
+        .and_then(|n| n.strip_suffix(".jfr"))
+        .unwrap_or_else(|| panic!("{names:?} does not start with {prefix}"));
+    // yyyy_MM_dd_HH_mm_ss
+    let parts: Vec<&str> = stamp.split('_').collect();
+    let widths: Vec<usize> = parts.iter().map(|p| p.len()).collect();
+    assert_eq!(widths, [4, 2, 2, 2, 2, 2], "{stamp}");
+    assert!(
+        stamp.bytes().all(|b| b.is_ascii_digit() || b == b'_'),
+        "{stamp}"
+    );
+}
+
+#[test]
+fn bad_destinations_and_options_fail_at_start_naming_them() {
+    let dir = flightrec_testkit::temp_dir("env_bad");
+    let file = dir.join("a-file");
+    std::fs::write(&file, b"x").unwrap();
+    for (options, want) in [
+        (
+            format!("filename={}/missing/x.jfr", dir.display()),
+            format!(
+                "cannot write the recording to {}/missing/x.jfr",
+                dir.display()
+            ),
+        ),
+        (
+            format!("filename={}/x.jfr", file.display()),
+            format!("{}/x.jfr: Not a directory", file.display()),
+        ),
+        (",,,".to_owned(), "holds no option".to_owned()),
+        (
+            "maxchunksize=1k".to_owned(),
+            "option `maxchunksize=1k`: must be at least 64k".to_owned(),
+        ),
+        (
+            "flush-interval=1ms".to_owned(),
+            "option `flush-interval=1ms`: must be 10 ms ..= 1 h".to_owned(),
+        ),
+        (
+            "com.example.Work#throttle=10ms".to_owned(),
+            "`com.example.Work#throttle` is not supported".to_owned(),
+        ),
+        (
+            "jdk.ExecutionSample#throttle=10ms".to_owned(),
+            "`jdk.ExecutionSample#throttle` is not supported".to_owned(),
+        ),
+        (
+            "signal=SIGSEGV".to_owned(),
+            "option `signal=SIGSEGV`".to_owned(),
+        ),
+        (
+            "signal=33".to_owned(),
+            "may not be used for sampling".to_owned(),
+        ),
+    ] {
+        let (ok, out, err, _) = run_with(&options);
+        assert!(ok, "{options}: the program still runs");
+        assert_eq!(out.trim(), "committed 10");
+        assert!(err.contains(&want), "{options}: {err}");
+        assert_eq!(err.lines().count(), 1, "{options}: one line: {err}");
+    }
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        1,
+        "nothing written"
+    );
+}
+
+#[test]
+fn settings_for_a_type_that_never_registered_are_named() {
+    let dir = flightrec_testkit::temp_dir("env_unknown");
+    let out = dir.join("x.jfr");
+    let (ok, _, err, _) = run_with(&format!(
+        "filename={},com.example.Nope#enabled=true,com.example.Work#enabled=true",
+        out.display()
+    ));
+    assert!(ok, "{err}");
+    assert!(err.contains("`com.example.Nope`"), "{err}");
+    assert!(!err.contains("com.example.Work"), "{err}");
+    assert!(out.exists());
+}

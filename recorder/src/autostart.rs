@@ -7,8 +7,14 @@
 //!
 //! A constructor in `.init_array` runs [`start_from_env`] before `main`; an
 //! `atexit` handler stops the recording when the process exits, so the file
-//! named by `filename` is written. A `duration` stops it earlier, a `delay`
-//! starts it later. An invalid option string is reported on stderr (naming
+//! named by `filename` is written (unless `dumponexit=false`; `%p` and `%t`
+//! in it become the pid and the set-up time, `yyyy_MM_dd_HH_mm_ss`, as the
+//! JDK expands them). A `duration` stops it earlier (writing the file), a
+//! `delay` starts it later. The destination is checked at start: a
+//! `filename` in a missing or unwritable directory fails the start, naming
+//! the path and why. Settings for an event type that never registered
+//! while recording are named on stderr at the stop (a type may register
+//! after the start, and then gets its settings). An invalid option string is reported on stderr (naming
 //! the option and why) and nothing is started; programs that want the error
 //! call [`start_from_env`] themselves.
 //!
@@ -24,8 +30,10 @@ use crate::options::{self, OptionError, StartOptions};
 use crate::recording::Recording;
 use crate::sync::{AtomicU64, Ordering};
 
-/// The automatic recording, if one runs.
-static AUTO: Mutex<Option<Recording>> = Mutex::new(None);
+/// The automatic recording, if one runs, whether it writes its file at exit
+/// (`dumponexit`), and the settings it was given (for the stop's report of
+/// event types that never registered).
+static AUTO: Mutex<Option<(Recording, bool, crate::settings::Settings)>> = Mutex::new(None);
 /// The process that started [`AUTO`]'s recording: a forked child's exit
 /// handler leaves the parent's recording alone (and its lock, which a
 /// parent thread may have held when the child was copied).
@@ -52,10 +60,11 @@ impl std::fmt::Display for AutoStartError {
 
 impl std::error::Error for AutoStartError {}
 
-/// The recording configuration an option string asks for.
+/// The recording configuration an option string asks for (`%p` and `%t`
+/// in `filename` expanded now).
 pub fn config_from_options(o: &StartOptions) -> RecordingConfig {
     let mut c = match &o.filename {
-        Some(f) => RecordingConfig::new(f),
+        Some(f) => RecordingConfig::new(expand_filename(f, std::process::id(), local_now())),
         None => RecordingConfig::repository_only(),
     };
     if let Some(r) = &o.repository {
@@ -67,11 +76,49 @@ pub fn config_from_options(o: &StartOptions) -> RecordingConfig {
     if let Some(s) = o.max_chunk_size {
         c = c.max_chunk_size(s);
     }
+    if let Some(n) = &o.name {
+        c = c.name(n);
+    }
     c.keep_repository(o.preserve_repository == Some(true))
+        .disk(o.disk != Some(false))
         .max_chunk_age(o.max_chunk_age)
         .max_age(o.max_age)
         .max_size(o.max_size)
+        .reported_duration(o.duration)
         .settings(o.settings.clone())
+}
+
+/// Local time now as (year, month, day, hour, minute, second).
+fn local_now() -> [i64; 6] {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as libc::time_t);
+    // SAFETY: an all-zero `tm` is a valid value of the plain C struct.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are valid for the call; localtime_r is the
+    // thread-safe form and writes only `tm`.
+    unsafe { libc::localtime_r(&now, &mut tm) };
+    [
+        i64::from(tm.tm_year) + 1900,
+        i64::from(tm.tm_mon) + 1,
+        i64::from(tm.tm_mday),
+        i64::from(tm.tm_hour),
+        i64::from(tm.tm_min),
+        i64::from(tm.tm_sec),
+    ]
+}
+
+/// `path` with `%p` replaced by `pid` and `%t` by `time` as
+/// `yyyy_MM_dd_HH_mm_ss`, as the JDK expands `filename`.
+fn expand_filename(path: &std::path::Path, pid: u32, time: [i64; 6]) -> std::path::PathBuf {
+    let Some(text) = path.to_str() else {
+        return path.to_owned();
+    };
+    let [y, mo, d, h, mi, s] = time;
+    let stamp = format!("{y:04}_{mo:02}_{d:02}_{h:02}_{mi:02}_{s:02}");
+    text.replace("%p", &pid.to_string())
+        .replace("%t", &stamp)
+        .into()
 }
 
 /// Reads `FLIGHTREC` and, if set, starts the recording it describes (after
@@ -82,6 +129,19 @@ pub fn start_from_env() -> Result<bool, AutoStartError> {
         return Ok(false);
     };
     let config = config_from_options(&opts);
+    if let Some(signal) = opts.signal {
+        crate::sampler::set_signal(signal).map_err(|e| {
+            AutoStartError::Options(OptionError::BadSignal {
+                key: "signal".to_owned(),
+                value: signal.to_string(),
+                reason: e.to_string(),
+            })
+        })?;
+    }
+    // Checked now, also when the start is delayed: a bad `filename` is
+    // reported at start, not after the run.
+    config.validate().map_err(AutoStartError::Start)?;
+    let dump_on_exit = opts.dump_on_exit != Some(false);
     match opts.delay {
         Some(delay) if !delay.is_zero() => {
             let duration = opts.duration;
@@ -89,7 +149,7 @@ pub fn start_from_env() -> Result<bool, AutoStartError> {
                 .name("flightrec-delayed-start".into())
                 .spawn(move || {
                     std::thread::sleep(delay);
-                    if let Err(e) = start(config, duration) {
+                    if let Err(e) = start(config, duration, dump_on_exit) {
                         eprintln!("flightrec: {e}");
                     }
                 })
@@ -100,22 +160,27 @@ pub fn start_from_env() -> Result<bool, AutoStartError> {
                     })
                 })?;
         }
-        _ => start(config, opts.duration)?,
+        _ => start(config, opts.duration, dump_on_exit)?,
     }
     register_exit_handler();
     Ok(true)
 }
 
-fn start(config: RecordingConfig, duration: Option<Duration>) -> Result<(), AutoStartError> {
+fn start(
+    config: RecordingConfig,
+    duration: Option<Duration>,
+    dump_on_exit: bool,
+) -> Result<(), AutoStartError> {
+    let settings = config.settings.clone();
     let rec = Recording::start(config).map_err(AutoStartError::Start)?;
     AUTO_PID.store(u64::from(std::process::id()), Ordering::Relaxed);
-    *AUTO.lock().unwrap_or_else(|e| e.into_inner()) = Some(rec);
+    *AUTO.lock().unwrap_or_else(|e| e.into_inner()) = Some((rec, dump_on_exit, settings));
     if let Some(d) = duration.filter(|d| !d.is_zero()) {
         let _ = std::thread::Builder::new()
             .name("flightrec-duration".into())
             .spawn(move || {
                 std::thread::sleep(d);
-                stop_auto();
+                stop(true);
             });
     }
     Ok(())
@@ -123,20 +188,46 @@ fn start(config: RecordingConfig, duration: Option<Duration>) -> Result<(), Auto
 
 /// Stops the automatic recording (writing its file), if one runs.
 pub fn stop_auto() {
+    stop(true);
+}
+
+/// Stops the automatic recording; writes its file if `write` (the
+/// `duration` ran out) or it was started with `dumponexit` (at exit).
+fn stop(write: bool) {
     if AUTO_PID.load(Ordering::Relaxed) != u64::from(std::process::id()) {
         return; // none, or the parent's (in a forked child)
     }
-    let rec = AUTO.lock().unwrap_or_else(|e| e.into_inner()).take();
-    if let Some(rec) = rec
-        && let Err(e) = rec.stop()
-    {
+    let auto = AUTO.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let Some((rec, dump_on_exit, settings)) = auto else {
+        return;
+    };
+    let unused = crate::runtime::registry().unregistered(&settings);
+    if !unused.is_empty() {
+        let shown: Vec<String> = unused.iter().take(5).map(|e| format!("`{e}`")).collect();
+        let more = match unused.len() - shown.len() {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
+        eprintln!(
+            "flightrec: {}: settings for {}{more} were not used: no event type of that name \
+             was registered while recording",
+            options::ENV_VAR,
+            shown.join(", ")
+        );
+    }
+    let result = if write || dump_on_exit {
+        rec.stop()
+    } else {
+        rec.stop_without_writing()
+    };
+    if let Err(e) = result {
         eprintln!("flightrec: {e}");
     }
 }
 
 extern "C" fn at_exit() {
     // Never unwind into libc.
-    let _ = std::panic::catch_unwind(stop_auto);
+    let _ = std::panic::catch_unwind(|| stop(false));
 }
 
 fn register_exit_handler() {
@@ -184,5 +275,30 @@ mod tests {
         assert!(config("preserve-repository=true").keep_repository);
         assert!(!config("preserve-repository=false").keep_repository);
         assert!(!config("filename=a.jfr").keep_repository);
+    }
+
+    #[test]
+    fn options_reach_the_config() {
+        let config = |text: &str| config_from_options(&options::parse(text).unwrap());
+        let c = config("name=my app,disk=false,duration=5m");
+        assert_eq!(c.name.as_deref(), Some("my app"));
+        assert!(!c.disk);
+        assert_eq!(c.duration, Some(Duration::from_secs(300)));
+        assert!(config("filename=x.jfr").disk);
+    }
+
+    #[test]
+    fn filename_expands_pid_and_time_as_the_jdk() {
+        let p = expand_filename(
+            std::path::Path::new("/tmp/app-%p-%t.jfr"),
+            4211,
+            [2026, 3, 7, 9, 5, 1],
+        );
+        assert_eq!(
+            p,
+            std::path::Path::new("/tmp/app-4211-2026_03_07_09_05_01.jfr")
+        );
+        let same = expand_filename(std::path::Path::new("/tmp/plain.jfr"), 1, [0; 6]);
+        assert_eq!(same, std::path::Path::new("/tmp/plain.jfr"));
     }
 }

@@ -81,6 +81,12 @@ impl ChunkAssembler {
         })
     }
 
+    /// Writes `records` (complete event records the recorder made itself,
+    /// such as `jdk.ActiveRecording`) into the chunk.
+    pub(crate) fn write_records(&mut self, records: &[u8]) -> io::Result<()> {
+        self.writer.write_events(records).map(drop)
+    }
+
     /// Wall clock at the chunk's start.
     pub(crate) fn start_nanos(&self) -> i64 {
         self.start.wall_nanos
@@ -270,11 +276,15 @@ fn write_loss_events(out: &mut Vec<u8>, ticks: i64, delta: &LossCounts, total: &
     }
 }
 
-/// One `jdk.ActiveSetting` per setting of every registered type.
+/// One `jdk.ActiveSetting` per setting of every registered type: the
+/// settings in force while the chunk's events were recorded (the
+/// recording's settings, not the settings words, which the stop has
+/// already turned off when the last chunk is finished), thresholds in the
+/// largest unit that states them exactly.
 fn write_active_settings(out: &mut Vec<u8>, ticks: i64) {
     let reg = registry();
     for ty in reg.types() {
-        let word = ty.word.load(crate::sync::Ordering::Acquire);
+        let (enabled, stack_trace, threshold) = reg.in_force(ty);
         let mut put = |name: &str, value: &str| {
             let r = begin_record(out, TypeId::ACTIVE_SETTING);
             out.put_i64(ticks);
@@ -283,28 +293,10 @@ fn write_active_settings(out: &mut Vec<u8>, ticks: i64) {
             out.put_str(value);
             end_record(out, r);
         };
-        put(
-            "enabled",
-            if word & settings::ENABLED != 0 {
-                "true"
-            } else {
-                "false"
-            },
-        );
-        put(
-            "stackTrace",
-            if word & settings::STACK_TRACE != 0 {
-                "true"
-            } else {
-                "false"
-            },
-        );
-        if ty.info.kind == crate::event::descriptor::EventKind::Duration {
-            let nanos = clock::ticks_to_nanos(settings::threshold_ticks(word) as i64);
-            put(
-                "threshold",
-                &settings::format_duration(std::time::Duration::from_nanos(nanos as u64)),
-            );
+        put("enabled", if enabled { "true" } else { "false" });
+        put("stackTrace", if stack_trace { "true" } else { "false" });
+        if let Some(threshold) = threshold {
+            put("threshold", &settings::format_duration(threshold));
         }
     }
 }

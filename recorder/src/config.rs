@@ -40,6 +40,11 @@ pub struct RecordingConfig {
     pub(crate) max_age: Option<Duration>,
     pub(crate) max_size: Option<u64>,
     pub(crate) settings: Settings,
+    pub(crate) name: Option<String>,
+    pub(crate) disk: bool,
+    /// How long the recording was asked to run (reported in
+    /// `jdk.ActiveRecording`; the `FLIGHTREC` start stops it then).
+    pub(crate) duration: Option<Duration>,
 }
 
 impl RecordingConfig {
@@ -71,7 +76,34 @@ impl RecordingConfig {
             max_age: None,
             max_size: None,
             settings: Settings::new(),
+            name: None,
+            disk: true,
+            duration: None,
         }
+    }
+
+    /// The recording's name, shown by `jfr view active-recordings`
+    /// (`jdk.ActiveRecording`). Default: the recording's id.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Where chunks are kept while recording: in the repository directory
+    /// (`true`, the default) or only in memory (`false`): chunks are then
+    /// rotated and dropped by `max_age`/`max_size` exactly as on disk, and
+    /// nothing is written to disk until [`crate::Recording::dump`] or the
+    /// stop writes the destination. `repository` and `keep_repository` do
+    /// not apply in memory.
+    pub fn disk(mut self, disk: bool) -> Self {
+        self.disk = disk;
+        self
+    }
+
+    /// Reports `duration` as the recording's requested length.
+    pub(crate) fn reported_duration(mut self, duration: Option<Duration>) -> Self {
+        self.duration = duration;
+        self
     }
 
     /// The file written when the recording stops (`None`: none).
@@ -223,8 +255,59 @@ impl RecordingConfig {
                 "must be at least 1 ms",
             );
         }
+        if let Some(dest) = &self.destination {
+            check_destination(dest)?;
+        }
+        self.settings
+            .check_supported()
+            .map_err(StartError::Setting)?;
         Ok(())
     }
+}
+
+/// Whether the destination can be written at the stop: its directory
+/// exists and this process may create files in it (`faccessat` with the
+/// effective ids), so a bad `filename` fails the start, not the exit.
+fn check_destination(path: &std::path::Path) -> Result<(), StartError> {
+    use std::os::unix::ffi::OsStrExt;
+    let bad = |source: std::io::Error| StartError::Destination {
+        path: path.to_path_buf(),
+        source,
+    };
+    if path.file_name().is_none() || path.as_os_str().as_bytes().ends_with(b"/") {
+        return Err(bad(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "the path names no file",
+        )));
+    }
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => std::path::Path::new("."),
+    };
+    let meta = std::fs::metadata(dir).map_err(bad)?;
+    if !meta.is_dir() {
+        return Err(bad(std::io::Error::from_raw_os_error(libc::ENOTDIR)));
+    }
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(|_| {
+        bad(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "the path contains a NUL byte",
+        ))
+    })?;
+    // SAFETY: `c` is a NUL-terminated path that outlives the call;
+    // faccessat only reads it.
+    let r = unsafe {
+        libc::faccessat(
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            libc::W_OK | libc::X_OK,
+            libc::AT_EACCESS,
+        )
+    };
+    if r != 0 {
+        return Err(bad(std::io::Error::last_os_error()));
+    }
+    Ok(())
 }
 
 /// Why a recording could not start.
@@ -249,6 +332,17 @@ pub enum StartError {
         /// What is wrong with it.
         problem: crate::repository::RepositoryProblem,
     },
+    /// A setting an event type does not support (`throttle` on a type that
+    /// is not sampled, ...).
+    Setting(crate::settings::SettingError),
+    /// The destination file could not be written at the stop: its
+    /// directory is missing, is no directory, or is not writable.
+    Destination {
+        /// The destination.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// The repository or the first chunk could not be created.
     Io {
         /// The file or directory.
@@ -270,6 +364,12 @@ impl std::fmt::Display for StartError {
             Self::UnsafeRepository { path, problem } => {
                 write!(f, "refusing repository {}: {problem}", path.display())
             }
+            Self::Setting(e) => write!(f, "{e}"),
+            Self::Destination { path, source } => write!(
+                f,
+                "cannot write the recording to {}: {source} (nothing was recorded)",
+                path.display()
+            ),
             Self::Io { path, source } => write!(f, "cannot create {}: {source}", path.display()),
         }
     }
@@ -278,7 +378,7 @@ impl std::fmt::Display for StartError {
 impl std::error::Error for StartError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Self::Io { source, .. } => Some(source),
+            Self::Io { source, .. } | Self::Destination { source, .. } => Some(source),
             _ => None,
         }
     }

@@ -15,6 +15,8 @@
 // is built but idle.
 #![cfg_attr(flightrec_loom, allow(dead_code, unused_imports))]
 
+#[cfg(not(flightrec_loom))]
+mod active_recording;
 mod assemble;
 #[cfg(not(flightrec_loom))]
 pub mod autostart;

@@ -37,6 +37,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use crate::active_recording::{RecordingInfo, write_active_recording};
 use crate::buffer::pool::BufferPool;
 use crate::chunk::ChunkAssembler;
 use crate::clock;
@@ -63,7 +64,12 @@ pub(crate) enum Command {
         to: Option<i64>,
         reply: mpsc::Sender<Result<(), RecordingError>>,
     },
-    Stop(mpsc::Sender<Result<RecordingSummary, RecordingError>>),
+    /// Stop; with `write: false` the destination is not written (a
+    /// `FLIGHTREC` recording with `dumponexit=false`, at exit).
+    Stop {
+        write: bool,
+        reply: mpsc::Sender<Result<RecordingSummary, RecordingError>>,
+    },
 }
 
 /// Why the recording stopped writing.
@@ -95,6 +101,8 @@ pub(crate) struct Recorder {
     last_flush: Instant,
     failure: Option<Failure>,
     losses_at_start: LossCounts,
+    /// What every chunk's `jdk.ActiveRecording` says.
+    info: RecordingInfo,
 }
 
 impl Recorder {
@@ -105,7 +113,9 @@ impl Recorder {
         repo: Repository,
     ) -> io::Result<Self> {
         let losses_at_start = rt.losses.snapshot();
+        let info = RecordingInfo::new(&config, clock::wall_nanos());
         let mut r = Self {
+            info,
             rt,
             config,
             repo,
@@ -121,10 +131,13 @@ impl Recorder {
 
     fn open_chunk(&mut self) -> io::Result<()> {
         let (path, file) = self.repo.create_chunk(clock::wall_nanos())?;
-        let chunk = ChunkAssembler::begin(
+        let mut chunk = ChunkAssembler::begin(
             BufWriter::with_capacity(1 << 20, file),
             self.rt.losses.snapshot(),
         )?;
+        let mut first = Vec::new();
+        write_active_recording(&mut first, clock::ticks(), &self.info);
+        chunk.write_records(&first)?;
         self.chunk = Some((chunk, path));
         self.chunk_opened = Instant::now();
         Ok(())
@@ -157,7 +170,7 @@ impl Recorder {
                 Command::Flush(reply) | Command::Rotate(reply) | Command::Dump { reply, .. } => {
                     let _ = reply.send(Err(error()));
                 }
-                Command::Stop(reply) => {
+                Command::Stop { reply, .. } => {
                     let _ = reply.send(Err(error()));
                     return;
                 }
@@ -199,7 +212,7 @@ impl Recorder {
                         // The handle stopped waiting for us (a panic here
                         // lost its Stop's reply): finish as a stop would.
                         let (reply, _) = mpsc::channel();
-                        self.command(Command::Stop(reply), &mut frames);
+                        self.command(Command::Stop { write: true, reply }, &mut frames);
                         return;
                     }
                 }
@@ -278,8 +291,11 @@ impl Recorder {
                 let _ = reply.send(r);
                 false
             }
-            Command::Stop(reply) => {
+            Command::Stop { write, reply } => {
                 registry().apply(Settings::clone(&registry().settings.load()), false);
+                if !write {
+                    self.config.destination = None;
+                }
                 let r = self
                     .checked(|me| me.rotate(true, frames), "finishing the last chunk")
                     .and_then(|()| self.summary());

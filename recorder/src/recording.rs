@@ -144,8 +144,12 @@ impl Recording {
             config.max_stack_depth,
             config.constant_memory(),
         );
-        let repo = Repository::create(config.repository.as_deref(), config.keep_repository)
-            .map_err(release)?;
+        let repo = if config.disk {
+            Repository::create(config.repository.as_deref(), config.keep_repository)
+                .map_err(release)?
+        } else {
+            Repository::in_memory()
+        };
         let repository = repo.dir().to_path_buf();
         let recorder = Recorder::new(rt, config.clone(), repo).map_err(|source| {
             release(StartError::Io {
@@ -174,7 +178,8 @@ impl Recording {
         })
     }
 
-    /// The repository directory.
+    /// The repository directory (empty for a recording kept in memory,
+    /// [`RecordingConfig::disk`]`(false)`).
     pub fn repository(&self) -> &Path {
         &self.repository
     }
@@ -189,6 +194,7 @@ impl Recording {
         let reg = registry();
         let mut s = Settings::clone(&reg.settings.load());
         s.set(event, setting, value)?;
+        s.check_supported()?;
         reg.apply(s, true);
         crate::sampler::reconcile();
         Ok(())
@@ -280,10 +286,17 @@ impl Recording {
     /// Stops recording: every event committed before the call is written,
     /// the last chunk is finished and the destination file (if any) written.
     pub fn stop(mut self) -> Result<RecordingSummary, RecordingError> {
-        self.stop_inner()
+        self.stop_inner(true)
     }
 
-    fn stop_inner(&mut self) -> Result<RecordingSummary, RecordingError> {
+    /// Stops recording without writing the destination (`dumponexit=false`
+    /// at exit): the chunks stay in the repository (on disk) or are freed
+    /// (in memory).
+    pub(crate) fn stop_without_writing(mut self) -> Result<RecordingSummary, RecordingError> {
+        self.stop_inner(false)
+    }
+
+    fn stop_inner(&mut self, write: bool) -> Result<RecordingSummary, RecordingError> {
         let Some(thread) = self.thread.take() else {
             return Err(RecordingError::RecorderGone);
         };
@@ -294,7 +307,7 @@ impl Recording {
         }
         crate::sampler::shutdown();
         let (tx, rx) = mpsc::channel();
-        let sent = self.commands.send(Command::Stop(tx));
+        let sent = self.commands.send(Command::Stop { write, reply: tx });
         self.rt.pool.wakeup.notify_all();
         let result = match sent {
             Ok(()) => rx.recv().unwrap_or(Err(RecordingError::RecorderGone)),
@@ -312,7 +325,7 @@ impl Recording {
 impl Drop for Recording {
     fn drop(&mut self) {
         if self.thread.is_some() {
-            let _ = self.stop_inner();
+            let _ = self.stop_inner(true);
         }
     }
 }

@@ -42,6 +42,16 @@
 //! repository (`keep_repository`, `preserve-repository=true`). A recording
 //! without a destination keeps its repository: it is the only copy.
 //!
+//! # In memory (`disk=false`)
+//!
+//! [`Repository::in_memory`] keeps the same chunks behind the same calls,
+//! but each chunk file is an anonymous memory file (`memfd_create(2)`)
+//! instead of a file in a directory: rotation, retention (`max_age`,
+//! `max_size`), dumps and the destination written at the stop work the
+//! same, nothing is written to disk until a dump or the stop, and a
+//! chunk dropped by retention frees its memory. Its chunks are named
+//! `memory:<chunk file name>`.
+//!
 //! A repository left by a process that has exited (killed, or crashed
 //! before its stop) is named on stderr when the next recording starts, with
 //! the call that turns it into a file ([`assemble`]); `stale.rs` finds them.
@@ -118,10 +128,14 @@ impl std::fmt::Display for RepositoryProblem {
     }
 }
 
-/// A repository directory and the chunks in it.
+/// A repository directory (or memory) and the chunks in it.
 #[derive(Debug)]
 pub(crate) struct Repository {
+    /// The directory; empty in memory.
     dir: PathBuf,
+    /// In memory: the chunk files by their `memory:` names (a second
+    /// descriptor of each, read with `pread` by dumps); `None` on disk.
+    memory: Option<std::collections::HashMap<PathBuf, File>>,
     finished: VecDeque<ChunkFile>,
     /// This recording created the directory (the default one, or a named
     /// one that did not exist), so it removes it at a clean stop.
@@ -184,10 +198,22 @@ impl Repository {
         }
         Ok(Self {
             dir,
+            memory: None,
             finished: VecDeque::new(),
             created,
             keep,
         })
+    }
+
+    /// A repository whose chunks are kept in memory only (`disk=false`).
+    pub(crate) fn in_memory() -> Self {
+        Self {
+            dir: PathBuf::new(),
+            memory: Some(Default::default()),
+            finished: VecDeque::new(),
+            created: false,
+            keep: false,
+        }
     }
 
     /// The directory.
@@ -196,7 +222,14 @@ impl Repository {
     }
 
     /// Creates the file for a chunk starting at `start_nanos`.
-    pub(crate) fn create_chunk(&self, start_nanos: i64) -> io::Result<(PathBuf, File)> {
+    pub(crate) fn create_chunk(&mut self, start_nanos: i64) -> io::Result<(PathBuf, File)> {
+        if let Some(memory) = &mut self.memory {
+            let name = chunk_file_name(start_nanos);
+            let file = memory_file(&name)?;
+            let path = PathBuf::from(format!("memory:{name}"));
+            memory.insert(path.clone(), file.try_clone()?);
+            return Ok((path, file));
+        }
         let path = self.dir.join(chunk_file_name(start_nanos));
         let file = open_options()
             .write(true)
@@ -232,7 +265,7 @@ impl Repository {
             }
             let c = self.finished.pop_front().expect("front exists");
             total -= c.size;
-            let _ = fs::remove_file(&c.path);
+            self.remove(&c.path);
             removed.push(c);
         }
         removed
@@ -252,8 +285,13 @@ impl Repository {
             if from.is_some_and(|f| c.end_nanos < f) || to.is_some_and(|t| c.start_nanos > t) {
                 continue;
             }
-            let mut f = open_options().read(true).open(&c.path)?;
-            io::copy(&mut (&mut f).take(c.size), out)?;
+            match self.memory.as_ref().and_then(|m| m.get(&c.path)) {
+                Some(f) => copy_at(f, c.size, out)?,
+                None => {
+                    let mut f = open_options().read(true).open(&c.path)?;
+                    io::copy(&mut (&mut f).take(c.size), out)?;
+                }
+            }
             n += 1;
         }
         Ok(n)
@@ -264,6 +302,12 @@ impl Repository {
     /// this recording created it, unless the user asked to keep them. A
     /// recording not written elsewhere keeps its repository (the only copy).
     pub(crate) fn clean_up_at_stop(&mut self, written_elsewhere: bool) {
+        if let Some(memory) = &mut self.memory {
+            // Memory is freed when the recording ends, written or not.
+            memory.clear();
+            self.finished.clear();
+            return;
+        }
         if self.keep || !written_elsewhere {
             return;
         }
@@ -275,6 +319,48 @@ impl Repository {
             let _ = fs::remove_dir(&self.dir);
         }
     }
+}
+
+impl Repository {
+    /// Deletes a chunk file (on disk) or frees it (in memory).
+    fn remove(&mut self, path: &Path) {
+        match &mut self.memory {
+            Some(memory) => drop(memory.remove(path)),
+            None => drop(fs::remove_file(path)),
+        }
+    }
+}
+
+/// A new anonymous memory file (`memfd_create(2)`, close-on-exec).
+fn memory_file(name: &str) -> io::Result<File> {
+    use std::os::fd::FromRawFd;
+    let c = CString::new(name)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "name contains a NUL byte"))?;
+    // SAFETY: `c` is a NUL-terminated string that outlives the call.
+    let fd = unsafe { libc::memfd_create(c.as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a new descriptor that nothing else owns.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// Copies the first `size` bytes of `f` into `out` with positioned reads
+/// (the writer's descriptor shares the file offset, so it is not moved).
+fn copy_at(f: &File, size: u64, out: &mut impl Write) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; 1 << 16];
+    let mut at = 0u64;
+    while at < size {
+        let want = (size - at).min(buf.len() as u64) as usize;
+        let n = f.read_at(&mut buf[..want], at)?;
+        if n == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        out.write_all(&buf[..n])?;
+        at += n as u64;
+    }
+    Ok(())
 }
 
 /// Makes a new `0700` directory from `template` (ending in `XXXXXX`) with
@@ -528,7 +614,7 @@ mod tests {
     fn named_directory_is_private_and_unsafe_ones_are_refused() {
         let base = scratch("named");
         let dir = base.join("repo");
-        let repo = Repository::create(Some(&dir), false).unwrap();
+        let mut repo = Repository::create(Some(&dir), false).unwrap();
         assert_eq!(mode(&dir), 0o700);
         let (path, _f) = repo.create_chunk(42).unwrap();
         assert_eq!(mode(&path), 0o600);
@@ -554,6 +640,36 @@ mod tests {
         fs::set_permissions(&open, fs::Permissions::from_mode(0o750)).unwrap();
         Repository::create(Some(&open), false).unwrap();
         fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn in_memory_chunks_rotate_age_out_and_dump_like_files() {
+        let mut repo = Repository::in_memory();
+        assert_eq!(repo.dir(), Path::new(""));
+        for (i, body) in [&b"first"[..], b"second", b"third"].into_iter().enumerate() {
+            let (path, mut f) = repo.create_chunk(i as i64).unwrap();
+            assert!(path.to_str().unwrap().starts_with("memory:"), "{path:?}");
+            assert!(!path.exists());
+            f.write_all(body).unwrap();
+            repo.add_finished(ChunkFile {
+                path,
+                start_nanos: i as i64,
+                end_nanos: i as i64 + 1,
+                size: body.len() as u64,
+            });
+        }
+        let mut out = Vec::new();
+        assert_eq!(repo.concat_into(&mut out, None, None).unwrap(), 3);
+        assert_eq!(out, b"firstsecondthird");
+        // max_size drops the oldest, as on disk.
+        let removed = repo.apply_retention(10, None, Some(11));
+        assert_eq!(removed.len(), 1);
+        out.clear();
+        repo.concat_into(&mut out, None, None).unwrap();
+        assert_eq!(out, b"secondthird");
+        assert_eq!(repo.memory.as_ref().unwrap().len(), 2);
+        repo.clean_up_at_stop(false);
+        assert!(repo.memory.as_ref().unwrap().is_empty());
     }
 
     #[test]

@@ -95,21 +95,32 @@ impl Registry {
     }
 
     fn word_for(&self, ty: &EventType, recording: bool) -> u64 {
-        let d = ty.info.defaults;
-        let s = self.settings.load();
-        let o = s.get(ty.info.name);
-        let enabled = recording && o.and_then(|o| o.enabled).unwrap_or(d.enabled);
-        let stack = o.and_then(|o| o.stack_trace).unwrap_or(d.stack_trace);
-        let threshold = match ty.info.kind {
-            EventKind::Duration => o.and_then(|o| o.threshold).unwrap_or(d.threshold),
-            EventKind::Instant => std::time::Duration::ZERO,
-        };
+        let (enabled, stack, threshold) = self.in_force(ty);
+        let enabled = recording && enabled;
         settings::pack(
             enabled,
             stack,
-            clock::duration_to_ticks(threshold) as u64,
+            clock::duration_to_ticks(threshold.unwrap_or_default()) as u64,
             fixed_bits(ty, enabled),
         )
+    }
+
+    /// The settings `ty` records with while a recording runs: `enabled`,
+    /// `stackTrace` and, for a duration type, `threshold`, as given (the
+    /// recording's settings over the type's defaults). Unlike the word,
+    /// this stays what was asked for after the stop turned events off, so
+    /// the last chunk reports the settings its events were recorded with.
+    pub(crate) fn in_force(&self, ty: &EventType) -> (bool, bool, Option<std::time::Duration>) {
+        let d = ty.info.defaults;
+        let s = self.settings.load();
+        let o = s.get(ty.info.name);
+        let enabled = o.and_then(|o| o.enabled).unwrap_or(d.enabled);
+        let stack = o.and_then(|o| o.stack_trace).unwrap_or(d.stack_trace);
+        let threshold = match ty.info.kind {
+            EventKind::Duration => Some(o.and_then(|o| o.threshold).unwrap_or(d.threshold)),
+            EventKind::Instant => None,
+        };
+        (enabled, stack, threshold)
     }
 
     /// Installs `settings` and whether a recording runs, and recomputes every
@@ -177,6 +188,21 @@ impl Registry {
         }
         inner.recording = true;
         true
+    }
+
+    /// The event names `settings` gives settings for that no registered
+    /// type has (sorted).
+    pub(crate) fn unregistered(&self, settings: &Settings) -> Vec<String> {
+        let types = self.types();
+        let mut names: Vec<String> = settings
+            .types
+            .keys()
+            .filter(|name| !types.iter().any(|t| t.info.name == name.as_str()))
+            .filter(|name| !crate::settings::is_builtin_event(name))
+            .cloned()
+            .collect();
+        names.sort();
+        names
     }
 
     /// The registered types (id order).

@@ -157,6 +157,16 @@ pub enum SettingError {
     /// The recording belongs to the parent process (called in a forked
     /// child, where recording is off).
     InForkedChild,
+    /// The event type does not do what the setting asks (`throttle` on a
+    /// type that is not sampled, `threshold` on an instant event, ...).
+    Unsupported {
+        /// The event type.
+        event: String,
+        /// The setting.
+        setting: String,
+        /// Why, and where the setting is supported.
+        reason: &'static str,
+    },
 }
 
 impl fmt::Display for SettingError {
@@ -177,6 +187,11 @@ impl fmt::Display for SettingError {
                 )
             }
             Self::InvalidEventName(n) => write!(f, "invalid event type name `{n}`"),
+            Self::Unsupported {
+                event,
+                setting,
+                reason,
+            } => write!(f, "`{event}#{setting}` is not supported: {reason}"),
             Self::InForkedChild => {
                 f.write_str("this recording belongs to the parent process (called after fork)")
             }
@@ -281,19 +296,116 @@ pub fn parse_duration(setting: &str, value: &str) -> Result<Duration, SettingErr
     Ok(d)
 }
 
-/// The JDK's textual form of a duration (`0 ns`, `20 ms`, `1 s`).
+/// The JDK's textual form of a duration, in the largest unit that states
+/// it exactly (`0 ns`, `2 us`, `20 ms`, `1 s`, `5 m`, `2 h`, `1 d`), so a
+/// setting prints as it was written whenever it was written exactly.
 pub fn format_duration(d: Duration) -> String {
     let ns = d.as_nanos();
     if ns == 0 {
-        "0 ns".to_owned()
-    } else if ns.is_multiple_of(1_000_000_000) {
-        format!("{} s", ns / 1_000_000_000)
-    } else if ns.is_multiple_of(1_000_000) {
-        format!("{} ms", ns / 1_000_000)
-    } else if ns.is_multiple_of(1_000) {
-        format!("{} us", ns / 1_000)
-    } else {
-        format!("{ns} ns")
+        return "0 ns".to_owned();
+    }
+    const UNITS: [(u128, &str); 7] = [
+        (86_400_000_000_000, "d"),
+        (3_600_000_000_000, "h"),
+        (60_000_000_000, "m"),
+        (1_000_000_000, "s"),
+        (1_000_000, "ms"),
+        (1_000, "us"),
+        (1, "ns"),
+    ];
+    let (per, unit) = UNITS
+        .into_iter()
+        .find(|&(per, _)| ns.is_multiple_of(per))
+        .unwrap_or((1, "ns"));
+    format!("{} {unit}", ns / per)
+}
+
+// === which types support which settings ===
+
+/// The settings flightrec honours for the JDK event types it writes
+/// itself; the other built-in types (`jdk.ActiveSetting`, ...) are written
+/// whenever they apply and take no setting.
+const BUILTIN_SUPPORT: &[(&str, &[&str])] = &[
+    ("jdk.CPUTimeSample", &["enabled", "throttle", "stackTrace"]),
+    ("jdk.ExecutionSample", &["enabled", "period"]),
+];
+
+/// True if `event` is one of the JDK event types in flightrec's built-in
+/// table (never registered: they exist in every chunk's metadata).
+pub(crate) fn is_builtin_event(event: &str) -> bool {
+    chunk_writer::builtin::builtin_types()
+        .iter()
+        .any(|t| t.is_event() && t.name == event)
+}
+
+/// Whether `event` (`kind`: registered with that kind, `None`: not
+/// registered, or built in) does what `setting` asks; the error says why.
+pub(crate) fn check_supported(
+    event: &str,
+    setting: &str,
+    value: &TypeSettings,
+    kind: Option<crate::event::descriptor::EventKind>,
+) -> Result<(), SettingError> {
+    let unsupported = |reason| {
+        Err(SettingError::Unsupported {
+            event: event.to_owned(),
+            setting: setting.to_owned(),
+            reason,
+        })
+    };
+    if let Some((_, supported)) = BUILTIN_SUPPORT.iter().find(|(e, _)| *e == event) {
+        if !supported.contains(&setting) {
+            return unsupported(if event == "jdk.CPUTimeSample" {
+                "jdk.CPUTimeSample takes enabled, throttle and stackTrace"
+            } else {
+                "jdk.ExecutionSample takes enabled and period"
+            });
+        }
+        if setting == "stackTrace" && value.stack_trace == Some(false) {
+            return unsupported("CPU-time samples always carry a stack trace");
+        }
+        return Ok(());
+    }
+    if is_builtin_event(event) {
+        return unsupported("flightrec writes this type whenever it applies; it takes no setting");
+    }
+    match setting {
+        "throttle" => unsupported("only jdk.CPUTimeSample takes throttle"),
+        "period" => unsupported("only the periodic jdk.ExecutionSample takes period"),
+        "threshold" if kind == Some(crate::event::descriptor::EventKind::Instant) => {
+            unsupported("an instant event has no duration to compare with a threshold")
+        }
+        _ => Ok(()),
+    }
+}
+
+impl Settings {
+    /// Checks that every event type named here supports every setting it
+    /// is given, as far as is known now: the built-in types, the types
+    /// registered so far, and `throttle`/`period`, which only flightrec's
+    /// samplers implement. Called by `Recording::start` and `set`.
+    pub fn check_supported(&self) -> Result<(), SettingError> {
+        let types = crate::runtime::registry().types();
+        let mut names: Vec<&String> = self.types.keys().collect();
+        names.sort();
+        for event in names {
+            let t = &self.types[event];
+            let kind = types
+                .iter()
+                .find(|ty| ty.info.name == event.as_str())
+                .map(|ty| ty.info.kind);
+            let given = [
+                ("enabled", t.enabled.is_some()),
+                ("threshold", t.threshold.is_some()),
+                ("stackTrace", t.stack_trace.is_some()),
+                ("throttle", t.throttle.is_some()),
+                ("period", t.period.is_some()),
+            ];
+            for (setting, _) in given.iter().filter(|(_, g)| *g) {
+                check_supported(event, setting, t, kind)?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -409,9 +521,21 @@ mod tests {
             ("1s", Duration::from_secs(1)),
             ("500 us", Duration::from_micros(500)),
             ("7 ns", Duration::from_nanos(7)),
+            ("5m", Duration::from_secs(300)),
+            ("1d", Duration::from_secs(86400)),
         ] {
             assert_eq!(parse_duration("threshold", text), Ok(d), "{text}");
             assert_eq!(parse_duration("threshold", &format_duration(d)), Ok(d));
+        }
+        for (d, text) in [
+            (Duration::from_micros(2), "2 us"),
+            (Duration::from_millis(20), "20 ms"),
+            (Duration::from_millis(1500), "1500 ms"),
+            (Duration::from_secs(90), "90 s"),
+            (Duration::from_secs(7200), "2 h"),
+            (Duration::from_nanos(1999), "1999 ns"),
+        ] {
+            assert_eq!(format_duration(d), text);
         }
         for bad in ["", "ms", "-1 ms", "1 fortnight", "5"] {
             assert!(parse_duration("threshold", bad).is_err(), "{bad}");

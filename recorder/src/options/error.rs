@@ -98,6 +98,27 @@ pub enum OptionError {
         /// The event part.
         event: String,
     },
+    /// The option string is not empty but holds no option (`,,,`).
+    NoOptions,
+    /// A value that parses but is out of the option's range
+    /// (`maxchunksize=1k`, `flush-interval=1ms`).
+    OutOfRange {
+        /// The key.
+        key: String,
+        /// The value as written.
+        value: String,
+        /// The accepted range.
+        reason: &'static str,
+    },
+    /// A `signal=` that is not a signal, or one sampling must not use.
+    BadSignal {
+        /// The key.
+        key: String,
+        /// The value as written.
+        value: String,
+        /// Why.
+        reason: String,
+    },
     /// `settings=` names neither a built-in set nor an existing file.
     SettingsNotFound {
         /// The value of `settings=`.
@@ -148,13 +169,18 @@ impl OptionError {
             | Self::BadSize { key, value }
             | Self::BadBool { key, value }
             | Self::BadRate { key, value }
-            | Self::BadPeriod { key, value } => Some(format!("{key}={value}")),
+            | Self::BadPeriod { key, value }
+            | Self::OutOfRange { key, value, .. }
+            | Self::BadSignal { key, value, .. } => Some(format!("{key}={value}")),
             Self::UnknownEventSetting { key, .. } | Self::InvalidEventName { key, .. } => {
                 Some(key.clone())
             }
             Self::SettingsNotFound { value } => Some(format!("settings={value}")),
             Self::SettingsUnreadable { path, .. } => Some(format!("settings={}", path.display())),
-            Self::NotUnicode | Self::BadSettingsLine { .. } | Self::SettingsSyntax { .. } => None,
+            Self::NotUnicode
+            | Self::NoOptions
+            | Self::BadSettingsLine { .. }
+            | Self::SettingsSyntax { .. } => None,
         }
     }
 
@@ -162,6 +188,12 @@ impl OptionError {
     fn reason(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::NotUnicode => f.write_str("the variable is not valid UTF-8"),
+            Self::NoOptions => f.write_str(
+                "the option string holds no option (only commas and blanks); unset FLIGHTREC \
+                 to record nothing",
+            ),
+            Self::OutOfRange { reason, .. } => f.write_str(reason),
+            Self::BadSignal { reason, .. } => f.write_str(reason),
             Self::MissingEquals { .. } => f.write_str("expected `key=value`"),
             Self::EmptyValue { .. } => f.write_str("the value is empty"),
             Self::UnknownKey { key, suggestion } => {

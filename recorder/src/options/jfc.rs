@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! <configuration ...>                     the root; anything else is an error
-//!   <event name="jdk.ThreadStart">
+//!   <event name="com.example.Start">
 //!     <setting name="enabled" control="x">true</setting>
 //!   </event>
 //!   <control> ... </control>              skipped
@@ -15,8 +15,10 @@
 //! `event#setting=text` (text trimmed). The `control` attribute is ignored:
 //! the element's text is the value the JDK uses when no control option
 //! changes it, which FLIGHTREC cannot do. Settings flightrec does not know
-//! (`cutoff`, `level`, `filter`) are skipped, as the JDK skips settings an
-//! event type does not declare; the known ones must parse.
+//! (`cutoff`, `level`, `filter`), and known settings flightrec cannot honour
+//! for the event (`period` of the JVM's periodic events, `throttle` of
+//! anything but `jdk.CPUTimeSample`), are skipped, as the JDK skips
+//! settings an event type does not declare; the rest must parse.
 //!
 //! # The XML subset
 //!
@@ -347,6 +349,14 @@ fn finish(
     if !EVENT_SETTINGS.contains(&o.name.as_str()) {
         return Ok(());
     }
+    // A setting flightrec cannot honour for the event (the JVM's periodic
+    // events' `period`, `throttle` of allocation samples, ...) is skipped,
+    // as the JDK skips settings a type does not declare; in FLIGHTREC or a
+    // line-format file the same setting is an error at start.
+    let none = crate::settings::TypeSettings::default();
+    if crate::settings::check_supported(&o.event, &o.name, &none, None).is_err() {
+        return Ok(());
+    }
     let key = format!("{}#{}", o.event, o.name);
     event_setting(settings, &key, o.text.trim()).map_err(|error| OptionError::BadSettingsLine {
         path: path.to_owned(),
@@ -358,14 +368,14 @@ fn finish(
 #[cfg(all(test, not(flightrec_loom)))]
 mod tests {
     use super::*;
-    use crate::settings::{Period, Throttle};
+    use crate::settings::Throttle;
     use std::time::Duration;
 
     const SAMPLE: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 <!DOCTYPE configuration [ <!ENTITY x "y"> ]>
 <!-- a comment with <event name="no.Such"> inside -->
 <configuration version="2.0" label='Sample' description="a &amp; b &#x263A;">
-  <event name="jdk.ThreadStart">
+  <event name="com.example.Start">
     <setting name="enabled" control="threads">true</setting>
     <setting name="stackTrace">
       false
@@ -381,6 +391,10 @@ mod tests {
     <setting name="period">&#101;veryChunk</setting>
   </event>
   <event name="jdk.Empty"/>
+  <event name="jdk.ThreadAllocationStatistics">
+    <setting name="enabled">true</setting>
+    <setting name="period">everyChunk</setting>
+  </event>
   <control>
     <selection name="x" default="y"><option name="y">off</option></selection>
     <text name="t" label="a &lt;b&gt;">20 ms</text>
@@ -391,7 +405,7 @@ mod tests {
     #[test]
     fn reads_settings_and_ignores_controls_and_unknown_settings() {
         let s = parse(SAMPLE, Path::new("s.jfc")).unwrap();
-        let t = s.get("jdk.ThreadStart").unwrap();
+        let t = s.get("com.example.Start").unwrap();
         assert_eq!((t.enabled, t.stack_trace), (Some(true), Some(false)));
         assert_eq!(
             s.get("com.example.Request").unwrap().threshold,
@@ -405,7 +419,11 @@ mod tests {
                 per: Duration::from_secs(1)
             })
         );
-        assert_eq!(cpu.period, Some(Period::EveryChunk));
+        // `period` on the CPU-time sampler, or on a JVM event flightrec
+        // does not write, is not honoured: skipped.
+        assert_eq!(cpu.period, None);
+        let jvm = s.get("jdk.ThreadAllocationStatistics").unwrap();
+        assert_eq!((jvm.enabled, jvm.period), (Some(true), None));
         assert!(s.get("no.Such").is_none() && s.get("jdk.Empty").is_none());
     }
 

@@ -13,7 +13,8 @@
 //!
 //! ```text
 //! options    = [ item { "," item } ]
-//! item       = blank | option              blank items (`a=1,,b=2`, a trailing `,`) are skipped
+//! item       = blank | option              blank items (`a=1,,b=2`, a trailing `,`) are skipped;
+//!                                          a string of only blank items (`,,,`) is an error
 //! option     = key "=" value               blanks around key and value are trimmed
 //! key        = start-key | event-key       keys are case-sensitive
 //! event-key  = [ "+" ] EVENT "#" SETTING   the JDK's `+` is accepted and changes nothing
@@ -22,20 +23,21 @@
 //!
 //! | key              | value                         | |
 //! |------------------|-------------------------------|-|
-//! | `filename`       | PATH                          | the `.jfr` written at stop or exit |
+//! | `filename`       | PATH                          | the `.jfr` written at stop or exit; `%p` pid, `%t` start time |
 //! | `duration`       | TIME                          | stop after; `0` = no limit |
 //! | `delay`          | TIME                          | start after; `0` = at once |
 //! | `name`           | TEXT                          | the recording's name |
 //! | `settings`       | `default`, `profile`, `none` or PATH | may repeat; see below |
-//! | `disk`           | BOOL                          | keep chunks in the repository |
-//! | `dumponexit`     | BOOL                          | write `filename` at exit |
+//! | `disk`           | BOOL                          | `false`: keep chunks in memory only |
+//! | `dumponexit`     | BOOL                          | `false`: do not write `filename` at exit |
 //! | `maxage`         | TIME                          | repository retention; `0` = no limit |
 //! | `maxsize`        | SIZE                          | repository retention; `0` = no limit |
-//! | `maxchunksize`   | SIZE                          | rotate at (flightrec-specific) |
+//! | `maxchunksize`   | SIZE                          | rotate at, at least `64k` (flightrec-specific) |
 //! | `maxchunkage`    | TIME                          | rotate after (flightrec-specific) |
-//! | `flush-interval` | TIME                          | write buffered events this often |
+//! | `flush-interval` | TIME                          | write buffered events this often (10 ms ..= 1 h) |
 //! | `repository`     | DIR                           | where chunks are kept |
 //! | `preserve-repository` | BOOL                     | keep the chunks after the file is written |
+//! | `signal`         | SIGNAL                        | the sampling signal (`SIGPROF`, `SIGRTMIN+3`, a number) |
 //! | EVENT`#`SETTING  | per setting, below            | may repeat; later wins |
 //!
 //! * TIME: digits, optional blanks, a unit `ns`, `us`, `ms`, `s`, `m`/`min`,

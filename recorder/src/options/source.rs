@@ -107,16 +107,28 @@ pub(super) fn parse_lines(text: &str, path: &Path) -> Result<Settings, OptionErr
             line: i + 1,
             reason,
         };
+        // The file may not be one the user meant to show (`settings=` of
+        // a wrong path): errors quote at most the offending key, and only
+        // when it looks like one, never the line.
         let Some((key, value)) = line.split_once('=') else {
-            return Err(syntax(format!(
-                "`{line}` is not a setting (expected `event#setting=value`)"
-            )));
+            return Err(syntax(
+                "not a setting (expected `event#setting=value`)".to_owned(),
+            ));
         };
         let key = key.trim();
         if !key.contains('#') {
+            let quoted = if key.len() <= 40
+                && key
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+            {
+                format!("`{key}` is not an event setting")
+            } else {
+                "not an event setting".to_owned()
+            };
             return Err(syntax(format!(
-                "`{key}` is not an event setting (expected `event#setting=value`; \
-                 start-up options belong in FLIGHTREC itself)"
+                "{quoted} (expected `event#setting=value`; start-up options belong in \
+                 FLIGHTREC itself)"
             )));
         }
         event_setting(&mut settings, key, value.trim()).map_err(|error| {

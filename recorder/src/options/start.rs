@@ -22,7 +22,8 @@ pub struct StartOptions {
     /// `name=TEXT`: the recording's name.
     pub name: Option<String>,
     /// `filename=PATH`: the `.jfr` file written when the recording stops
-    /// (or the program exits). The JDK's `%p`/`%t` are left unexpanded.
+    /// (or the program exits), as written: `%p` and `%t` are expanded when
+    /// the recording is set up ([`crate::autostart::config_from_options`]).
     pub filename: Option<PathBuf>,
     /// `duration=TIME`: stop after this long. `0` (the JDK's "forever")
     /// gives `None`.
@@ -52,6 +53,9 @@ pub struct StartOptions {
     pub disk: Option<bool>,
     /// `dumponexit=BOOL`: write `filename` when the program exits.
     pub dump_on_exit: Option<bool>,
+    /// `signal=NAME|NUMBER`: the sampling signal (see
+    /// [`crate::sampler::parse_signal`]).
+    pub signal: Option<i32>,
     /// The `settings=` sets layered in order (the built-in `default` if none
     /// is given), then every `event#setting=value` in order; later wins.
     pub settings: Settings,
@@ -74,6 +78,7 @@ enum Key {
     FlushInterval,
     Repository,
     PreserveRepository,
+    Signal,
 }
 
 impl Key {
@@ -93,6 +98,7 @@ impl Key {
             "flush-interval" => Key::FlushInterval,
             "repository" => Key::Repository,
             "preserve-repository" => Key::PreserveRepository,
+            "signal" => Key::Signal,
             _ => return None,
         })
     }
@@ -102,7 +108,9 @@ impl Key {
 /// `filename=app.jfr,duration=30s,settings=profile,com.example.Request#threshold=1ms`.
 ///
 /// Settings files named by `settings=` are read here. An empty string gives
-/// no options and the `default` settings. See the [module docs](super) for
+/// no options and the `default` settings; a string of only blanks and
+/// commas (`,,,`) is an error ([`OptionError::NoOptions`]): it was meant to
+/// say something. See the [module docs](super) for
 /// the grammar.
 pub fn parse(text: &str) -> Result<StartOptions, OptionError> {
     let mut o = StartOptions {
@@ -119,8 +127,12 @@ pub fn parse(text: &str) -> Result<StartOptions, OptionError> {
         preserve_repository: None,
         disk: None,
         dump_on_exit: None,
+        signal: None,
         settings: Settings::new(),
     };
+    if !text.trim().is_empty() && text.split(',').all(|item| item.trim().is_empty()) {
+        return Err(OptionError::NoOptions);
+    }
     let mut given: Vec<Key> = Vec::new();
     let mut sets: Option<Settings> = None;
     let mut overrides = Settings::new();
@@ -175,9 +187,41 @@ pub fn parse(text: &str) -> Result<StartOptions, OptionError> {
             Key::DumpOnExit => o.dump_on_exit = Some(boolean(name, value)?),
             Key::MaxAge => o.max_age = nonzero(time(name, value)?),
             Key::MaxSize => o.max_size = Some(size(name, value)?).filter(|&n| n != 0),
-            Key::MaxChunkSize => o.max_chunk_size = Some(size(name, value)?),
-            Key::MaxChunkAge => o.max_chunk_age = Some(time(name, value)?),
-            Key::FlushInterval => o.flush_interval = Some(time(name, value)?),
+            Key::MaxChunkSize => {
+                let n = size(name, value)?;
+                if n < crate::config::MIN_CHUNK_SIZE {
+                    return Err(out_of_range(name, value, "must be at least 64k"));
+                }
+                o.max_chunk_size = Some(n);
+            }
+            Key::MaxChunkAge => {
+                o.max_chunk_age = nonzero(time(name, value)?);
+                if o.max_chunk_age
+                    .is_some_and(|a| a < Duration::from_millis(1))
+                {
+                    return Err(out_of_range(
+                        name,
+                        value,
+                        "must be 0 (no limit) or at least 1 ms",
+                    ));
+                }
+            }
+            Key::FlushInterval => {
+                let d = time(name, value)?;
+                if !(Duration::from_millis(10)..=Duration::from_secs(3600)).contains(&d) {
+                    return Err(out_of_range(name, value, "must be 10 ms ..= 1 h"));
+                }
+                o.flush_interval = Some(d);
+            }
+            Key::Signal => {
+                o.signal = Some(crate::sampler::parse_signal(value).map_err(|reason| {
+                    OptionError::BadSignal {
+                        key: name.to_owned(),
+                        value: value.to_owned(),
+                        reason,
+                    }
+                })?);
+            }
             Key::Repository => o.repository = Some(value.into()),
             Key::PreserveRepository => o.preserve_repository = Some(boolean(name, value)?),
         }
@@ -188,6 +232,15 @@ pub fn parse(text: &str) -> Result<StartOptions, OptionError> {
     };
     source::layer(&mut o.settings, &overrides);
     Ok(o)
+}
+
+/// A value that parses but is outside the option's range.
+fn out_of_range(key: &str, value: &str, reason: &'static str) -> OptionError {
+    OptionError::OutOfRange {
+        key: key.to_owned(),
+        value: value.to_owned(),
+        reason,
+    }
 }
 
 /// Parses `$FLIGHTREC`: `Ok(None)` when it is unset, empty or blank, or
@@ -300,15 +353,20 @@ mod tests {
 
     #[test]
     fn empty_input_and_zero_limits_give_none() {
-        let o = parse(" , ,").unwrap();
-        assert_eq!(o, parse("").unwrap());
+        let o = parse("").unwrap();
+        assert!(matches!(parse(" , ,"), Err(OptionError::NoOptions)));
+        assert_eq!(
+            err(",,,").to_string(),
+            "FLIGHTREC: the option string holds no option (only commas and blanks); \
+             unset FLIGHTREC to record nothing"
+        );
         assert_eq!((o.filename, o.duration, o.max_size), (None, None, None));
         let o = parse("duration=0,delay=0 s,maxage=0,maxsize=0,maxchunkage=0").unwrap();
         assert_eq!(
             (o.duration, o.delay, o.max_age, o.max_size),
             (None, None, None, None)
         );
-        assert_eq!(o.max_chunk_age, Some(Duration::ZERO));
+        assert_eq!(o.max_chunk_age, None);
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub(super) const KEYS: &[&str] = &[
     "flush-interval",
     "repository",
     "preserve-repository",
+    "signal",
 ];
 
 /// The settings an `event#setting` key may name.
@@ -116,7 +117,11 @@ pub(super) fn event_setting(
     match settings.set(event, setting, value) {
         Ok(_) => Ok(()),
         // `Settings::set` on a value never reports a fork.
-        Err(SettingError::InvalidValue { .. } | SettingError::InForkedChild) => Err(bad_value()),
+        Err(
+            SettingError::InvalidValue { .. }
+            | SettingError::InForkedChild
+            | SettingError::Unsupported { .. },
+        ) => Err(bad_value()),
         Err(SettingError::InvalidEventName(event)) => Err(OptionError::InvalidEventName {
             key: key.to_owned(),
             event,

@@ -59,6 +59,72 @@ pub(crate) fn throttle_text(throttle: Throttle) -> String {
     }
 }
 
+// === the sampling signal ===
+
+/// Whether sampling may use `signal`: a real-time signal the C library
+/// leaves to programs (`SIGRTMIN..=SIGRTMAX` as libc reports them at run
+/// time: glibc reserves the first two or three for threads and
+/// cancellation), or `SIGPROF`, `SIGVTALRM`, `SIGALRM`. Never a signal with
+/// another meaning (`SIGSEGV`, `SIGKILL`, ...).
+pub fn signal_allowed(signal: i32) -> bool {
+    (libc::SIGRTMIN()..=libc::SIGRTMAX()).contains(&signal)
+        || [libc::SIGPROF, libc::SIGVTALRM, libc::SIGALRM].contains(&signal)
+}
+
+/// The signals [`signal_allowed`] accepts, for messages.
+pub(crate) fn allowed_signals() -> String {
+    format!(
+        "SIGPROF, SIGVTALRM, SIGALRM or a real-time signal SIGRTMIN..=SIGRTMAX ({}..={})",
+        libc::SIGRTMIN(),
+        libc::SIGRTMAX()
+    )
+}
+
+/// Parses a sampling signal: `SIGPROF`, `SIGVTALRM`, `SIGALRM` (the `SIG`
+/// prefix optional), `SIGRTMIN`, `SIGRTMIN+N`, `SIGRTMAX`, `SIGRTMAX-N`, or
+/// a number; the result must pass [`signal_allowed`]. The error says why.
+pub fn parse_signal(text: &str) -> Result<i32, String> {
+    let t = text.trim();
+    let name = t.strip_prefix("SIG").unwrap_or(t);
+    let offset = |rest: &str, sign: char| -> Option<i32> {
+        if rest.is_empty() {
+            return Some(0);
+        }
+        let n = rest.strip_prefix(sign)?;
+        if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) || n.len() > 3 {
+            return None;
+        }
+        n.parse().ok()
+    };
+    let signal = if let Some(rest) = name.strip_prefix("RTMIN") {
+        offset(rest, '+').map(|n| libc::SIGRTMIN() + n)
+    } else if let Some(rest) = name.strip_prefix("RTMAX") {
+        offset(rest, '-').map(|n| libc::SIGRTMAX() - n)
+    } else {
+        match name {
+            "PROF" => Some(libc::SIGPROF),
+            "VTALRM" => Some(libc::SIGVTALRM),
+            "ALRM" => Some(libc::SIGALRM),
+            n if !n.is_empty() && n.len() <= 3 && n.bytes().all(|b| b.is_ascii_digit()) => {
+                n.parse().ok()
+            }
+            _ => None,
+        }
+    };
+    let Some(signal) = signal else {
+        return Err(format!(
+            "`{t}` is not a signal (expected e.g. SIGPROF, SIGRTMIN+3 or a number)"
+        ));
+    };
+    if !signal_allowed(signal) {
+        return Err(format!(
+            "signal {signal} may not be used for sampling (allowed: {})",
+            allowed_signals()
+        ));
+    }
+    Ok(signal)
+}
+
 /// Everything the sampler thread acts on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SamplerConfig {
@@ -109,6 +175,45 @@ mod tests {
         for text in ["500/s", "10 ms", "2/ms", "off"] {
             assert_eq!(throttle_text(t(text)), text);
         }
+    }
+
+    #[test]
+    fn only_unreserved_real_time_and_timer_signals_are_accepted() {
+        let (min, max) = (libc::SIGRTMIN(), libc::SIGRTMAX());
+        assert_eq!(parse_signal("SIGPROF"), Ok(libc::SIGPROF));
+        assert_eq!(parse_signal("VTALRM"), Ok(libc::SIGVTALRM));
+        assert_eq!(parse_signal("SIGALRM"), Ok(libc::SIGALRM));
+        assert_eq!(parse_signal("SIGRTMIN"), Ok(min));
+        assert_eq!(parse_signal("SIGRTMIN+3"), Ok(min + 3));
+        assert_eq!(parse_signal("SIGRTMAX-1"), Ok(max - 1));
+        assert_eq!(parse_signal(&(min + 1).to_string()), Ok(min + 1));
+        // glibc's reserved 32 and 33 lie below SIGRTMIN.
+        assert!(min > 33, "{min}");
+        for bad in [
+            32,
+            33,
+            libc::SIGSEGV,
+            libc::SIGKILL,
+            libc::SIGSTOP,
+            0,
+            max + 1,
+        ] {
+            let e = parse_signal(&bad.to_string()).unwrap_err();
+            assert!(e.contains("may not be used for sampling"), "{bad}: {e}");
+            assert!(!signal_allowed(bad), "{bad}");
+        }
+        for bad in [
+            "SIGSEGV",
+            "SIGRTMIN+",
+            "SIGRTMIN-1",
+            "SIGRTMAX+1",
+            "",
+            "x",
+            "SIGRTMIN+1000",
+        ] {
+            assert!(parse_signal(bad).is_err(), "{bad}");
+        }
+        assert!(parse_signal(&format!("SIGRTMIN+{}", max - min + 1)).is_err());
     }
 
     #[test]

@@ -44,13 +44,15 @@ fn current() -> SamplerConfig {
 
 /// Sets the signal the timers send (default `SIGPROF`); a handler already
 /// installed for it is chained. Takes effect when sampling is next
-/// (re)configured.
+/// (re)configured. Only the signals [`super::signal_allowed`] accepts:
+/// `SIGPROF`, `SIGVTALRM`, `SIGALRM`, or `SIGRTMIN..=SIGRTMAX` as the C
+/// library reports them (never glibc's reserved 32/33, `SIGSEGV`, ...).
 pub fn set_signal(signal: i32) -> Result<(), SettingError> {
-    if !(1..=64).contains(&signal) || signal == libc::SIGKILL || signal == libc::SIGSTOP {
+    if !super::config::signal_allowed(signal) {
         return Err(SettingError::InvalidValue {
             setting: "signal".to_owned(),
             value: signal.to_string(),
-            expected: "a catchable signal number",
+            expected: "SIGPROF, SIGVTALRM, SIGALRM or a real-time signal SIGRTMIN..=SIGRTMAX",
         });
     }
     SIGNAL.store(signal as u64, Ordering::Relaxed);

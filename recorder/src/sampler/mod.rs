@@ -33,7 +33,10 @@ mod threads;
 #[cfg(not(flightrec_loom))]
 mod unwind;
 
-pub use config::{CPU_EVENT, DEFAULT_THROTTLE, DEFAULT_WALL_PERIOD, MIN_PERIOD, WALL_EVENT};
+pub use config::{
+    CPU_EVENT, DEFAULT_THROTTLE, DEFAULT_WALL_PERIOD, MIN_PERIOD, WALL_EVENT, parse_signal,
+    signal_allowed,
+};
 #[cfg(not(flightrec_loom))]
 pub use control::set_signal;
 #[cfg(not(flightrec_loom))]
