@@ -102,7 +102,8 @@ fn write_path_contracts() {
     let rec = Recording::start(
         RecordingConfig::new(&path)
             .thread_buffer_size(4096)
-            .max_memory(8192)
+            // Two 4 KiB buffers after the quarter kept for constant pools.
+            .max_memory(12288)
             .flush_interval(Duration::from_secs(3600)),
     )
     .unwrap();
