@@ -1,0 +1,408 @@
+//! flightrec's commit side by side with its peers, in one process, in
+//! paired rounds; the end-to-end cost of an event; thread scaling.
+//!
+//! Each round times, back to back on the same thread, a batch of:
+//!
+//! * `rdtsc`: a bare read of the event clock (the floor: every event reads it);
+//! * a flightrec commit of an enabled 3-field instant event;
+//! * a `tracing` event with the same three fields into a layer that only
+//!   pushes the values to a thread-local `Vec` (the cheapest useful
+//!   subscriber; `tracing` itself reads no clock);
+//! * a `fastrace` local span (enter and exit under a local parent).
+//!
+//! Time is the thread's own CPU time (`CLOCK_THREAD_CPUTIME_ID`), so a
+//! neighbour that takes the core away does not count; ratios are taken per
+//! round and the medians reported. Then:
+//!
+//! * the JDK 25 JFR commit of the same event, by `benches/peers/Commit.java`
+//!   run with the JDK that `flightrec-testkit` finds (its own median of
+//!   rounds, wall time: the JVM's number is compared with this run's rdtsc);
+//! * end to end: the process CPU time (every thread: commit, drain, write)
+//!   per event for 10^7 events, and the recorder's part of it;
+//! * scaling: per-event CPU time of each emitting thread with 1, 2 and 4
+//!   threads (contention shows as more CPU per event, whatever the host
+//!   does with the second core).
+//!
+//! Prints a Markdown table between `peers table begin` and `peers table
+//! end` (`scripts/peers-table.sh` copies it into the README) and a last
+//! line `peers summary: {json}`. Under `cargo test --benches` it runs a
+//! small smoke version.
+
+use std::cell::RefCell;
+use std::hint::black_box;
+use std::path::Path;
+use std::process::Command;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use fastrace::collector::{Config, Reporter, SpanRecord};
+use fastrace::prelude::{LocalSpan, Span, SpanContext};
+use flightrec::{Event, Recording, RecordingConfig};
+use tracing::field::{Field, Visit};
+use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+
+#[derive(Event)]
+#[event(name = "bench.Emit", label = "Emit")]
+struct Emit {
+    a: u64,
+    b: i32,
+    c: f64,
+}
+
+/// Operations per timed segment: under fastrace's local span queue, so
+/// every span is kept.
+const SEGMENT: u64 = 8192;
+
+fn cpu_ns(clock: libc::clockid_t) -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid clock id and a valid out-pointer.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts.tv_sec as f64 * 1e9 + ts.tv_nsec as f64
+}
+
+fn thread_ns() -> f64 {
+    cpu_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+fn process_ns() -> f64 {
+    cpu_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
+}
+
+// === the variants ===
+
+#[inline(always)]
+fn rdtsc_segment() {
+    for _ in 0..SEGMENT {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: rdtsc exists on every x86-64 CPU and touches no memory.
+        black_box(unsafe { core::arch::x86_64::_rdtsc() });
+        #[cfg(not(target_arch = "x86_64"))]
+        black_box(flightrec::clock::ticks());
+    }
+}
+
+#[inline(always)]
+fn flightrec_segment() {
+    for i in 0..SEGMENT {
+        Emit {
+            a: black_box(i),
+            b: 7,
+            c: 0.5,
+        }
+        .commit();
+    }
+}
+
+#[inline(always)]
+fn tracing_segment() {
+    for i in 0..SEGMENT {
+        tracing::info!(a = black_box(i), b = 7i64, c = 0.5f64);
+    }
+}
+
+#[inline(always)]
+fn fastrace_segment() {
+    for _ in 0..SEGMENT {
+        let _s = LocalSpan::enter_with_local_parent("bench.Emit");
+    }
+}
+
+/// A `tracing` layer that pushes each event's values to a thread-local Vec.
+struct VecLayer;
+
+thread_local! {
+    static SINK: RefCell<Vec<u64>> = RefCell::new(Vec::with_capacity(1 << 16));
+}
+
+struct Push<'a>(&'a mut Vec<u64>);
+
+impl Visit for Push<'_> {
+    fn record_u64(&mut self, _: &Field, v: u64) {
+        self.0.push(v);
+    }
+    fn record_i64(&mut self, _: &Field, v: i64) {
+        self.0.push(v as u64);
+    }
+    fn record_f64(&mut self, _: &Field, v: f64) {
+        self.0.push(v.to_bits());
+    }
+    fn record_debug(&mut self, _: &Field, _: &dyn std::fmt::Debug) {}
+}
+
+impl<S: tracing::Subscriber> Layer<S> for VecLayer {
+    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
+        SINK.with(|s| {
+            let mut v = s.borrow_mut();
+            if v.len() > (1 << 16) - 8 {
+                v.clear();
+            }
+            event.record(&mut Push(&mut v));
+        });
+    }
+}
+
+/// Discards fastrace's spans (their collection is not what is compared).
+struct Discard;
+
+impl Reporter for Discard {
+    fn report(&mut self, spans: Vec<SpanRecord>) {
+        black_box(spans);
+    }
+}
+
+/// CPU ns per operation of `segments` timed segments of `f`.
+fn per_op(segments: u64, mut f: impl FnMut()) -> f64 {
+    let mut total = 0.0;
+    for _ in 0..segments {
+        let t = thread_ns();
+        f();
+        total += thread_ns() - t;
+    }
+    total / (segments * SEGMENT) as f64
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+// === the runs ===
+
+struct Peers {
+    rdtsc: f64,
+    flightrec: f64,
+    tracing: f64,
+    fastrace: f64,
+    flightrec_over_rdtsc: f64,
+    tracing_ratio: f64,
+    fastrace_ratio: f64,
+}
+
+fn peers(rec: &Recording, rounds: usize, segments: u64) -> Peers {
+    let (mut t, mut f, mut tr, mut fa) = (vec![], vec![], vec![], vec![]);
+    let (mut f_t, mut f_tr, mut f_fa) = (vec![], vec![], vec![]);
+    for _ in 0..rounds {
+        rec.flush().expect("flush");
+        let tsc = per_op(segments, rdtsc_segment);
+        let fr = per_op(segments, flightrec_segment);
+        let tc = per_op(segments, tracing_segment);
+        let fs = {
+            let mut total = 0.0;
+            for _ in 0..segments {
+                let root = Span::root("bench", SpanContext::random());
+                let guard = root.set_local_parent();
+                let start = thread_ns();
+                fastrace_segment();
+                total += thread_ns() - start;
+                drop(guard);
+            }
+            total / (segments * SEGMENT) as f64
+        };
+        t.push(tsc);
+        f.push(fr);
+        tr.push(tc);
+        fa.push(fs);
+        f_t.push(fr / tsc);
+        f_tr.push(fr / tc);
+        f_fa.push(fr / fs);
+    }
+    Peers {
+        rdtsc: median(&mut t),
+        flightrec: median(&mut f),
+        tracing: median(&mut tr),
+        fastrace: median(&mut fa),
+        flightrec_over_rdtsc: median(&mut f_t),
+        tracing_ratio: median(&mut f_tr),
+        fastrace_ratio: median(&mut f_fa),
+    }
+}
+
+/// The JDK's commit, ns per event, if a JDK 25 with `javac` is found.
+fn java_commit(out: &Path, rounds: usize, batch: u64) -> Result<f64, String> {
+    let jdk = flightrec_testkit::locate().map_err(|e| e.to_string())?;
+    let javac = jdk.home().join("bin/javac");
+    if !javac.exists() {
+        return Err(format!("{} has no javac", jdk.home().display()));
+    }
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/peers/Commit.java");
+    let status = Command::new(&javac)
+        .arg("-d")
+        .arg(out)
+        .arg(&src)
+        .status()
+        .map_err(|e| format!("javac: {e}"))?;
+    if !status.success() {
+        return Err(format!("javac failed: {status}"));
+    }
+    let run = Command::new(jdk.java_path())
+        .arg("-cp")
+        .arg(out)
+        .arg("Commit")
+        .arg(rounds.to_string())
+        .arg(batch.to_string())
+        .output()
+        .map_err(|e| format!("java: {e}"))?;
+    let text = String::from_utf8_lossy(&run.stdout);
+    text.lines()
+        .find_map(|l| l.strip_prefix("java commit ns: "))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| {
+            format!(
+                "no result from java: {text}{}",
+                String::from_utf8_lossy(&run.stderr)
+            )
+        })
+}
+
+/// Process CPU per event (commit, drain, write) and the emitting thread's
+/// part, over `events` events.
+fn end_to_end(rec: &Recording, events: u64) -> (f64, f64) {
+    rec.flush().expect("flush");
+    let (p0, t0) = (process_ns(), thread_ns());
+    for i in 0..events {
+        Emit {
+            a: black_box(i),
+            b: 7,
+            c: 0.5,
+        }
+        .commit();
+    }
+    let t1 = thread_ns();
+    rec.flush().expect("flush");
+    let p1 = process_ns();
+    ((p1 - p0) / events as f64, (t1 - t0) / events as f64)
+}
+
+/// Per-event CPU time of each of `threads` emitting threads (their mean).
+fn scaling_round(rec: &Recording, threads: usize, n: u64) -> f64 {
+    rec.flush().expect("flush");
+    let arrived = AtomicUsize::new(0);
+    let per_event = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                Emit { a: 0, b: 1, c: 2.0 }.commit();
+                arrived.fetch_add(1, Ordering::AcqRel);
+                while arrived.load(Ordering::Acquire) < threads {
+                    std::hint::spin_loop();
+                }
+                let start = thread_ns();
+                for i in 0..n {
+                    Emit {
+                        a: black_box(i),
+                        b: 7,
+                        c: 0.5,
+                    }
+                    .commit();
+                }
+                let spent = thread_ns() - start;
+                per_event.lock().unwrap().push(spent / n as f64);
+            });
+        }
+    });
+    let v = per_event.into_inner().unwrap();
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+fn main() {
+    let full = std::env::args().any(|a| a == "--bench");
+    let (rounds, segments, events, scaling_n) = if full {
+        (31, 6, 10_000_000, 200_000)
+    } else {
+        (2, 1, 100_000, 10_000) // `cargo test --benches`: a smoke run
+    };
+    let dir = std::env::temp_dir().join(format!("flightrec-peers-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let rec = Recording::start(
+        RecordingConfig::repository_only()
+            .repository(dir.join("repo"))
+            .max_memory(1 << 30)
+            .max_size(Some(256 << 20)),
+    )
+    .expect("start recording");
+    tracing::subscriber::set_global_default(tracing_subscriber::registry().with(VecLayer))
+        .expect("the bench's subscriber");
+    fastrace::set_reporter(Discard, Config::default());
+
+    let p = peers(&rec, rounds, segments);
+    let java = java_commit(
+        &dir,
+        if full { 31 } else { 3 },
+        if full { 1_000_000 } else { 10_000 },
+    );
+    let (e2e, commit_part) = end_to_end(&rec, events);
+    let (mut two, mut four) = (Vec::new(), Vec::new());
+    for _ in 0..if full { 11 } else { 1 } {
+        let before = scaling_round(&rec, 1, scaling_n);
+        let t2 = scaling_round(&rec, 2, scaling_n);
+        let t4 = scaling_round(&rec, 4, scaling_n);
+        let after = scaling_round(&rec, 1, scaling_n);
+        let one = (before + after) / 2.0;
+        two.push(t2 / one);
+        four.push(t4 / one);
+    }
+    let (two, four) = (median(&mut two), median(&mut four));
+    let summary = rec.stop().expect("stop");
+    let _ = std::fs::remove_dir_all(&dir);
+    let lost = summary.losses.total_events();
+
+    let x = |ns: f64| ns / p.rdtsc;
+    println!("peers table begin");
+    println!("| Operation (thread CPU time, median of {rounds} paired rounds) | ns | × rdtsc |");
+    println!("|---|---:|---:|");
+    println!("| `rdtsc` (the event clock) | {:.1} | 1.00 |", p.rdtsc);
+    println!(
+        "| flightrec: commit a 3-field event | {:.1} | {:.2} |",
+        p.flightrec, p.flightrec_over_rdtsc
+    );
+    println!(
+        "| `tracing`: 3-field event into a thread-local Vec layer | {:.1} | {:.2} |",
+        p.tracing,
+        x(p.tracing)
+    );
+    println!(
+        "| `fastrace`: local span | {:.1} | {:.2} |",
+        p.fastrace,
+        x(p.fastrace)
+    );
+    match &java {
+        Ok(ns) => println!(
+            "| JDK 25 JFR: commit a 3-field event (wall, own process) | {ns:.1} | {:.2} |",
+            x(*ns)
+        ),
+        Err(why) => println!("| JDK 25 JFR: not measured ({why}) | | |"),
+    }
+    println!(
+        "| flightrec end to end: commit + drain + write (process CPU / event, {events} events) | {e2e:.1} | {:.2} |",
+        x(e2e)
+    );
+    println!(
+        "| flightrec recorder thread per event (end to end − commit) | {:.1} | {:.2} |",
+        e2e - commit_part,
+        x(e2e - commit_part)
+    );
+    println!("| per-thread CPU per event, 2 threads / 1 thread | | {two:.2} |");
+    println!("| per-thread CPU per event, 4 threads / 1 thread | | {four:.2} |");
+    println!("peers table end");
+    if lost > 0 {
+        eprintln!("peers bench: {lost} events dropped: the figures include the drop path");
+    }
+    println!(
+        "peers summary: {{\"rdtsc_ns\": {:.2}, \"flightrec_ns\": {:.2}, \"flightrec_over_rdtsc\": {:.3}, \
+         \"flightrec_over_tracing\": {:.3}, \"flightrec_over_fastrace\": {:.3}, \"java_ns\": {}, \
+         \"end_to_end_ns\": {e2e:.2}, \"end_to_end_over_rdtsc\": {:.3}, \"recorder_ns\": {:.2}, \
+         \"two_threads_cpu_ratio\": {two:.3}, \"four_threads_cpu_ratio\": {four:.3}, \"events_lost\": {lost}}}",
+        p.rdtsc,
+        p.flightrec,
+        p.flightrec_over_rdtsc,
+        p.tracing_ratio,
+        p.fastrace_ratio,
+        java.as_ref()
+            .map_or("null".to_owned(), |v| format!("{v:.2}")),
+        x(e2e),
+        e2e - commit_part,
+    );
+}
