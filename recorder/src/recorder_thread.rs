@@ -42,7 +42,7 @@ use crate::chunk::ChunkAssembler;
 use crate::clock;
 use crate::config::RecordingConfig;
 use crate::cpool::methods::FrameTables;
-use crate::loss::{LossCause, LossCounts};
+use crate::loss::{LossCause, LossReporter};
 use crate::panic_guard::{self, Place};
 use crate::recording::{RecordingError, RecordingSummary};
 use crate::repository::{ChunkFile, Repository, write_private_file};
@@ -94,7 +94,8 @@ pub(crate) struct Recorder {
     /// When committed events were last written out (periodic or asked for).
     last_flush: Instant,
     failure: Option<Failure>,
-    losses_at_start: LossCounts,
+    /// What the file has been told of the losses (see [`crate::loss`]).
+    losses: LossReporter,
 }
 
 impl Recorder {
@@ -104,7 +105,7 @@ impl Recorder {
         config: RecordingConfig,
         repo: Repository,
     ) -> io::Result<Self> {
-        let losses_at_start = rt.losses.snapshot();
+        let losses = LossReporter::new(rt.losses.snapshot(), rt.pool.block_size());
         let mut r = Self {
             rt,
             config,
@@ -113,7 +114,7 @@ impl Recorder {
             chunk_opened: Instant::now(),
             last_flush: Instant::now(),
             failure: None,
-            losses_at_start,
+            losses,
         };
         r.open_chunk()?;
         Ok(r)
@@ -121,10 +122,9 @@ impl Recorder {
 
     fn open_chunk(&mut self) -> io::Result<()> {
         let (path, file) = self.repo.create_chunk(clock::wall_nanos())?;
-        let chunk = ChunkAssembler::begin(
-            BufWriter::with_capacity(1 << 20, file),
-            self.rt.losses.snapshot(),
-        )?;
+        // No loss snapshot here: the chunk's first flush reports every drop
+        // since the previous chunk's last report (see `crate::loss`).
+        let chunk = ChunkAssembler::begin(BufWriter::with_capacity(1 << 20, file))?;
         self.chunk = Some((chunk, path));
         self.chunk_opened = Instant::now();
         Ok(())
@@ -234,7 +234,7 @@ impl Recorder {
         if flush_due {
             self.drain_live(epoch)?;
             if let Some((chunk, _)) = self.chunk.as_mut() {
-                chunk.flush(self.rt, frames)?;
+                chunk.flush(self.rt, frames, &mut self.losses)?;
             }
         }
         let len = self.chunk.as_ref().map_or(0, |(c, _)| c.len());
@@ -308,7 +308,7 @@ impl Recorder {
     }
 
     fn summary(&mut self) -> Result<RecordingSummary, RecordingError> {
-        let losses = self.rt.losses.snapshot().since(&self.losses_at_start);
+        let losses = self.losses.since_start(&self.rt.losses.snapshot());
         let Some(dest) = self.config.destination.clone() else {
             return Ok(RecordingSummary {
                 destination: None,
@@ -431,7 +431,7 @@ impl Recorder {
             .take()
             .ok_or_else(|| io::Error::other("no chunk open"))?;
         let start_nanos = chunk.start_nanos();
-        let mut file = chunk.finish(self.rt, frames, last)?;
+        let mut file = chunk.finish(self.rt, frames, last, &mut self.losses)?;
         file.flush()?;
         let size = file.stream_position()?;
         drop(file);

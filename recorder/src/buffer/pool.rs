@@ -78,6 +78,11 @@ impl BufferPool {
         }
     }
 
+    /// Bytes per block.
+    pub(crate) fn block_size(&self) -> usize {
+        self.block_size
+    }
+
     /// A free block tagged with `epoch`, or `None` if the pool is exhausted.
     #[cold]
     pub(crate) fn acquire(&self, epoch: u64) -> Option<BlockPtr> {
