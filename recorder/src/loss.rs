@@ -40,7 +40,7 @@ use chunk_writer::record::{begin_record, end_record};
 
 use crate::sync::{AtomicU64, Ordering};
 
-const N_CAUSES: usize = 9;
+const N_CAUSES: usize = 7;
 
 /// Why an event was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -62,15 +62,6 @@ pub enum LossCause {
     /// Encoding the event's fields panicked (user code in
     /// `FieldValue::write`); the thread goes on recording.
     Panicked,
-    /// CPU-time or wall-clock samples of a thread the sampler could not
-    /// track (every sample slot taken). Estimated from the thread's CPU
-    /// time (and wall time) divided by the sampling periods.
-    UntrackedThread,
-    /// Samples whose signal went to a handler the program installed over
-    /// the sampler's. Estimated like [`Self::UntrackedThread`] for every
-    /// sampled thread, from the first sampler pass that found the handler
-    /// replaced.
-    ForeignSignalHandler,
 }
 
 impl LossCause {
@@ -83,8 +74,6 @@ impl LossCause {
         Self::WriteError,
         Self::InvalidValues,
         Self::Panicked,
-        Self::UntrackedThread,
-        Self::ForeignSignalHandler,
     ];
 
     /// The name written into the file.
@@ -97,8 +86,6 @@ impl LossCause {
             Self::WriteError => "write error",
             Self::InvalidValues => "values do not match the event type",
             Self::Panicked => "panic while encoding the event",
-            Self::UntrackedThread => "samples of a thread not tracked (no free sample slot)",
-            Self::ForeignSignalHandler => "samples taken by another handler of the sampling signal",
         }
     }
 

@@ -3,15 +3,18 @@
 //!
 //! # Loop
 //!
-//! Wakes when a batch of blocks is sealed (4 MiB, or a quarter of a smaller
-//! pool), for a command, or every 10 ms to check its timers. Sealed blocks of
-//! the current epoch are drained in those batches, so on a small machine the
-//! emitting threads are not competing with a drain after every block. Every
-//! flush interval (or at [`crate::Recording::flush`]) it also drains the
-//! committed part of every live thread's block and flushes the chunk
-//! (metadata, new constants, header), so idle threads' events reach the disk
-//! and a live reader can follow. Rotates when the chunk reaches its size or
-//! age limit.
+//! Wakes when a batch of blocks is sealed (4 MiB, a quarter of a smaller
+//! pool, or a sixteenth of the chunk size limit, whichever is least), for a
+//! command, or every 10 ms to check its timers. Sealed blocks of the current
+//! epoch are drained in those batches, so on a small machine the emitting
+//! threads are not competing with a drain after every block. Every flush
+//! interval (or at [`crate::Recording::flush`]) it also drains the committed
+//! part of every live thread's block and flushes the chunk (losses since the
+//! last report, metadata, new constants, header), so idle threads' events
+//! and every loss reach the disk and a live reader can follow. Rotates when
+//! the chunk reaches its size or age limit, checked after every drain: the
+//! chunk ends at most one drain batch plus the blocks sealed or filled
+//! until the epoch flips past the limit.
 //!
 //! # Rotation (the safepoint; steps 1–4 are [`crate::rotation`])
 //!
@@ -106,6 +109,9 @@ impl Recorder {
         repo: Repository,
     ) -> io::Result<Self> {
         let losses = LossReporter::new(rt.losses.snapshot(), rt.pool.block_size());
+        // Small batches for small chunks: the size is checked per drain.
+        rt.pool
+            .set_drain_batch(usize::try_from(config.max_chunk_size / 16).unwrap_or(usize::MAX));
         let mut r = Self {
             rt,
             config,
@@ -228,6 +234,12 @@ impl Recorder {
         frames: &mut FrameTables,
     ) -> io::Result<()> {
         let epoch = self.rt.epoch.load(Ordering::Acquire);
+        if drain_due && self.full_with_sealed() {
+            // The sealed blocks would take the chunk past its limit: close
+            // the epoch now, before draining, so the next blocks go to the
+            // next chunk.
+            return self.rotate(false, frames);
+        }
         if drain_due || flush_due {
             self.drain_sealed(epoch)?;
         }
@@ -246,6 +258,14 @@ impl Recorder {
             self.rotate(false, frames)?;
         }
         Ok(())
+    }
+
+    /// Whether the chunk plus the sealed blocks waiting and one block more
+    /// (the writer's current one), counted full, reach the size limit.
+    fn full_with_sealed(&self) -> bool {
+        let len = self.chunk.as_ref().map_or(0, |(c, _)| c.len());
+        let sealed = self.rt.pool.full_queue().len() as u64;
+        len + (sealed + 1) * self.rt.pool.block_size() as u64 >= self.config.max_chunk_size
     }
 
     /// Handles one command; true when the thread should exit.

@@ -58,7 +58,8 @@ pub(crate) struct BufferPool {
     full: Mutex<VecDeque<BlockPtr>>,
     /// Signalled when the full queue reaches `wake_at` blocks.
     pub(crate) wakeup: Condvar,
-    wake_at: usize,
+    /// Sealed blocks that make a drain due (see [`Self::set_drain_batch`]).
+    wake_at: AtomicUsize,
     /// Every block ever allocated (to free them when the pool drops).
     all: Mutex<Vec<BlockPtr>>,
 }
@@ -73,7 +74,7 @@ impl BufferPool {
             free: Mutex::new(Vec::new()),
             full: Mutex::new(VecDeque::new()),
             wakeup: Condvar::new(),
-            wake_at: (max_blocks / 4).clamp(1, DRAIN_BATCH_BYTES.div_ceil(block_size).max(1)),
+            wake_at: AtomicUsize::new(Self::batch_blocks(block_size, max_blocks, usize::MAX)),
             all: Mutex::new(Vec::new()),
         }
     }
@@ -113,7 +114,7 @@ impl BufferPool {
             full.push_back(block);
             full.len()
         };
-        if len >= self.wake_at {
+        if len >= self.wake_at() {
             self.wakeup.notify_one();
         }
     }
@@ -144,10 +145,26 @@ impl BufferPool {
         queue.len() >= wake_at
     }
 
-    /// How many sealed blocks make a drain due: a quarter of the pool, or
-    /// [`DRAIN_BATCH_BYTES`] if that is less.
+    /// How many sealed blocks make a drain due: a quarter of the pool,
+    /// [`DRAIN_BATCH_BYTES`], or the recording's own limit (see
+    /// [`Self::set_drain_batch`]), whichever is least.
     pub(crate) fn wake_at(&self) -> usize {
-        self.wake_at
+        // Relaxed: a hint for when to wake; a stale value only changes
+        // the batch size of one drain.
+        self.wake_at.load(Ordering::Relaxed)
+    }
+
+    /// Makes drains due after `bytes` of sealed blocks at most (at least
+    /// one block): a recording with small chunks drains (and checks its
+    /// chunk's size) often enough to rotate close to its limit.
+    pub(crate) fn set_drain_batch(&self, bytes: usize) {
+        let blocks = Self::batch_blocks(self.block_size, self.max_blocks, bytes);
+        self.wake_at.store(blocks, Ordering::Relaxed);
+    }
+
+    fn batch_blocks(block_size: usize, max_blocks: usize, bytes: usize) -> usize {
+        let bytes = bytes.min(DRAIN_BATCH_BYTES);
+        (max_blocks / 4).clamp(1, (bytes / block_size).max(1))
     }
 
     /// Locks the full-queue mutex (for waiting on [`Self::wakeup`]).
