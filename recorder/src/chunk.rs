@@ -1,7 +1,8 @@
 //! Assembling one chunk on the recorder thread: drained event bytes in; at
-//! each flush, the metadata (if types were added) and a checkpoint with the
-//! constants first referenced since the previous one, then the header
-//! update; at the end, the end-of-chunk events and the final constants.
+//! each flush, the losses since the last report (see [`crate::loss`]), the
+//! metadata (if types were added) and a checkpoint with the constants first
+//! referenced since the previous one, then the header update; at the end,
+//! the losses again, the end-of-chunk events and the final constants.
 //!
 //! # Live readability
 //!
@@ -28,7 +29,7 @@ use chunk_writer::{Checkpoint, ChunkEnd, ChunkStart, ChunkWriter, TypeId};
 use crate::buffer::block::Block;
 use crate::clock;
 use crate::cpool::methods::FrameTables;
-use crate::loss::{LossCause, LossCounts};
+use crate::loss::LossReporter;
 use crate::runtime::{Runtime, registry};
 use crate::scan::{Referenced, Scanner};
 use crate::settings;
@@ -46,7 +47,6 @@ pub(crate) struct ChunkAssembler {
     metadata_types: Option<usize>,
     scanner: Scanner,
     known_types: usize,
-    losses_at_start: LossCounts,
     scratch: Vec<u8>,
     /// Events and bytes handed to the file since the last successful flush:
     /// lost if the file fails before the next one.
@@ -55,7 +55,7 @@ pub(crate) struct ChunkAssembler {
 
 impl ChunkAssembler {
     /// Starts a chunk at the current position of `out`.
-    pub(crate) fn begin(out: BufWriter<File>, losses_at_start: LossCounts) -> io::Result<Self> {
+    pub(crate) fn begin(out: BufWriter<File>) -> io::Result<Self> {
         let start = clock::now();
         let writer = ChunkWriter::begin(
             out,
@@ -75,7 +75,6 @@ impl ChunkAssembler {
             metadata_types: None,
             scanner: Scanner::default(),
             known_types: usize::MAX, // forces the first refresh
-            losses_at_start,
             scratch: Vec::new(),
             pending: (0, 0),
         })
@@ -140,13 +139,27 @@ impl ChunkAssembler {
     }
 
     /// Makes everything written so far readable: metadata if types were
-    /// added, a checkpoint with the new constants, the header.
-    pub(crate) fn flush(&mut self, rt: &Runtime, frames: &mut FrameTables) -> io::Result<()> {
+    /// added, a checkpoint with the new constants, the losses since the
+    /// last report, the header.
+    pub(crate) fn flush(
+        &mut self,
+        rt: &Runtime,
+        frames: &mut FrameTables,
+        losses: &mut LossReporter,
+    ) -> io::Result<()> {
         let now = clock::now();
         self.write_metadata_if_changed(now.ticks)?;
+        // Constants first: writing them may count stacks dropped (see
+        // `cpool::stacks`), which this report must include.
         self.write_new_constants(rt, frames, now.ticks)?;
+        // One snapshot per report; committed once the header covers it.
+        losses.note_written(self.pending.0, self.pending.1);
+        self.scratch.clear();
+        let report = losses.encode(&mut self.scratch, now.ticks, rt.losses.snapshot());
+        self.writer.write_events(&self.scratch)?;
         self.writer
             .flush_header((now.wall_nanos - self.start.wall_nanos).max(0))?;
+        losses.commit(report);
         self.pending = (0, 0);
         Ok(())
     }
@@ -227,52 +240,25 @@ impl ChunkAssembler {
         rt: &Runtime,
         frames: &mut FrameTables,
         last: bool,
+        losses: &mut LossReporter,
     ) -> io::Result<BufWriter<File>> {
         let end = clock::now();
+        self.write_metadata_if_changed(end.ticks)?;
+        // Constants before the loss report, as in `flush`.
+        self.write_new_constants(rt, frames, end.ticks)?;
+        losses.note_written(self.pending.0, self.pending.1);
         self.scratch.clear();
-        let losses = rt.losses.snapshot();
-        write_loss_events(
-            &mut self.scratch,
-            end.ticks,
-            &losses.since(&self.losses_at_start),
-            &losses,
-        );
+        let report = losses.encode(&mut self.scratch, end.ticks, rt.losses.snapshot());
         write_active_settings(&mut self.scratch, end.ticks);
         self.writer.write_events(&self.scratch)?;
-        self.write_metadata_if_changed(end.ticks)?;
-        self.write_new_constants(rt, frames, end.ticks)?;
         let duration_nanos = (end.wall_nanos - self.start.wall_nanos).max(0);
-        self.writer.finish(ChunkEnd {
+        let file = self.writer.finish(ChunkEnd {
             duration_nanos,
             ticks_per_second: None,
             last,
-        })
-    }
-}
-
-/// `flightrec.EventsLost` per cause with losses in this chunk, and one
-/// `jdk.DataLoss` with the bytes.
-fn write_loss_events(out: &mut Vec<u8>, ticks: i64, delta: &LossCounts, total: &LossCounts) {
-    let mut bytes = 0;
-    for (i, cause) in LossCause::ALL.iter().enumerate() {
-        if delta.events[i] == 0 {
-            continue;
-        }
-        bytes += delta.bytes[i];
-        let r = begin_record(out, TypeId::EVENTS_LOST);
-        out.put_i64(ticks);
-        out.put_str(cause.name());
-        out.put_i64(delta.events[i] as i64);
-        out.put_i64(delta.bytes[i] as i64);
-        out.put_i64(total.events[i] as i64);
-        end_record(out, r);
-    }
-    if bytes > 0 {
-        let r = begin_record(out, TypeId::DATA_LOSS);
-        out.put_i64(ticks);
-        out.put_i64(bytes as i64);
-        out.put_i64(total.bytes.iter().sum::<u64>() as i64);
-        end_record(out, r);
+        })?;
+        losses.commit(report);
+        Ok(file)
     }
 }
 

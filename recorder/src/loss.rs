@@ -1,12 +1,42 @@
 //! Loss accounting: every event the recorder drops is counted by cause, and
 //! the counts are written into the file (`flightrec.EventsLost` per cause and
-//! `jdk.DataLoss` for bytes) at each chunk end. Nothing is lost silently.
+//! `jdk.DataLoss` for bytes) at every flush and chunk end. Nothing is lost
+//! silently.
+//!
+//! # Counting
 //!
 //! Counting happens on cold paths only (a drop is already the exceptional
 //! case), so a read-modify-write atomic there costs nothing on the hot path.
+//! The counters ([`Losses`]) only grow.
 //!
-//! Invariant: `total(cause)` only grows; each chunk reports the difference
-//! since the previous chunk, so the sum over a file's chunks is the total.
+//! # Reporting
+//!
+//! The recorder thread keeps one [`LossReporter`] per recording, holding the
+//! counters as they were at its last report. At every flush and every chunk
+//! end it takes *one* snapshot, writes the difference to the last report
+//! into the chunk, and (once the chunk's header covers those events) makes
+//! that snapshot the new last report. A new chunk takes no snapshot of its
+//! own, so drops between one chunk's end and the next chunk's first flush
+//! are in the next chunk's first report. A live reader and a chunk
+//! recovered after a crash see every loss up to the chunk's last flush.
+//!
+//! # Bytes
+//!
+//! Bytes are counted where the dropped event's size is known. An event
+//! dropped for lack of buffer never reached its encoder, so its size is
+//! estimated when it is reported: for [`LossCause::PoolExhausted`], the
+//! mean size of the events this recording wrote so far (8 bytes before the
+//! first); for [`LossCause::TooLarge`], one thread buffer (a lower bound).
+//! `jdk.DataLoss` carries the sum of the counted and estimated bytes.
+//!
+//! Invariant: each report covers exactly the drops between the previous
+//! report's snapshot and its own, so the `events` of a recording's
+//! `flightrec.EventsLost` events, summed over all its chunks, equal the
+//! counters' growth from the recording's start to its last report.
+
+use chunk_writer::TypeId;
+use chunk_writer::encode::Sink;
+use chunk_writer::record::{begin_record, end_record};
 
 use crate::sync::{AtomicU64, Ordering};
 
@@ -142,4 +172,122 @@ impl Losses {
         }
         c
     }
+}
+
+/// Assumed size of an event dropped for lack of buffer before any event of
+/// the recording was written (module docs, "Bytes").
+const FIRST_EVENT_BYTES: u64 = 8;
+
+/// The recorder thread's side of the accounting: what the file has been
+/// told so far (module docs, "Reporting"). Recorder thread only.
+#[derive(Debug)]
+pub(crate) struct LossReporter {
+    /// The counters when the recording started.
+    at_start: LossCounts,
+    /// The counters at the last report that reached the file.
+    reported: LossCounts,
+    /// Bytes reported in `jdk.DataLoss` so far, estimates included.
+    bytes_reported: u64,
+    /// Events and bytes written into the recording so far.
+    written: (u64, u64),
+    block_size: u64,
+}
+
+/// One report, encoded but not yet known to have reached the file.
+#[derive(Debug)]
+#[must_use = "commit the report once the chunk's header covers it"]
+pub(crate) struct Report {
+    snapshot: LossCounts,
+    bytes: u64,
+}
+
+impl LossReporter {
+    /// Starts reporting from the counters `now` (the recording's start).
+    pub(crate) fn new(now: LossCounts, block_size: usize) -> Self {
+        Self {
+            at_start: now,
+            reported: now,
+            bytes_reported: 0,
+            written: (0, 0),
+            block_size: block_size as u64,
+        }
+    }
+
+    /// The counters' growth since the recording started.
+    pub(crate) fn since_start(&self, now: &LossCounts) -> LossCounts {
+        now.since(&self.at_start)
+    }
+
+    /// Notes `events` written in `bytes` (for the size estimate).
+    pub(crate) fn note_written(&mut self, events: u64, bytes: u64) {
+        self.written.0 += events;
+        self.written.1 += bytes;
+    }
+
+    /// Encodes into `out` the drops between the last report and `now`: one
+    /// `flightrec.EventsLost` per cause with drops, one `jdk.DataLoss` if
+    /// any bytes were (or are estimated) dropped.
+    pub(crate) fn encode(&self, out: &mut Vec<u8>, ticks: i64, now: LossCounts) -> Report {
+        let delta = now.since(&self.reported);
+        let total = now.since(&self.at_start);
+        let mean = match self.written {
+            (0, _) => FIRST_EVENT_BYTES,
+            (events, bytes) => bytes.div_ceil(events),
+        };
+        let mut bytes = 0;
+        for (i, cause) in LossCause::ALL.iter().enumerate() {
+            let events = delta.events[i];
+            if events == 0 {
+                continue;
+            }
+            let estimate = match cause {
+                LossCause::PoolExhausted => events * mean,
+                LossCause::TooLarge => events * self.block_size,
+                _ => 0,
+            };
+            let cause_bytes = delta.bytes[i] + estimate;
+            bytes += cause_bytes;
+            write_events_lost(out, ticks, *cause, events, cause_bytes, total.events[i]);
+        }
+        if bytes > 0 {
+            write_data_loss(out, ticks, bytes, self.bytes_reported + bytes);
+        }
+        Report {
+            snapshot: now,
+            bytes,
+        }
+    }
+
+    /// The report reached the file: later reports start from it.
+    pub(crate) fn commit(&mut self, report: Report) {
+        self.reported = report.snapshot;
+        self.bytes_reported += report.bytes;
+    }
+}
+
+/// `flightrec.EventsLost`: ts, cause, events, bytes, totalEvents.
+fn write_events_lost(
+    out: &mut Vec<u8>,
+    ticks: i64,
+    cause: LossCause,
+    n: u64,
+    bytes: u64,
+    total: u64,
+) {
+    let r = begin_record(out, TypeId::EVENTS_LOST);
+    out.put_i64(ticks);
+    out.put_str(cause.name());
+    out.put_i64(n as i64);
+    out.put_i64(bytes as i64);
+    out.put_i64(total as i64);
+    end_record(out, r);
+}
+
+/// `jdk.DataLoss`: ts, amount, total.
+fn write_data_loss(out: &mut Vec<u8>, ticks: i64, amount: u64, total: u64) {
+    let r = begin_record(out, TypeId::DATA_LOSS);
+    out.put_i64(ticks);
+    out.put_i64(amount as i64);
+    out.put_i64(total as i64);
+    end_record(out, r);
 }

@@ -3,15 +3,18 @@
 //!
 //! # Loop
 //!
-//! Wakes when a batch of blocks is sealed (4 MiB, or a quarter of a smaller
-//! pool), for a command, or every 10 ms to check its timers. Sealed blocks of
-//! the current epoch are drained in those batches, so on a small machine the
-//! emitting threads are not competing with a drain after every block. Every
-//! flush interval (or at [`crate::Recording::flush`]) it also drains the
-//! committed part of every live thread's block and flushes the chunk
-//! (metadata, new constants, header), so idle threads' events reach the disk
-//! and a live reader can follow. Rotates when the chunk reaches its size or
-//! age limit.
+//! Wakes when a batch of blocks is sealed (4 MiB, a quarter of a smaller
+//! pool, or a sixteenth of the chunk size limit, whichever is least), for a
+//! command, or every 10 ms to check its timers. Sealed blocks of the current
+//! epoch are drained in those batches, so on a small machine the emitting
+//! threads are not competing with a drain after every block. Every flush
+//! interval (or at [`crate::Recording::flush`]) it also drains the committed
+//! part of every live thread's block and flushes the chunk (losses since the
+//! last report, metadata, new constants, header), so idle threads' events
+//! and every loss reach the disk and a live reader can follow. Rotates when
+//! the chunk reaches its size or age limit, checked after every drain: the
+//! chunk ends at most one drain batch plus the blocks sealed or filled
+//! until the epoch flips past the limit.
 //!
 //! # Rotation (the safepoint; steps 1–4 are [`crate::rotation`])
 //!
@@ -43,7 +46,7 @@ use crate::chunk::ChunkAssembler;
 use crate::clock;
 use crate::config::RecordingConfig;
 use crate::cpool::methods::FrameTables;
-use crate::loss::{LossCause, LossCounts};
+use crate::loss::{LossCause, LossReporter};
 use crate::panic_guard::{self, Place};
 use crate::recording::{RecordingError, RecordingSummary};
 use crate::repository::{ChunkFile, Repository, write_private_file};
@@ -100,9 +103,10 @@ pub(crate) struct Recorder {
     /// When committed events were last written out (periodic or asked for).
     last_flush: Instant,
     failure: Option<Failure>,
-    losses_at_start: LossCounts,
     /// What every chunk's `jdk.ActiveRecording` says.
     info: RecordingInfo,
+    /// What the file has been told of the losses (see [`crate::loss`]).
+    losses: LossReporter,
 }
 
 impl Recorder {
@@ -112,8 +116,11 @@ impl Recorder {
         config: RecordingConfig,
         repo: Repository,
     ) -> io::Result<Self> {
-        let losses_at_start = rt.losses.snapshot();
         let info = RecordingInfo::new(&config, clock::wall_nanos());
+        let losses = LossReporter::new(rt.losses.snapshot(), rt.pool.block_size());
+        // Small batches for small chunks: the size is checked per drain.
+        rt.pool
+            .set_drain_batch(usize::try_from(config.max_chunk_size / 16).unwrap_or(usize::MAX));
         let mut r = Self {
             info,
             rt,
@@ -123,7 +130,7 @@ impl Recorder {
             chunk_opened: Instant::now(),
             last_flush: Instant::now(),
             failure: None,
-            losses_at_start,
+            losses,
         };
         r.open_chunk()?;
         Ok(r)
@@ -131,10 +138,9 @@ impl Recorder {
 
     fn open_chunk(&mut self) -> io::Result<()> {
         let (path, file) = self.repo.create_chunk(clock::wall_nanos())?;
-        let mut chunk = ChunkAssembler::begin(
-            BufWriter::with_capacity(1 << 20, file),
-            self.rt.losses.snapshot(),
-        )?;
+        // No loss snapshot here: the chunk's first flush reports every drop
+        // since the previous chunk's last report (see `crate::loss`).
+        let mut chunk = ChunkAssembler::begin(BufWriter::with_capacity(1 << 20, file))?;
         let mut first = Vec::new();
         write_active_recording(&mut first, clock::ticks(), &self.info);
         chunk.write_records(&first)?;
@@ -192,11 +198,7 @@ impl Recorder {
                 let mut q = self.rt.pool.full_queue();
                 let wake_at = self.rt.pool.wake_at();
                 if !BufferPool::drain_due(&q, wake_at) {
-                    let _ = self
-                        .rt
-                        .pool
-                        .wakeup
-                        .wait_for(&mut q, Duration::from_millis(10));
+                    q = self.rt.pool.wakeup.wait_for(q, Duration::from_millis(10));
                 }
                 BufferPool::drain_due(&q, wake_at)
             };
@@ -241,13 +243,19 @@ impl Recorder {
         frames: &mut FrameTables,
     ) -> io::Result<()> {
         let epoch = self.rt.epoch.load(Ordering::Acquire);
+        if drain_due && self.full_with_sealed() {
+            // The sealed blocks would take the chunk past its limit: close
+            // the epoch now, before draining, so the next blocks go to the
+            // next chunk.
+            return self.rotate(false, frames);
+        }
         if drain_due || flush_due {
             self.drain_sealed(epoch)?;
         }
         if flush_due {
             self.drain_live(epoch)?;
             if let Some((chunk, _)) = self.chunk.as_mut() {
-                chunk.flush(self.rt, frames)?;
+                chunk.flush(self.rt, frames, &mut self.losses)?;
             }
         }
         let len = self.chunk.as_ref().map_or(0, |(c, _)| c.len());
@@ -259,6 +267,14 @@ impl Recorder {
             self.rotate(false, frames)?;
         }
         Ok(())
+    }
+
+    /// Whether the chunk plus the sealed blocks waiting and one block more
+    /// (the writer's current one), counted full, reach the size limit.
+    fn full_with_sealed(&self) -> bool {
+        let len = self.chunk.as_ref().map_or(0, |(c, _)| c.len());
+        let sealed = self.rt.pool.full_queue().len() as u64;
+        len + (sealed + 1) * self.rt.pool.block_size() as u64 >= self.config.max_chunk_size
     }
 
     /// Handles one command; true when the thread should exit.
@@ -324,7 +340,7 @@ impl Recorder {
     }
 
     fn summary(&mut self) -> Result<RecordingSummary, RecordingError> {
-        let losses = self.rt.losses.snapshot().since(&self.losses_at_start);
+        let losses = self.losses.since_start(&self.rt.losses.snapshot());
         let Some(dest) = self.config.destination.clone() else {
             return Ok(RecordingSummary {
                 destination: None,
@@ -447,7 +463,7 @@ impl Recorder {
             .take()
             .ok_or_else(|| io::Error::other("no chunk open"))?;
         let start_nanos = chunk.start_nanos();
-        let mut file = chunk.finish(self.rt, frames, last)?;
+        let mut file = chunk.finish(self.rt, frames, last, &mut self.losses)?;
         file.flush()?;
         let size = file.stream_position()?;
         drop(file);

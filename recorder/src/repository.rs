@@ -34,8 +34,9 @@
 //! # Retention and clean-up
 //!
 //! Retention drops the oldest finished chunks while the repository is older
-//! than `max_age` or larger than `max_size`; the chunk being written is never
-//! dropped. A dump concatenates finished chunks (optionally only those that
+//! than `max_age` or larger than `max_size`; the chunk being written and the
+//! newest finished chunk are never dropped, so a `max_size` below one
+//! chunk still leaves the newest chunk to dump or write at the stop. A dump concatenates finished chunks (optionally only those that
 //! overlap a time window) into one `.jfr` file. At a clean stop, once the
 //! destination is written, the chunk files are removed, and the directory
 //! too if this recording created it, unless the user asked to keep the
@@ -246,8 +247,8 @@ impl Repository {
     }
 
     /// Drops the oldest finished chunks while they are older than `max_age`
-    /// (measured from `now_nanos`) or their total exceeds `max_size`.
-    /// Returns the chunks removed.
+    /// (measured from `now_nanos`) or their total exceeds `max_size`, but
+    /// never the newest one. Returns the chunks removed.
     pub(crate) fn apply_retention(
         &mut self,
         now_nanos: i64,
@@ -256,7 +257,8 @@ impl Repository {
     ) -> Vec<ChunkFile> {
         let mut removed = Vec::new();
         let mut total: u64 = self.finished.iter().map(|c| c.size).sum();
-        while let Some(oldest) = self.finished.front() {
+        // Never the newest: a recording always keeps its latest chunk.
+        while let Some(oldest) = self.finished.front().filter(|_| self.finished.len() > 1) {
             let too_old =
                 max_age.is_some_and(|a| now_nanos - oldest.end_nanos > a.as_nanos() as i64);
             let too_big = max_size.is_some_and(|m| total > m);

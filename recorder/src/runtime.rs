@@ -137,7 +137,7 @@ impl Registry {
 
     /// Holds the registry's lock across a `fork()`.
     #[cfg(not(flightrec_loom))]
-    pub(crate) fn fork_lock(&self) {
+    pub(crate) fn fork_lock(&'static self) {
         crate::sync::fork_lock(&self.inner);
     }
 

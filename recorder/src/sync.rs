@@ -8,8 +8,73 @@
 
 #[cfg(not(flightrec_loom))]
 mod imp {
-    pub(crate) use parking_lot::{Condvar, Mutex, MutexGuard};
     pub(crate) use std::sync::Arc;
+    use std::sync::PoisonError;
+
+    /// std's mutex with a poison-free `lock()`.
+    ///
+    /// std's futex mutex rather than parking_lot's: a forked child unlocks
+    /// the runtime's mutexes that the fork handler held (see `crate::fork`),
+    /// and parking_lot may hand a contended lock on unlock to a waiter
+    /// parked in its global table, a thread that does not exist in the
+    /// child, which leaves the lock held forever. std's lock is one word.
+    #[derive(Debug, Default)]
+    pub(crate) struct Mutex<T>(std::sync::Mutex<T>);
+
+    /// Guard of [`Mutex`].
+    pub(crate) type MutexGuard<'a, T> = std::sync::MutexGuard<'a, T>;
+
+    impl<T> Mutex<T> {
+        /// Wraps `value`.
+        pub(crate) const fn new(value: T) -> Self {
+            Self(std::sync::Mutex::new(value))
+        }
+
+        /// Locks; a panic while the lock was held does not poison it (every
+        /// critical section leaves its data consistent at each step).
+        #[inline]
+        pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
+            self.0.lock().unwrap_or_else(PoisonError::into_inner)
+        }
+
+        /// The value, through exclusive access (no locking).
+        pub(crate) fn get_mut(&mut self) -> &mut T {
+            self.0.get_mut().unwrap_or_else(PoisonError::into_inner)
+        }
+    }
+
+    /// std's condition variable, for [`Mutex`].
+    #[derive(Debug, Default)]
+    pub(crate) struct Condvar(std::sync::Condvar);
+
+    impl Condvar {
+        /// A new condition variable.
+        pub(crate) const fn new() -> Self {
+            Self(std::sync::Condvar::new())
+        }
+
+        /// Wakes one waiter.
+        pub(crate) fn notify_one(&self) {
+            self.0.notify_one();
+        }
+
+        /// Wakes all waiters.
+        pub(crate) fn notify_all(&self) {
+            self.0.notify_all();
+        }
+
+        /// Waits until woken or `timeout` passes; returns the guard.
+        pub(crate) fn wait_for<'a, T>(
+            &self,
+            guard: MutexGuard<'a, T>,
+            timeout: std::time::Duration,
+        ) -> MutexGuard<'a, T> {
+            match self.0.wait_timeout(guard, timeout) {
+                Ok((g, _)) => g,
+                Err(poisoned) => poisoned.into_inner().0,
+            }
+        }
+    }
     pub(crate) use std::sync::atomic::{
         AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering, compiler_fence, fence,
     };
@@ -78,7 +143,7 @@ mod imp {
     };
     pub(crate) use loom::thread_local;
 
-    /// loom's mutex with parking_lot's poison-free `lock()`.
+    /// loom's mutex with a poison-free `lock()` (as the std twin's).
     #[derive(Debug, Default)]
     pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
 
@@ -102,7 +167,7 @@ mod imp {
         }
     }
 
-    /// loom's condition variable with parking_lot's API shape.
+    /// loom's condition variable with the std twin's API shape.
     #[derive(Debug, Default)]
     pub(crate) struct Condvar(loom::sync::Condvar);
 
@@ -175,41 +240,69 @@ pub(crate) use imp::*;
 /// per byte so that a missing happens-before edge is reported.
 pub(crate) type ByteCell = std::cell::UnsafeCell<u8>;
 
-/// Locks `m` for a `fork()` and keeps it locked (the guard is forgotten):
-/// `pthread_atfork`'s prepare handler, so that no other thread is inside
-/// it when the process is copied. Undone by [`fork_unlock`].
+/// A guard `fork_lock` holds: the mutex's address, a pointer to its value,
+/// the guard.
 #[cfg(not(flightrec_loom))]
-pub(crate) fn fork_lock<T>(m: &Mutex<T>) {
-    std::mem::forget(m.lock());
+type Held = (usize, *mut (), Box<dyn std::any::Any>);
+
+#[cfg(not(flightrec_loom))]
+std::thread_local! {
+    /// The guards `fork_lock` holds on this thread.
+    static FORK_HELD: std::cell::RefCell<Vec<Held>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Locks `m` for a `fork()` and keeps it locked (the guard is kept on this
+/// thread): `pthread_atfork`'s prepare handler, so that no other thread is
+/// inside it when the process is copied. Undone by [`fork_unlock`].
+#[cfg(not(flightrec_loom))]
+pub(crate) fn fork_lock<T: 'static>(m: &'static Mutex<T>) {
+    let mut guard = m.lock();
+    let value: *mut T = &mut *guard;
+    FORK_HELD.with(|h| {
+        h.borrow_mut()
+            .push((std::ptr::from_ref(m).addr(), value.cast(), Box::new(guard)))
+    });
 }
 
 /// The value behind a mutex that [`fork_lock`] holds.
 ///
 /// # Safety
 ///
-/// `m` is held by [`fork_lock`] on the calling thread (between the
-/// prepare handler and [`fork_unlock`]), and no other reference to the
-/// value is live: in the child no other thread exists, and in the parent
-/// every other thread is kept out by the lock.
+/// `m` is held by [`fork_lock`] on the calling thread (between the prepare
+/// handler and [`fork_unlock`]), and no other reference to the value is
+/// live: in the child no other thread exists, and in the parent every other
+/// thread is kept out by the lock.
 #[cfg(not(flightrec_loom))]
 #[allow(clippy::mut_from_ref)]
-pub(crate) unsafe fn fork_data<T>(m: &Mutex<T>) -> &mut T {
-    // SAFETY: the lock is held for us (caller's contract), so this is the
-    // only access to the value.
-    unsafe { &mut *m.data_ptr() }
+pub(crate) unsafe fn fork_data<T: 'static>(m: &Mutex<T>) -> &mut T {
+    let addr = std::ptr::from_ref(m).addr();
+    let value = FORK_HELD.with(|h| {
+        h.borrow()
+            .iter()
+            .find(|(a, _, _)| *a == addr)
+            .map(|(_, v, _)| *v)
+            .expect("fork_data: the mutex is held by fork_lock")
+    });
+    // SAFETY: `value` points at the value of `m`, whose guard `FORK_HELD`
+    // keeps alive; the caller guarantees no other reference to it is live.
+    unsafe { &mut *value.cast::<T>() }
 }
 
-/// Unlocks a mutex locked by [`fork_lock`].
+/// Unlocks a mutex locked by [`fork_lock`] (drops its guard; in a forked
+/// child, where the lock word was copied locked, that makes it free).
 ///
 /// # Safety
 ///
-/// `m` is held by [`fork_lock`] and no reference from [`fork_data`]
-/// outlives this call.
+/// No reference from [`fork_data`] to `m`'s value outlives this call.
 #[cfg(not(flightrec_loom))]
-pub(crate) unsafe fn fork_unlock<T>(m: &Mutex<T>) {
-    // SAFETY: the caller's contract: `fork_lock` locked it and forgot the
-    // guard, so unlocking it once is the guard's drop, delayed.
-    unsafe { m.force_unlock() }
+pub(crate) unsafe fn fork_unlock<T: 'static>(m: &Mutex<T>) {
+    let addr = std::ptr::from_ref(m).addr();
+    let guard = FORK_HELD.with(|h| {
+        let mut h = h.borrow_mut();
+        let at = h.iter().rposition(|(a, _, _)| *a == addr);
+        at.map(|i| h.remove(i))
+    });
+    drop(guard);
 }
 
 /// The calling thread's kernel thread id (`gettid`).

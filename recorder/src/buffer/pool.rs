@@ -58,7 +58,8 @@ pub(crate) struct BufferPool {
     full: Mutex<VecDeque<BlockPtr>>,
     /// Signalled when the full queue reaches `wake_at` blocks.
     pub(crate) wakeup: Condvar,
-    wake_at: usize,
+    /// Sealed blocks that make a drain due (see [`Self::set_drain_batch`]).
+    wake_at: AtomicUsize,
     /// Every block ever allocated (to free them when the pool drops).
     all: Mutex<Vec<BlockPtr>>,
 }
@@ -73,9 +74,14 @@ impl BufferPool {
             free: Mutex::new(Vec::new()),
             full: Mutex::new(VecDeque::new()),
             wakeup: Condvar::new(),
-            wake_at: (max_blocks / 4).clamp(1, DRAIN_BATCH_BYTES.div_ceil(block_size).max(1)),
+            wake_at: AtomicUsize::new(Self::batch_blocks(block_size, max_blocks, usize::MAX)),
             all: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Bytes per block.
+    pub(crate) fn block_size(&self) -> usize {
+        self.block_size
     }
 
     /// A free block tagged with `epoch`, or `None` if the pool is exhausted.
@@ -108,7 +114,7 @@ impl BufferPool {
             full.push_back(block);
             full.len()
         };
-        if len >= self.wake_at {
+        if len >= self.wake_at() {
             self.wakeup.notify_one();
         }
     }
@@ -139,10 +145,26 @@ impl BufferPool {
         queue.len() >= wake_at
     }
 
-    /// How many sealed blocks make a drain due: a quarter of the pool, or
-    /// [`DRAIN_BATCH_BYTES`] if that is less.
+    /// How many sealed blocks make a drain due: a quarter of the pool,
+    /// [`DRAIN_BATCH_BYTES`], or the recording's own limit (see
+    /// [`Self::set_drain_batch`]), whichever is least.
     pub(crate) fn wake_at(&self) -> usize {
-        self.wake_at
+        // Relaxed: a hint for when to wake; a stale value only changes
+        // the batch size of one drain.
+        self.wake_at.load(Ordering::Relaxed)
+    }
+
+    /// Makes drains due after `bytes` of sealed blocks at most (at least
+    /// one block): a recording with small chunks drains (and checks its
+    /// chunk's size) often enough to rotate close to its limit.
+    pub(crate) fn set_drain_batch(&self, bytes: usize) {
+        let blocks = Self::batch_blocks(self.block_size, self.max_blocks, bytes);
+        self.wake_at.store(blocks, Ordering::Relaxed);
+    }
+
+    fn batch_blocks(block_size: usize, max_blocks: usize, bytes: usize) -> usize {
+        let bytes = bytes.min(DRAIN_BATCH_BYTES);
+        (max_blocks / 4).clamp(1, (bytes / block_size).max(1))
     }
 
     /// Bytes of the blocks allocated so far, and the most there may be.
@@ -163,7 +185,7 @@ impl BufferPool {
 #[cfg(not(flightrec_loom))]
 impl BufferPool {
     /// Holds every lock of the pool across a `fork()`.
-    pub(crate) fn fork_lock(&self) {
+    pub(crate) fn fork_lock(&'static self) {
         crate::sync::fork_lock(&self.full);
         crate::sync::fork_lock(&self.free);
         crate::sync::fork_lock(&self.all);

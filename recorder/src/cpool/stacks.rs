@@ -225,7 +225,7 @@ impl StackRepository {
 
     /// Holds every shard's lock across a `fork()`.
     #[cfg(not(flightrec_loom))]
-    pub(crate) fn fork_lock(&self) {
+    pub(crate) fn fork_lock(&'static self) {
         for s in &self.shards {
             crate::sync::fork_lock(s);
         }
