@@ -40,7 +40,7 @@ use chunk_writer::record::{begin_record, end_record};
 
 use crate::sync::{AtomicU64, Ordering};
 
-const N_CAUSES: usize = 8;
+const N_CAUSES: usize = 9;
 
 /// Why an event was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -66,6 +66,9 @@ pub enum LossCause {
     /// pools were at their share of `max_memory` when a new stack came.
     /// Counts stacks, not lost events (see [`LossCause::loses_event`]).
     StackDropped,
+    /// A thread of the process was not sampled: every sample slot was taken
+    /// when the sampler found it. Counts threads, not events.
+    ThreadNotSampled,
 }
 
 impl LossCause {
@@ -79,6 +82,7 @@ impl LossCause {
         Self::InvalidValues,
         Self::Panicked,
         Self::StackDropped,
+        Self::ThreadNotSampled,
     ];
 
     /// The name written into the file.
@@ -92,13 +96,15 @@ impl LossCause {
             Self::InvalidValues => "values do not match the event type",
             Self::Panicked => "panic while encoding the event",
             Self::StackDropped => "stack trace dropped: constant pools full (event kept)",
+            Self::ThreadNotSampled => "thread not sampled: sample slots full (counts threads)",
         }
     }
 
-    /// False for [`LossCause::StackDropped`], whose events were written
-    /// (without a stack trace); true for every cause that drops the event.
+    /// False for [`LossCause::StackDropped`] (its events were written,
+    /// without a stack trace) and [`LossCause::ThreadNotSampled`] (it counts
+    /// threads); true for every cause that drops an event.
     pub fn loses_event(self) -> bool {
-        self != Self::StackDropped
+        !matches!(self, Self::StackDropped | Self::ThreadNotSampled)
     }
 
     fn index(self) -> usize {

@@ -76,6 +76,9 @@ struct Tracked {
     /// Registered at its first sample, when the thread has named itself.
     key: Option<u64>,
     bounds_tries: u8,
+    /// The thread's CPU time when lost samples were last counted, while a
+    /// foreign handler holds the signal.
+    foreign_cpu_seen: Option<u64>,
 }
 
 /// The sampler thread's state.
@@ -97,8 +100,11 @@ pub(crate) struct Consumer {
     pass_merged: u32,
     /// Reused list of the tracked thread ids (no allocation per pass).
     tids: Vec<u64>,
-    /// Threads not sampled because every slot was taken.
-    pub(crate) untracked: u64,
+    /// Threads not sampled because every slot was taken (each counted
+    /// once, as [`LossCause::ThreadNotSampled`]; forgotten when they exit).
+    untracked: std::collections::HashSet<u64>,
+    /// Another handler took the sampling signal: see [`Consumer::foreign_handler`].
+    foreign: bool,
 }
 
 impl std::fmt::Debug for Consumer {
@@ -129,7 +135,8 @@ impl Consumer {
             merged: 1,
             pass_merged: u32::MAX,
             tids: Vec::new(),
-            untracked: 0,
+            untracked: std::collections::HashSet::new(),
+            foreign: false,
         }
     }
 
@@ -192,6 +199,11 @@ impl Consumer {
         if discover {
             self.discover();
         }
+        if let Some(c) = self.config.as_ref().filter(|c| c.cpu.is_some())
+            && !signal::is_installed(c.signal)
+        {
+            self.foreign_handler(c.signal);
+        }
         let mut tids = std::mem::take(&mut self.tids);
         tids.clear();
         tids.extend(self.tracked.keys().copied());
@@ -204,6 +216,49 @@ impl Consumer {
             self.merged = self.pass_merged;
         }
         self.tids = tids;
+    }
+
+    /// The program installed its own handler for the sampling signal after
+    /// ours: every CPU-time signal goes to it. Says so once on stderr, and
+    /// writes, per thread, the samples its timer delivered there as
+    /// `jdk.CPUTimeSamplesLost`: an estimate, the thread's CPU time since
+    /// the last pass over the sampling period (the timers run on CPU time).
+    /// Ours is not put back: the signal is the program's now.
+    #[cold]
+    fn foreign_handler(&mut self, signal: i32) {
+        let Some(period) = self.cpu.as_ref().map(|t| t.period().as_nanos() as u64) else {
+            return;
+        };
+        if !self.foreign {
+            self.foreign = true;
+            eprintln!(
+                "flightrec: another handler was installed for signal {signal}, which CPU \
+                 sampling uses; its samples are lost from now on (counted as \
+                 jdk.CPUTimeSamplesLost). Choose another signal with `signal=`."
+            );
+        }
+        let tids: Vec<u64> = self.tracked.keys().copied().collect();
+        for tid in tids {
+            let cpu = threads::cpu_time_ns(tid);
+            let Some(t) = self.tracked.get_mut(&tid) else {
+                continue;
+            };
+            let (Some(now), Some(seen)) = (cpu, t.foreign_cpu_seen) else {
+                t.foreign_cpu_seen = cpu;
+                continue;
+            };
+            let lost = now.saturating_sub(seen) / period.max(1);
+            // Keep the remainder for the next pass.
+            t.foreign_cpu_seen = Some(seen + lost * period);
+            if lost > 0 {
+                let key = *t.key.get_or_insert_with(|| {
+                    self.rt
+                        .threads
+                        .key_for_tid(tid as i64, || threads::name(tid))
+                });
+                write_lost(lost, key);
+            }
+        }
     }
 
     fn configure(&mut self, config: SamplerConfig) {
@@ -268,12 +323,15 @@ impl Consumer {
         for tid in gone {
             self.release(tid);
         }
+        self.untracked.retain(|tid| now.contains(tid));
         for tid in now {
             if tid == self.own_tid || self.tracked.contains_key(&tid) {
                 continue;
             }
             let Some((index, generation)) = self.slots.assign(tid) else {
-                self.untracked += 1;
+                if self.untracked.insert(tid) {
+                    self.rt.losses.record(LossCause::ThreadNotSampled, 0);
+                }
                 continue;
             };
             self.tracked.insert(
@@ -283,6 +341,7 @@ impl Consumer {
                     generation,
                     key: None,
                     bounds_tries: 0,
+                    foreign_cpu_seen: None,
                 },
             );
             if !self.arm(tid, index, generation) {

@@ -110,6 +110,19 @@ pub(crate) fn install(signal: i32) -> io::Result<()> {
     Ok(())
 }
 
+/// True if our handler is the one installed for `signal` now (a query:
+/// nothing changes). A program that installs its own handler after ours
+/// takes every sample signal from then on.
+pub(crate) fn is_installed(signal: i32) -> bool {
+    // SAFETY: an all-zero `sigaction` is a valid value (SIG_DFL, empty mask).
+    let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: a null new action only queries; `current` is a valid out-pointer.
+    if unsafe { libc::sigaction(signal, std::ptr::null(), &mut current) } != 0 {
+        return false;
+    }
+    current.sa_sigaction == on_signal as *const () as usize
+}
+
 /// The part of `siginfo_t` a POSIX timer fills (Linux, 64-bit).
 #[repr(C)]
 struct TimerInfo {

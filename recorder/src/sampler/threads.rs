@@ -73,6 +73,23 @@ impl Watch {
     }
 }
 
+/// CPU time (user and system) thread `tid` of this process has used, in
+/// ns, from its per-thread CPU clock (`MAKE_THREAD_CPUCLOCK(tid,
+/// CPUCLOCK_SCHED)`, as the timers use); `None` once it exited.
+pub(crate) fn cpu_time_ns(tid: u64) -> Option<u64> {
+    let clock = (!(tid as libc::clockid_t) << 3) | 6;
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a per-thread CPU clock id and a valid out-pointer; an exited
+    // thread's clock fails with EINVAL, reported as `None`.
+    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
+        return None;
+    }
+    Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
 /// The kernel's name for thread `tid` (what `pthread_setname_np` and Rust's
 /// `Builder::name` set, up to 15 bytes).
 pub(crate) fn name(tid: u64) -> String {
