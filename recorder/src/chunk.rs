@@ -42,6 +42,8 @@ pub(crate) struct ChunkAssembler {
     written_threads: BTreeSet<u64>,
     written_stacks: BTreeSet<u64>,
     statics_written: bool,
+    /// Timed sites whose constants this chunk defines (see `crate::timing`).
+    sites_written: usize,
     /// Registered-type count described by the last metadata written, if any.
     metadata_types: Option<usize>,
     scanner: Scanner,
@@ -72,6 +74,7 @@ impl ChunkAssembler {
             written_threads: BTreeSet::new(),
             written_stacks: BTreeSet::new(),
             statics_written: false,
+            sites_written: 0,
             metadata_types: None,
             scanner: Scanner::default(),
             known_types: usize::MAX, // forces the first refresh
@@ -199,6 +202,10 @@ impl ChunkAssembler {
                 .record_many(crate::loss::LossCause::StackDropped, gone as u64, 0);
         }
         rt.stacks.set_resolved_bytes(frames.bytes());
+        #[cfg(not(flightrec_loom))]
+        {
+            self.sites_written = crate::timing::write_site_constants(&mut cp, self.sites_written);
+        }
         if !self.statics_written {
             // Small and always written: samples refer to thread states
             // without the scan collecting them.
@@ -238,6 +245,8 @@ impl ChunkAssembler {
             &losses,
         );
         write_active_settings(&mut self.scratch, end.ticks);
+        #[cfg(not(flightrec_loom))]
+        crate::timing::write_timing_events(&mut self.scratch, end.ticks);
         self.writer.write_events(&self.scratch)?;
         self.write_metadata_if_changed(end.ticks)?;
         self.write_new_constants(rt, frames, end.ticks)?;
