@@ -140,7 +140,10 @@ impl Drop for Guard {
     }
 }
 
-#[inline(always)]
+/// Out of line, so the drop an unselected call inlines is one test of a
+/// register (the drop glue of a larger body is not inlined, and would be a
+/// call on every unselected call).
+#[inline(never)]
 fn finish(w: u64, start: i64) {
     let end = ticks(w);
     let d = end.saturating_sub(start).max(0) as u64;
