@@ -568,7 +568,7 @@ mod tests {
                 err("jdk.X#stacktrace=true"),
                 "FLIGHTREC: option `jdk.X#stacktrace`: unknown event setting `stacktrace`; did \
                  you mean `stackTrace`? (settings are enabled, threshold, stackTrace, throttle, \
-                 period)",
+                 period, filter)",
             ),
             (
                 err("jdk..X#enabled=true"),

@@ -105,7 +105,7 @@ static THREADS: Mutex<Threads> = Mutex::new(Threads {
 
 /// The calling thread's table: null before its first call, [`EXITED`]
 /// after its exit.
-const EXITED: *mut Table = 1 as *mut Table;
+const EXITED: *mut Table = ptr::dangling_mut::<Table>();
 
 crate::sync::thread_local! {
     static CURRENT: AtomicPtr<Table> = const { AtomicPtr::new(ptr::null_mut()) };

@@ -132,10 +132,9 @@ pub(crate) fn write_timing_events(out: &mut Vec<u8>, ticks: i64) {
     }
     let totals = accum::totals(&selected);
     for (&(index, _), t) in selected.iter().zip(&totals) {
-        let (min, avg, max) = if t.count == 0 {
-            (0, 0, 0)
-        } else {
-            (t.min, t.sum / t.count, t.max)
+        let (min, avg, max) = match t.sum.checked_div(t.count) {
+            Some(avg) => (t.min, avg, t.max),
+            None => (0, 0, 0), // selected, never called
         };
         let r = begin_record(out, TypeId::METHOD_TIMING);
         out.put_i64(ticks);
