@@ -24,5 +24,5 @@
 #![warn(missing_docs)]
 
 pub use chunk_writer;
-pub use flightrec_derive::Event;
+pub use flightrec_derive::{Event, timed};
 pub use recorder::*;

@@ -16,11 +16,12 @@ use flightrec_testkit::{self as testkit, example_binary, run_example};
 
 /// The examples this file runs; `every_example_is_covered` keeps the list
 /// in step with `examples/`.
-const EXAMPLES: [&str; 5] = [
+const EXAMPLES: [&str; 6] = [
     "cpu_profile",
     "custom_events",
     "env_start",
     "format_tour",
+    "method_timing",
     "rotation_stress",
 ];
 
@@ -151,4 +152,18 @@ fn env_start_prints() {
         String::from_utf8_lossy(&run.stderr)
     );
     check(&path, &serde_json::json!({ "com.example.Work": 500 }));
+}
+
+#[test]
+fn method_timing_prints() {
+    let dir = testkit::temp_dir("prints-method_timing");
+    let path = out(&dir, "timing.jfr");
+    let printed = run_example("method_timing", &["--out", path.to_str().unwrap()]);
+    testkit::assert_prints(&path);
+    let summary = testkit::summary(&path);
+    // One traced call per `Store::put`.
+    assert_eq!(
+        summary.counts.get("jdk.MethodTrace").copied(),
+        printed["calls"]["method_timing::work::Store::put"].as_u64()
+    );
 }

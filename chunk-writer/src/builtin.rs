@@ -142,12 +142,37 @@ const PROFILING: &[&str] = &["Java Virtual Machine", "Profiling"];
 const FLIGHT_RECORDER: &[&str] = &["Flight Recorder"];
 const OPERATING_SYSTEM: &[&str] = &["Operating System"];
 const RUNTIME: &[&str] = &["Java Application"];
+const METHOD_TRACING: &[&str] = &["Java Virtual Machine", "Method Tracing"];
 
 const ENABLED: SettingDesc = SettingDesc::new("enabled", T::SETTING_ENABLED, "false");
 const ENABLED_ON: SettingDesc = SettingDesc::new("enabled", T::SETTING_ENABLED, "true");
 const PERIOD: SettingDesc = SettingDesc::new("period", T::SETTING_PERIOD, "20 ms");
 const THROTTLE: SettingDesc = SettingDesc::new("throttle", T::SETTING_THROTTLE, "off");
 const WITH_STACK: SettingDesc = SettingDesc::new("stackTrace", T::SETTING_STACK_TRACE, "true");
+
+/// A `jdk.MethodTiming` time field: `long @Timespan("TICKS")`.
+fn method_time(name: &'static str, label_text: &'static str, which: &'static str) -> FieldDesc {
+    let description = match which {
+        "minimum" => {
+            "The value may be missing (Long.MIN_VALUE) if the clock-resolution is too low to establish a minimum time"
+        }
+        "average" => {
+            "The value may be missing (Long.MIN_VALUE) if the clock-resolution is too low to establish an average time"
+        }
+        _ => {
+            "The value may be missing (Long.MIN_VALUE) if the clock-resolution is too low to establish a maximum time"
+        }
+    };
+    FieldDesc::annotated(
+        name,
+        T::LONG,
+        vec![
+            label(label_text),
+            Annotation::Description(Cow::Borrowed(description)),
+            Annotation::Timespan(TimespanUnit::Ticks),
+        ],
+    )
+}
 
 /// Every built-in type, in declaration order.
 pub fn builtin_types() -> Vec<TypeDesc> {
@@ -489,6 +514,46 @@ pub fn builtin_types() -> Vec<TypeDesc> {
             ],
             vec![label("Java Thread End"), category(RUNTIME)],
             vec![ENABLED],
+        ),
+        // JEP 520, field for field as JDK 25's `jfr metadata` shows them:
+        // `jfr view method-timing` and `method-calls` query these names.
+        event(
+            T::METHOD_TIMING,
+            "jdk.MethodTiming",
+            vec![
+                start_time(),
+                FieldDesc::annotated("method", T::METHOD, vec![label("Method")]).pooled_field(),
+                FieldDesc::annotated("invocations", T::LONG, vec![label("Invocations")]),
+                method_time("minimum", "Minimum Time", "minimum"),
+                method_time("average", "Average Time", "average"),
+                method_time("maximum", "Maximum Time", "maximum"),
+            ],
+            vec![
+                label("Method Timing"),
+                category(METHOD_TRACING),
+                Annotation::Description(Cow::Borrowed(
+                    "Measures the approximate time it takes for a method to execute, including all delays, not just CPU processing time",
+                )),
+            ],
+            vec![ENABLED_ON],
+        ),
+        event(
+            T::METHOD_TRACE,
+            "jdk.MethodTrace",
+            vec![
+                start_time(),
+                duration(),
+                event_thread(),
+                stack_trace(),
+                FieldDesc::annotated(
+                    "method",
+                    T::METHOD,
+                    vec![Annotation::Contextual, label("Method")],
+                )
+                .pooled_field(),
+            ],
+            vec![label("Method Trace"), category(METHOD_TRACING)],
+            vec![ENABLED_ON, WITH_STACK],
         ),
     ]
 }

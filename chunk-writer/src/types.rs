@@ -103,6 +103,10 @@ impl TypeId {
     pub const THREAD_START: TypeId = TypeId(110);
     /// `jdk.ThreadEnd`
     pub const THREAD_END: TypeId = TypeId(111);
+    /// `jdk.MethodTiming` (JEP 520): invocation counts and times per method.
+    pub const METHOD_TIMING: TypeId = TypeId(120);
+    /// `jdk.MethodTrace` (JEP 520): one traced call with its caller's stack.
+    pub const METHOD_TRACE: TypeId = TypeId(121);
 
     /// `jdk.jfr.Label`
     pub const LABEL: TypeId = TypeId(200);

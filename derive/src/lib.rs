@@ -90,6 +90,7 @@
 
 mod attr;
 mod expand;
+mod timed;
 mod validate;
 
 /// Declares a JFR event type; see the [crate docs](crate) for attributes.
@@ -97,6 +98,32 @@ mod validate;
 pub fn derive_event(input: proc_macro::TokenStream) -> proc_macro::TokenStream {
     let input = syn::parse_macro_input!(input as syn::DeriveInput);
     expand::expand(&input)
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// Times and traces a function, a method, or every method of an `impl`
+/// block, as JEP 520 does for Java methods: each instrumented function has a
+/// static site that registers on its first call and costs one relaxed load
+/// and a branch while no filter selects it. Select sites at run time with
+/// `method-timing=FILTER` / `method-trace=FILTER` (`FLIGHTREC`), the
+/// `jdk.MethodTiming#filter` / `jdk.MethodTrace#filter` settings, or
+/// `Recording::set`. Arguments: `tag = "io"` or `tags = ["io", "db"]`
+/// (selected by the filter `@io`). The path a filter matches is the
+/// function's Rust path, `krate::module::Type::method`.
+///
+/// ```ignore
+/// #[flightrec::timed(tag = "db")]
+/// fn query(sql: &str) -> usize { sql.len() }
+/// ```
+#[proc_macro_attribute]
+pub fn timed(
+    args: proc_macro::TokenStream,
+    item: proc_macro::TokenStream,
+) -> proc_macro::TokenStream {
+    let args = syn::parse_macro_input!(args as timed::Args);
+    let item = syn::parse_macro_input!(item as syn::Item);
+    timed::expand(args, item)
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
 }

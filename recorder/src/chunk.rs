@@ -43,6 +43,8 @@ pub(crate) struct ChunkAssembler {
     written_threads: BTreeSet<u64>,
     written_stacks: BTreeSet<u64>,
     statics_written: bool,
+    /// Timed sites whose constants this chunk defines (see `crate::timing`).
+    sites_written: usize,
     /// Registered-type count described by the last metadata written, if any.
     metadata_types: Option<usize>,
     scanner: Scanner,
@@ -72,6 +74,7 @@ impl ChunkAssembler {
             written_threads: BTreeSet::new(),
             written_stacks: BTreeSet::new(),
             statics_written: false,
+            sites_written: 0,
             metadata_types: None,
             scanner: Scanner::default(),
             known_types: usize::MAX, // forces the first refresh
@@ -212,6 +215,10 @@ impl ChunkAssembler {
                 .record_many(crate::loss::LossCause::StackDropped, gone as u64, 0);
         }
         rt.stacks.set_resolved_bytes(frames.bytes());
+        #[cfg(not(flightrec_loom))]
+        {
+            self.sites_written = crate::timing::write_site_constants(&mut cp, self.sites_written);
+        }
         if !self.statics_written {
             // Small and always written: samples refer to thread states
             // without the scan collecting them.
@@ -250,6 +257,8 @@ impl ChunkAssembler {
         self.scratch.clear();
         let report = losses.encode(&mut self.scratch, end.ticks, rt.losses.snapshot());
         write_active_settings(&mut self.scratch, end.ticks);
+        #[cfg(not(flightrec_loom))]
+        crate::timing::write_timing_events(&mut self.scratch, end.ticks);
         self.writer.write_events(&self.scratch)?;
         let duration_nanos = (end.wall_nanos - self.start.wall_nanos).max(0);
         let file = self.writer.finish(ChunkEnd {

@@ -7,6 +7,8 @@
 //!   the bounded pool, and the write section of the rotation protocol.
 //! * `cpool`: threads, stack traces, and the class/method model they become.
 //! * [`recording`]: the lifecycle, the recorder thread, rotation and dumps.
+//! * [`timing`]: method timing and tracing of instrumented functions
+//!   (`jdk.MethodTiming`, `jdk.MethodTrace`).
 //! * `sync`: every atomic, cell and thread-local, swapped for loom's under
 //!   `cfg(flightrec_loom)`.
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -52,6 +54,7 @@ pub mod settings;
 pub mod stack;
 mod stale;
 pub(crate) mod sync;
+pub mod timing;
 
 #[cfg(not(flightrec_loom))]
 pub use autostart::{AutoStartError, start_from_env};

@@ -128,6 +128,8 @@ impl Registry {
     pub(crate) fn apply(&self, settings: Settings, recording: bool) {
         let mut inner = self.inner.lock();
         inner.recording = recording;
+        #[cfg(not(flightrec_loom))]
+        crate::timing::apply(&settings, recording);
         self.settings.store(StdArc::new(settings));
         for ty in &inner.types {
             ty.word
@@ -168,6 +170,7 @@ impl Registry {
         for ty in &inner.types {
             ty.word.store(self.word_for(ty, false), Ordering::Release);
         }
+        crate::timing::stop_in_child();
     }
 
     /// Number of registered types.

@@ -129,7 +129,13 @@ pub struct TypeSettings {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Settings {
     pub(crate) types: HashMap<String, TypeSettings>,
+    /// The `filter` of `jdk.MethodTiming` and of `jdk.MethodTrace` (see
+    /// [`crate::timing`]); `None`: not given.
+    pub(crate) method_filters: [Option<crate::timing::filter::Filter>; 2],
 }
+
+/// The event types that take a method `filter`, in `method_filters` order.
+pub(crate) const FILTER_EVENTS: [&str; 2] = ["jdk.MethodTiming", "jdk.MethodTrace"];
 
 /// A setting that could not be applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -157,6 +163,16 @@ pub enum SettingError {
     /// The recording belongs to the parent process (called in a forked
     /// child, where recording is off).
     InForkedChild,
+    /// A malformed method filter (`jdk.MethodTiming#filter`,
+    /// `jdk.MethodTrace#filter`, `method-timing=`, `method-trace=`).
+    InvalidFilter {
+        /// The whole filter as given.
+        filter: String,
+        /// The malformed part.
+        part: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// The event type does not do what the setting asks (`throttle` on a
     /// type that is not sampled, `threshold` on an instant event, ...).
     Unsupported {
@@ -195,6 +211,11 @@ impl fmt::Display for SettingError {
             Self::InForkedChild => {
                 f.write_str("this recording belongs to the parent process (called after fork)")
             }
+            Self::InvalidFilter {
+                filter,
+                part,
+                reason,
+            } => write!(f, "invalid method filter `{filter}`: `{part}`: {reason}"),
         }
     }
 }
@@ -218,6 +239,9 @@ impl Settings {
     ) -> Result<&mut Self, SettingError> {
         chunk_writer::metadata::validate_name(event, true)
             .map_err(|_| SettingError::InvalidEventName(event.to_owned()))?;
+        if setting == "filter" {
+            return self.method_filter(event, value);
+        }
         let entry = self.types.entry(event.to_owned()).or_default();
         match setting {
             "enabled" => entry.enabled = Some(parse_bool(setting, value)?),
@@ -233,6 +257,51 @@ impl Settings {
             }
         }
         Ok(self)
+    }
+
+    /// Sets the method filter of `event` (`jdk.MethodTiming` or
+    /// `jdk.MethodTrace`), replacing the one it had: JEP 520's grammar over
+    /// Rust paths (see [`crate::timing`]). The error names the malformed part.
+    pub fn method_filter(&mut self, event: &str, filter: &str) -> Result<&mut Self, SettingError> {
+        let Some(at) = FILTER_EVENTS.iter().position(|e| *e == event) else {
+            return Err(SettingError::Unsupported {
+                event: event.to_owned(),
+                setting: "filter".to_owned(),
+                reason: "only jdk.MethodTiming and jdk.MethodTrace take a filter",
+            });
+        };
+        let parsed =
+            crate::timing::filter::parse(filter).map_err(|bad| SettingError::InvalidFilter {
+                filter: filter.to_owned(),
+                part: bad.part,
+                reason: bad.reason,
+            })?;
+        self.method_filters[at] = Some(parsed);
+        Ok(self)
+    }
+
+    /// Adds `filter` to the method filter of `event` (the union of both).
+    pub fn add_method_filter(
+        &mut self,
+        event: &str,
+        filter: &str,
+    ) -> Result<&mut Self, SettingError> {
+        let at = FILTER_EVENTS.iter().position(|e| *e == event);
+        let old = at.and_then(|at| self.method_filters[at].clone());
+        self.method_filter(event, filter)?;
+        if let (Some(at), Some(old)) = (at, old)
+            && let Some(new) = &mut self.method_filters[at]
+        {
+            let added = std::mem::replace(new, old);
+            new.union(&added);
+        }
+        Ok(self)
+    }
+
+    /// The method filter of `event`, as text, if one is given.
+    pub fn get_method_filter(&self, event: &str) -> Option<String> {
+        let at = FILTER_EVENTS.iter().position(|e| *e == event)?;
+        self.method_filters[at].as_ref().map(|f| f.to_string())
     }
 
     /// Enables or disables `event`.
@@ -325,9 +394,27 @@ pub fn format_duration(d: Duration) -> String {
 /// The settings flightrec honours for the JDK event types it writes
 /// itself; the other built-in types (`jdk.ActiveSetting`, ...) are written
 /// whenever they apply and take no setting.
-const BUILTIN_SUPPORT: &[(&str, &[&str])] = &[
-    ("jdk.CPUTimeSample", &["enabled", "throttle", "stackTrace"]),
-    ("jdk.ExecutionSample", &["enabled", "period"]),
+const BUILTIN_SUPPORT: &[(&str, &[&str], &str)] = &[
+    (
+        "jdk.CPUTimeSample",
+        &["enabled", "throttle", "stackTrace"],
+        "jdk.CPUTimeSample takes enabled, throttle and stackTrace",
+    ),
+    (
+        "jdk.ExecutionSample",
+        &["enabled", "period"],
+        "jdk.ExecutionSample takes enabled and period",
+    ),
+    (
+        "jdk.MethodTiming",
+        &["enabled"],
+        "jdk.MethodTiming takes enabled and filter (emitted at the end of every chunk)",
+    ),
+    (
+        "jdk.MethodTrace",
+        &["enabled", "threshold", "stackTrace"],
+        "jdk.MethodTrace takes enabled, threshold, stackTrace and filter",
+    ),
 ];
 
 /// True if `event` is one of the JDK event types in flightrec's built-in
@@ -353,15 +440,14 @@ pub(crate) fn check_supported(
             reason,
         })
     };
-    if let Some((_, supported)) = BUILTIN_SUPPORT.iter().find(|(e, _)| *e == event) {
+    if let Some((_, supported, reason)) = BUILTIN_SUPPORT.iter().find(|(e, _, _)| *e == event) {
         if !supported.contains(&setting) {
-            return unsupported(if event == "jdk.CPUTimeSample" {
-                "jdk.CPUTimeSample takes enabled, throttle and stackTrace"
-            } else {
-                "jdk.ExecutionSample takes enabled and period"
-            });
+            return unsupported(reason);
         }
-        if setting == "stackTrace" && value.stack_trace == Some(false) {
+        if event == "jdk.CPUTimeSample"
+            && setting == "stackTrace"
+            && value.stack_trace == Some(false)
+        {
             return unsupported("CPU-time samples always carry a stack trace");
         }
         return Ok(());

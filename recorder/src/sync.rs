@@ -37,6 +37,15 @@ mod imp {
             self.0.lock().unwrap_or_else(PoisonError::into_inner)
         }
 
+        /// Locks if free now, else `None` (never waits).
+        pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+            match self.0.try_lock() {
+                Ok(g) => Some(g),
+                Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+                Err(std::sync::TryLockError::WouldBlock) => None,
+            }
+        }
+
         /// The value, through exclusive access (no locking).
         pub(crate) fn get_mut(&mut self) -> &mut T {
             self.0.get_mut().unwrap_or_else(PoisonError::into_inner)

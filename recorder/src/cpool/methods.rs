@@ -37,6 +37,26 @@ use crate::stack::{ResolvedFrame, Symbolizer};
 /// Classes of the recorder's own functions (`recorder::event::commit`, …).
 const RECORDER_CLASS_PREFIX: &str = "recorder/";
 
+#[cfg(not(flightrec_loom))]
+fn timed_site(frame: u64) -> Option<usize> {
+    crate::timing::trace_marker_site(frame)
+}
+
+#[cfg(flightrec_loom)]
+fn timed_site(_frame: u64) -> Option<usize> {
+    None
+}
+
+#[cfg(not(flightrec_loom))]
+fn timed_method(site: usize) -> Option<String> {
+    crate::timing::site_method(site)
+}
+
+#[cfg(flightrec_loom)]
+fn timed_method(_site: usize) -> Option<String> {
+    None
+}
+
 /// The descriptor every native method gets.
 const DESCRIPTOR: &str = "()V";
 
@@ -154,9 +174,18 @@ impl FrameTables {
         let Some(entry) = repo.get(key) else {
             return false;
         };
-        self.symbolizer.prefetch(&entry.frames);
+        // A `jdk.MethodTrace` stack starts with a marker naming its site
+        // (see `crate::timing`): the trace starts at the timed function's caller.
+        let (site, addrs) = match entry.frames.split_first() {
+            Some((&first, rest)) => match timed_site(first) {
+                Some(site) => (Some(site), rest),
+                None => (None, &entry.frames[..]),
+            },
+            None => (None, &entry.frames[..]),
+        };
+        self.symbolizer.prefetch(addrs);
         let mut resolved: Vec<ResolvedFrame> = Vec::new();
-        for &addr in entry.frames.iter() {
+        for &addr in addrs {
             resolved.extend_from_slice(self.symbolizer.resolve(addr));
         }
         // The recorder's own commit path (inlined into the caller, so the
@@ -167,6 +196,15 @@ impl FrameTables {
             .count();
         if own < resolved.len() {
             resolved.drain(..own);
+        }
+        if let Some(callee) = site.and_then(timed_method) {
+            // The timed function's own frame (and any inlined glue of its
+            // guard above it) goes: its caller is the top frame.
+            if let Some(at) = resolved.iter().take(8).position(|f| f.method == callee)
+                && at + 1 < resolved.len()
+            {
+                resolved.drain(..=at);
+            }
         }
         let frames: Vec<FrameValue> = resolved
             .iter()

@@ -100,6 +100,18 @@ pub enum OptionError {
     },
     /// The option string is not empty but holds no option (`,,,`).
     NoOptions,
+    /// A malformed method filter (`method-timing=`, `method-trace=`,
+    /// `jdk.MethodTiming#filter=`, `jdk.MethodTrace#filter=`).
+    BadFilter {
+        /// The key.
+        key: String,
+        /// The value as written.
+        value: String,
+        /// The malformed part.
+        part: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// A value that parses but is out of the option's range
     /// (`maxchunksize=1k`, `flush-interval=1ms`).
     OutOfRange {
@@ -171,7 +183,8 @@ impl OptionError {
             | Self::BadRate { key, value }
             | Self::BadPeriod { key, value }
             | Self::OutOfRange { key, value, .. }
-            | Self::BadSignal { key, value, .. } => Some(format!("{key}={value}")),
+            | Self::BadSignal { key, value, .. }
+            | Self::BadFilter { key, value, .. } => Some(format!("{key}={value}")),
             Self::UnknownEventSetting { key, .. } | Self::InvalidEventName { key, .. } => {
                 Some(key.clone())
             }
@@ -194,6 +207,9 @@ impl OptionError {
             ),
             Self::OutOfRange { reason, .. } => f.write_str(reason),
             Self::BadSignal { reason, .. } => f.write_str(reason),
+            Self::BadFilter { part, reason, .. } => {
+                write!(f, "malformed filter part `{part}`: {reason}")
+            }
             Self::MissingEquals { .. } => f.write_str("expected `key=value`"),
             Self::EmptyValue { .. } => f.write_str("the value is empty"),
             Self::UnknownKey { key, suggestion } => {

@@ -353,8 +353,21 @@ fn finish(
     // events' `period`, `throttle` of allocation samples, ...) is skipped,
     // as the JDK skips settings a type does not declare; in FLIGHTREC or a
     // line-format file the same setting is an error at start.
-    let none = crate::settings::TypeSettings::default();
-    if crate::settings::check_supported(&o.event, &o.name, &none, None).is_err() {
+    if o.name == "filter" {
+        // The JDK's own .jfc files declare an empty method filter (and
+        // filters of other kinds on other events): only a given method
+        // filter means anything here.
+        if !crate::settings::FILTER_EVENTS.contains(&o.event.as_str()) || o.text.trim().is_empty() {
+            return Ok(());
+        }
+    } else if crate::settings::check_supported(
+        &o.event,
+        &o.name,
+        &crate::settings::TypeSettings::default(),
+        None,
+    )
+    .is_err()
+    {
         return Ok(());
     }
     let key = format!("{}#{}", o.event, o.name);

@@ -38,6 +38,8 @@
 //! | `repository`     | DIR                           | where chunks are kept |
 //! | `preserve-repository` | BOOL                     | keep the chunks after the file is written |
 //! | `signal`         | SIGNAL                        | the sampling signal (`SIGPROF`, `SIGRTMIN+3`, a number) |
+//! | `method-timing`  | FILTER                        | JEP 520: time the instrumented functions it selects (joined with `jdk.MethodTiming#filter`) |
+//! | `method-trace`   | FILTER                        | JEP 520: trace them (joined with `jdk.MethodTrace#filter`) |
 //! | EVENT`#`SETTING  | per setting, below            | may repeat; later wins |
 //!
 //! * TIME: digits, optional blanks, a unit `ns`, `us`, `ms`, `s`, `m`/`min`,
@@ -48,7 +50,12 @@
 //! * EVENT is a dotted identifier (`com.example.Request`). SETTING and its
 //!   value: `enabled` and `stackTrace` BOOL, `threshold` TIME, `throttle` a
 //!   rate `N/unit` (`500/s`, `10/ms`), a TIME (`10ms`) or `off`, `period` a
-//!   TIME or `everyChunk`, `beginChunk`, `endChunk`.
+//!   TIME or `everyChunk`, `beginChunk`, `endChunk`, `filter` (of
+//!   `jdk.MethodTiming` and `jdk.MethodTrace`) a FILTER.
+//! * FILTER: `;`-separated parts, each `krate::module::function`,
+//!   `krate::module::Type::method`, `krate::module::Type`, `::name` or
+//!   `@tag` (see `recorder::timing`); a malformed part fails the start,
+//!   naming it. Filters given in several places are joined.
 //!
 //! `FLIGHTREC` is ignored, with one line on stderr, in a process the
 //! kernel started in secure mode (`AT_SECURE`: setuid or setgid).

@@ -160,6 +160,14 @@ pub(super) fn layer(base: &mut Settings, top: &Settings) {
         b.throttle = throttle.or(b.throttle);
         b.period = period.or(b.period);
     }
+    // Method filters are joined (JEP 520's union), not replaced.
+    for (b, t) in base.method_filters.iter_mut().zip(&top.method_filters) {
+        match (b.as_mut(), t) {
+            (Some(b), Some(t)) => b.union(t),
+            (None, Some(t)) => *b = Some(t.clone()),
+            _ => {}
+        }
+    }
 }
 
 #[cfg(all(test, not(flightrec_loom)))]

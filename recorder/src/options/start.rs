@@ -79,6 +79,8 @@ enum Key {
     Repository,
     PreserveRepository,
     Signal,
+    MethodTiming,
+    MethodTrace,
 }
 
 impl Key {
@@ -99,6 +101,8 @@ impl Key {
             "repository" => Key::Repository,
             "preserve-repository" => Key::PreserveRepository,
             "signal" => Key::Signal,
+            "method-timing" => Key::MethodTiming,
+            "method-trace" => Key::MethodTrace,
             _ => return None,
         })
     }
@@ -136,6 +140,7 @@ pub fn parse(text: &str) -> Result<StartOptions, OptionError> {
     let mut given: Vec<Key> = Vec::new();
     let mut sets: Option<Settings> = None;
     let mut overrides = Settings::new();
+    let mut filters: Vec<(&str, &str, &str)> = Vec::new();
     for item in text.split(',') {
         let item = item.trim();
         if item.is_empty() {
@@ -224,6 +229,8 @@ pub fn parse(text: &str) -> Result<StartOptions, OptionError> {
             }
             Key::Repository => o.repository = Some(value.into()),
             Key::PreserveRepository => o.preserve_repository = Some(boolean(name, value)?),
+            Key::MethodTiming => filters.push((name, "jdk.MethodTiming", value)),
+            Key::MethodTrace => filters.push((name, "jdk.MethodTrace", value)),
         }
     }
     o.settings = match sets {
@@ -231,6 +238,24 @@ pub fn parse(text: &str) -> Result<StartOptions, OptionError> {
         None => source::builtin("default", DEFAULT_SET)?,
     };
     source::layer(&mut o.settings, &overrides);
+    // JEP 520's shorthands: joined with the event settings' filters.
+    for (key, event, value) in filters {
+        o.settings
+            .add_method_filter(event, value)
+            .map_err(|e| match e {
+                crate::settings::SettingError::InvalidFilter { part, reason, .. } => {
+                    OptionError::BadFilter {
+                        key: key.to_owned(),
+                        value: value.to_owned(),
+                        part,
+                        reason,
+                    }
+                }
+                _ => OptionError::EmptyValue {
+                    key: key.to_owned(),
+                },
+            })?;
+    }
     Ok(o)
 }
 
@@ -543,7 +568,7 @@ mod tests {
                 err("jdk.X#stacktrace=true"),
                 "FLIGHTREC: option `jdk.X#stacktrace`: unknown event setting `stacktrace`; did \
                  you mean `stackTrace`? (settings are enabled, threshold, stackTrace, throttle, \
-                 period)",
+                 period, filter)",
             ),
             (
                 err("jdk..X#enabled=true"),

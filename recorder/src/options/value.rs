@@ -23,11 +23,19 @@ pub(super) const KEYS: &[&str] = &[
     "repository",
     "preserve-repository",
     "signal",
+    "method-timing",
+    "method-trace",
 ];
 
 /// The settings an `event#setting` key may name.
-pub(super) const EVENT_SETTINGS: &[&str] =
-    &["enabled", "threshold", "stackTrace", "throttle", "period"];
+pub(super) const EVENT_SETTINGS: &[&str] = &[
+    "enabled",
+    "threshold",
+    "stackTrace",
+    "throttle",
+    "period",
+    "filter",
+];
 
 /// A time in the forms of [`settings::parse_duration`] (`0`, `10ms`, `1 s`, `5m`, `2h`, `1d`).
 pub(super) fn time(key: &str, value: &str) -> Result<Duration, OptionError> {
@@ -116,6 +124,12 @@ pub(super) fn event_setting(
     };
     match settings.set(event, setting, value) {
         Ok(_) => Ok(()),
+        Err(SettingError::InvalidFilter { part, reason, .. }) => Err(OptionError::BadFilter {
+            key: key.to_owned(),
+            value: value.to_owned(),
+            part,
+            reason,
+        }),
         // `Settings::set` on a value never reports a fork.
         Err(
             SettingError::InvalidValue { .. }

@@ -5,7 +5,7 @@
 //! go to [`Symbolizer::resolve`] as they are.
 
 mod capture;
-mod names;
+pub(crate) mod names;
 mod symbolize;
 mod syntax;
 

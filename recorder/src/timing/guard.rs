@@ -1,0 +1,179 @@
+//! The static site descriptor, its word, and the guard of one call (see
+//! the [module docs](super)).
+//!
+//! Invariant: a word with the timing or tracing bit was stored (Release)
+//! while a recording ran; the Acquire fence after loading it makes the
+//! runtime and the calibrated clock visible.
+
+use super::{accum, emit, sites};
+use crate::sync::{AtomicU64, Ordering, fence};
+
+/// Bit: not registered yet.
+pub(super) const UNREGISTERED: u64 = 1;
+/// Bit: calls are timed.
+pub(super) const TIMING: u64 = 1 << 1;
+/// Bit: calls are traced.
+pub(super) const TRACE: u64 = 1 << 2;
+/// Bit: the clock is the TSC.
+pub(super) const CLOCK_TSC: u64 = 1 << 3;
+/// Bit: traces capture a stack trace.
+pub(super) const TRACE_STACK: u64 = 1 << 4;
+pub(super) const INDEX_SHIFT: u32 = 8;
+pub(super) const INDEX_MASK: u64 = (1 << 24) - 1;
+pub(super) const GEN_SHIFT: u32 = 32;
+
+/// How a site's path is known.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum SitePath {
+    /// The `type_name` of an item nested in the function (see
+    /// `#[flightrec::timed]`); the item's own segment is dropped.
+    Nested(fn() -> &'static str),
+    /// Given whole (`timed_scope!`).
+    Named(&'static str),
+}
+
+/// The static descriptor of one instrumented function or block.
+#[derive(Debug)]
+pub struct Site {
+    pub(super) path: SitePath,
+    pub(super) file: &'static str,
+    pub(super) line: u32,
+    pub(super) tags: &'static [&'static str],
+    pub(super) word: AtomicU64,
+}
+
+impl Site {
+    /// A function's site: `nested` returns the `type_name` of an item
+    /// declared inside the function (so the path is the compiler's own,
+    /// `krate::module::Type::method::item`). Used by `#[timed]`.
+    #[doc(hidden)]
+    pub const fn nested(
+        nested: fn() -> &'static str,
+        file: &'static str,
+        line: u32,
+        tags: &'static [&'static str],
+    ) -> Self {
+        Self {
+            path: SitePath::Nested(nested),
+            file,
+            line,
+            tags,
+            word: AtomicU64::new(UNREGISTERED),
+        }
+    }
+
+    /// A block's site, named `path` (`krate::module::name`). Used by
+    /// [`timed_scope!`](crate::timed_scope).
+    #[doc(hidden)]
+    pub const fn named(
+        path: &'static str,
+        file: &'static str,
+        line: u32,
+        tags: &'static [&'static str],
+    ) -> Self {
+        Self {
+            path: SitePath::Named(path),
+            file,
+            line,
+            tags,
+            word: AtomicU64::new(UNREGISTERED),
+        }
+    }
+
+    /// Starts a call: one relaxed load and one branch when the site is not
+    /// selected. The guard records the call when it drops.
+    #[inline(always)]
+    pub fn enter(&'static self) -> Guard {
+        let w = self.word.load(Ordering::Relaxed);
+        if w & (UNREGISTERED | TIMING | TRACE) == 0 {
+            return Guard { word: 0, start: 0 };
+        }
+        self.enter_selected(w)
+    }
+
+    #[inline(always)]
+    fn enter_selected(&'static self, w: u64) -> Guard {
+        let w = if w & UNREGISTERED != 0 {
+            sites::register(self)
+        } else {
+            // Pairs with the Release store of the word: a selected word
+            // implies the runtime exists and the clock is calibrated.
+            fence(Ordering::Acquire);
+            w
+        };
+        if w & (TIMING | TRACE) == 0 {
+            return Guard { word: 0, start: 0 };
+        }
+        Guard {
+            word: w,
+            start: ticks(w),
+        }
+    }
+}
+
+/// The clock, read inline when the word says it is the TSC.
+#[inline(always)]
+fn ticks(w: u64) -> i64 {
+    if w & CLOCK_TSC != 0 {
+        crate::clock::read_tsc()
+    } else {
+        crate::clock::ticks()
+    }
+}
+
+/// One call of a selected site: records it when dropped, also while a
+/// panic unwinds. `Send`, so an `async fn`'s future stays `Send`.
+#[derive(Debug)]
+#[must_use = "the call is recorded when the guard drops"]
+pub struct Guard {
+    /// The site's word at entry; 0 when not selected.
+    word: u64,
+    start: i64,
+}
+
+impl Drop for Guard {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if self.word != 0 {
+            finish(self.word, self.start);
+        }
+    }
+}
+
+/// Out of line, so the drop an unselected call inlines is one test of a
+/// register (the drop glue of a larger body is not inlined, and would be a
+/// call on every unselected call).
+#[inline(never)]
+fn finish(w: u64, start: i64) {
+    let end = ticks(w);
+    let d = end.saturating_sub(start).max(0) as u64;
+    let index = ((w >> INDEX_SHIFT) & INDEX_MASK) as usize;
+    if w & TIMING != 0 {
+        accum::record(index, w >> GEN_SHIFT, d);
+    }
+    if w & TRACE != 0 {
+        emit::trace(w, index, start, d);
+    }
+}
+
+/// Times the rest of the enclosing block as a site named
+/// `module_path!()::NAME`, optionally tagged:
+///
+/// ```
+/// fn work() {
+///     let _timed = recorder::timed_scope!("parse", "io");
+///     // ...
+/// }
+/// ```
+#[macro_export]
+macro_rules! timed_scope {
+    ($name:literal $(, $tag:literal)* $(,)?) => {{
+        static __FLIGHTREC_SITE: $crate::timing::Site = $crate::timing::Site::named(
+            ::core::concat!(::core::module_path!(), "::", $name),
+            ::core::file!(),
+            ::core::line!(),
+            &[$($tag),*],
+        );
+        __FLIGHTREC_SITE.enter()
+    }};
+}
