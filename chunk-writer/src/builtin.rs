@@ -12,6 +12,8 @@ use crate::schema::{
 };
 use crate::types::TypeId as T;
 
+mod system;
+
 fn ty(
     id: T,
     name: &'static str,
@@ -151,7 +153,7 @@ const WITH_STACK: SettingDesc = SettingDesc::new("stackTrace", T::SETTING_STACK_
 
 /// Every built-in type, in declaration order.
 pub fn builtin_types() -> Vec<TypeDesc> {
-    vec![
+    let mut all = vec![
         // --- primitives ---
         class(T::BOOLEAN, "boolean"),
         class(T::CHAR, "char"),
@@ -441,7 +443,7 @@ pub fn builtin_types() -> Vec<TypeDesc> {
                 FieldDesc::annotated("osVersion", T::STRING, vec![label("OS Version")]),
             ],
             vec![label("OS Information"), category(OPERATING_SYSTEM)],
-            vec![ENABLED_ON],
+            vec![ENABLED_ON, system::BEGIN_CHUNK],
         ),
         event(
             T::CPU_INFORMATION,
@@ -463,7 +465,7 @@ pub fn builtin_types() -> Vec<TypeDesc> {
                 ),
             ],
             vec![label("CPU Information"), category(OPERATING_SYSTEM)],
-            vec![ENABLED_ON],
+            vec![ENABLED_ON, system::BEGIN_CHUNK],
         ),
         event(
             T::THREAD_START,
@@ -490,5 +492,7 @@ pub fn builtin_types() -> Vec<TypeDesc> {
             vec![label("Java Thread End"), category(RUNTIME)],
             vec![ENABLED],
         ),
-    ]
+    ];
+    all.extend(system::types());
+    all
 }
