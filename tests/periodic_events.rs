@@ -49,12 +49,16 @@ fn a_user_periodic_event_follows_its_period_on_the_periodic_thread() {
     static CALLS: AtomicU64 = AtomicU64::new(0);
     flightrec::add_periodic_event(ty, Period::Interval(Duration::from_millis(50)), move || {
         let n = CALLS.fetch_add(1, Ordering::Relaxed) as i64;
-        ty.commit_values(&[Value::Int(n), Value::Int(PHASE.load(Ordering::Relaxed) as i64)]);
+        ty.commit_values(&[
+            Value::Int(n),
+            Value::Int(PHASE.load(Ordering::Relaxed) as i64),
+        ]);
     });
     let rec = Recording::start(RecordingConfig::new(&out)).unwrap();
     std::thread::sleep(Duration::from_millis(1000));
     PHASE.store(1, Ordering::Relaxed);
-    rec.set("com.example.QueueDepth", "period", "250 ms").unwrap();
+    rec.set("com.example.QueueDepth", "period", "250 ms")
+        .unwrap();
     std::thread::sleep(Duration::from_millis(1000));
     rec.stop().unwrap();
     assert!(flightrec::remove_periodic_event(ty));
@@ -68,7 +72,11 @@ fn a_user_periodic_event_follows_its_period_on_the_periodic_thread() {
         assert_eq!(e["eventThread"]["osName"], "flightrec-periodic", "{e}");
     }
     // A setting for the type's period is accepted only for periodic types.
-    assert!(Settings::new().set("com.example.QueueDepth", "period", "1 s").is_ok());
+    assert!(
+        Settings::new()
+            .set("com.example.QueueDepth", "period", "1 s")
+            .is_ok()
+    );
 }
 
 #[test]
@@ -77,7 +85,9 @@ fn thread_cpu_load_of_a_burning_thread_matches_its_cpu_time() {
     let dir = flightrec_testkit::temp_dir("periodic_load");
     let out = dir.join("load.jfr");
     let mut settings = Settings::new();
-    settings.set("jdk.ThreadCPULoad", "period", "500 ms").unwrap();
+    settings
+        .set("jdk.ThreadCPULoad", "period", "500 ms")
+        .unwrap();
     let rec = Recording::start(RecordingConfig::new(&out).settings(settings)).unwrap();
     let burner = std::thread::Builder::new()
         .name("burner".into())
@@ -104,8 +114,14 @@ fn thread_cpu_load_of_a_burning_thread_matches_its_cpu_time() {
     // the share of one CPU the thread had. The thread got `share` of one
     // CPU over its life (all of it on an idle machine).
     let mean = loads.iter().sum::<f64>() / loads.len() as f64;
-    assert!(mean >= 0.8 * share, "mean {mean} of {loads:?}, measured {share}");
-    assert!(mean <= 1.1 * share.max(0.1) + 0.05, "mean {mean}, measured {share}");
+    assert!(
+        mean >= 0.8 * share,
+        "mean {mean} of {loads:?}, measured {share}"
+    );
+    assert!(
+        mean <= 1.1 * share.max(0.1) + 0.05,
+        "mean {mean}, measured {share}"
+    );
     if share > 0.95 {
         assert!(mean >= 0.8, "{loads:?}");
     }
@@ -119,12 +135,19 @@ fn environment_variables_only_when_enabled() {
     unsafe { std::env::set_var("FLIGHTREC_TEST_SECRET", "hunter2") };
     let dir = flightrec_testkit::temp_dir("periodic_env");
     let off = dir.join("off.jfr");
-    Recording::start(RecordingConfig::new(&off)).unwrap().stop().unwrap();
+    Recording::start(RecordingConfig::new(&off))
+        .unwrap()
+        .stop()
+        .unwrap();
     assert!(events(&off, "jdk.InitialEnvironmentVariable").is_empty());
     let on = dir.join("on.jfr");
     let mut s = Settings::new();
-    s.set("jdk.InitialEnvironmentVariable", "enabled", "true").unwrap();
-    Recording::start(RecordingConfig::new(&on).settings(s)).unwrap().stop().unwrap();
+    s.set("jdk.InitialEnvironmentVariable", "enabled", "true")
+        .unwrap();
+    Recording::start(RecordingConfig::new(&on).settings(s))
+        .unwrap()
+        .stop()
+        .unwrap();
     let vars = events(&on, "jdk.InitialEnvironmentVariable");
     assert!(
         vars.iter()
