@@ -80,15 +80,18 @@ impl Lifecycle {
         self.known.keys().copied()
     }
 
-    /// The key of live thread `tid`, registering it.
-    pub(crate) fn key(&mut self, rt: &Runtime, tid: u64) -> u64 {
-        let k = self.known.entry(tid).or_insert(Known {
-            key: None,
-            pending: None,
-            waited: 0,
-        });
-        *k.key
-            .get_or_insert_with(|| rt.threads.key_for_tid(tid as i64, || threads::name(tid)))
+    /// The key of live thread `tid`, registering it; `None` while the
+    /// thread waits to name itself (a key's name is fixed when it is
+    /// registered).
+    pub(crate) fn key(&mut self, rt: &Runtime, tid: u64) -> Option<u64> {
+        let k = self.known.get_mut(&tid)?;
+        if k.pending.is_some() {
+            return None;
+        }
+        Some(
+            *k.key
+                .get_or_insert_with(|| rt.threads.key_for_tid(tid as i64, || threads::name(tid))),
+        )
     }
 
     /// One poll: announces new threads and ends gone ones (writing the

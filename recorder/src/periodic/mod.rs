@@ -289,6 +289,12 @@ impl Periodic {
             let settings = registry().settings.load();
             let now = Instant::now();
             if let Some(reason) = stop {
+                // A recording stopped before the first round still gets
+                // its beginning-of-chunk events.
+                if begin > self.begin_done {
+                    self.begin_done = begin;
+                    self.chunk_edge(&settings, When::Begin);
+                }
                 // A last value of every interval event, so the recording
                 // ends with the figures at its stop.
                 for (i, b) in system::BUILTIN.iter().enumerate() {

@@ -287,7 +287,9 @@ impl SystemEvents {
             }
             let user = (u.saturating_sub(u0) as f64 / tck / wall).clamp(0.0, 1.0);
             let system = (s.saturating_sub(s0) as f64 / tck / wall).clamp(0.0, 1.0);
-            let key = self.lifecycle.key(self.rt, tid);
+            let Some(key) = self.lifecycle.key(self.rt, tid) else {
+                continue;
+            };
             emit(TypeId::THREAD_CPU_LOAD, ticks, |e| {
                 e.put_varint(key);
                 e.put_f32(user as f32);
