@@ -16,13 +16,14 @@ use flightrec_testkit::{self as testkit, example_binary, run_example};
 
 /// The examples this file runs; `every_example_is_covered` keeps the list
 /// in step with `examples/`.
-const EXAMPLES: [&str; 6] = [
+const EXAMPLES: [&str; 7] = [
     "cpu_profile",
     "custom_events",
     "env_start",
     "format_tour",
     "method_timing",
     "rotation_stress",
+    "system_events",
 ];
 
 fn out(dir: &Path, name: &str) -> PathBuf {
@@ -127,6 +128,37 @@ fn cpu_profile_prints() {
         assert!(
             summary.counts.get(kind).copied().unwrap_or(0) > 0,
             "{file}: no {kind} events: {summary:?}"
+        );
+    }
+}
+
+#[test]
+fn system_events_prints() {
+    let dir = testkit::temp_dir("prints-system_events");
+    let path = out(&dir, "system.jfr");
+    let printed = run_example(
+        "system_events",
+        &[
+            "--out",
+            path.to_str().unwrap(),
+            "--seconds",
+            "1",
+            "--panics",
+            "2",
+        ],
+    );
+    assert_eq!(printed["panics"], 2, "{printed}");
+    testkit::assert_prints(&path);
+    let summary = testkit::summary(&path);
+    for kind in [
+        "jdk.ThreadStart",
+        "jdk.CPUInformation",
+        "jdk.JavaErrorThrow",
+        "jdk.Shutdown",
+    ] {
+        assert!(
+            summary.counts.get(kind).copied().unwrap_or(0) > 0,
+            "no {kind} events: {summary:?}"
         );
     }
 }

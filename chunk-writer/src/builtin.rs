@@ -12,6 +12,8 @@ use crate::schema::{
 };
 use crate::types::TypeId as T;
 
+mod system;
+
 fn ty(
     id: T,
     name: &'static str,
@@ -176,7 +178,7 @@ fn method_time(name: &'static str, label_text: &'static str, which: &'static str
 
 /// Every built-in type, in declaration order.
 pub fn builtin_types() -> Vec<TypeDesc> {
-    vec![
+    let mut all = vec![
         // --- primitives ---
         class(T::BOOLEAN, "boolean"),
         class(T::CHAR, "char"),
@@ -466,7 +468,7 @@ pub fn builtin_types() -> Vec<TypeDesc> {
                 FieldDesc::annotated("osVersion", T::STRING, vec![label("OS Version")]),
             ],
             vec![label("OS Information"), category(OPERATING_SYSTEM)],
-            vec![ENABLED_ON],
+            vec![ENABLED_ON, system::BEGIN_CHUNK],
         ),
         event(
             T::CPU_INFORMATION,
@@ -488,7 +490,7 @@ pub fn builtin_types() -> Vec<TypeDesc> {
                 ),
             ],
             vec![label("CPU Information"), category(OPERATING_SYSTEM)],
-            vec![ENABLED_ON],
+            vec![ENABLED_ON, system::BEGIN_CHUNK],
         ),
         event(
             T::THREAD_START,
@@ -555,5 +557,7 @@ pub fn builtin_types() -> Vec<TypeDesc> {
             vec![label("Method Trace"), category(METHOD_TRACING)],
             vec![ENABLED_ON, WITH_STACK],
         ),
-    ]
+    ];
+    all.extend(system::types());
+    all
 }

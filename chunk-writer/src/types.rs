@@ -108,6 +108,50 @@ impl TypeId {
     /// `jdk.MethodTrace` (JEP 520): one traced call with its caller's stack.
     pub const METHOD_TRACE: TypeId = TypeId(121);
 
+    // 140 ..= 169: what the process and the machine were doing
+    // (`builtin::system`; periodic and per-chunk events, panics).
+    /// `jdk.PhysicalMemory`
+    pub const PHYSICAL_MEMORY: TypeId = TypeId(140);
+    /// `jdk.VirtualizationInformation`
+    pub const VIRTUALIZATION_INFORMATION: TypeId = TypeId(141);
+    /// `jdk.ContainerConfiguration`
+    pub const CONTAINER_CONFIGURATION: TypeId = TypeId(142);
+    /// `jdk.NativeLibrary`
+    pub const NATIVE_LIBRARY: TypeId = TypeId(143);
+    /// `jdk.InitialEnvironmentVariable`
+    pub const INITIAL_ENVIRONMENT_VARIABLE: TypeId = TypeId(144);
+    /// `flightrec.ProcessInformation`: pid, executable and command line.
+    pub const PROCESS_INFORMATION: TypeId = TypeId(145);
+    /// `jdk.CPULoad`
+    pub const CPU_LOAD: TypeId = TypeId(146);
+    /// `jdk.ThreadCPULoad`
+    pub const THREAD_CPU_LOAD: TypeId = TypeId(147);
+    /// `jdk.ResidentSetSize`
+    pub const RESIDENT_SET_SIZE: TypeId = TypeId(148);
+    /// `jdk.ContainerCPUUsage`
+    pub const CONTAINER_CPU_USAGE: TypeId = TypeId(149);
+    /// `jdk.ContainerMemoryUsage`
+    pub const CONTAINER_MEMORY_USAGE: TypeId = TypeId(150);
+    /// `jdk.ContainerCPUThrottling`
+    pub const CONTAINER_CPU_THROTTLING: TypeId = TypeId(151);
+    /// `jdk.ContainerIOUsage`
+    pub const CONTAINER_IO_USAGE: TypeId = TypeId(152);
+    /// `jdk.NetworkUtilization`
+    pub const NETWORK_UTILIZATION: TypeId = TypeId(153);
+    /// `jdk.CPUTimeStampCounter`
+    pub const CPU_TIME_STAMP_COUNTER: TypeId = TypeId(154);
+    /// `jdk.JavaThreadStatistics`
+    pub const JAVA_THREAD_STATISTICS: TypeId = TypeId(155);
+    /// `jdk.Shutdown`
+    pub const SHUTDOWN: TypeId = TypeId(156);
+    /// `jdk.JavaErrorThrow`: a panic.
+    pub const JAVA_ERROR_THROW: TypeId = TypeId(157);
+    /// `jdk.JavaExceptionThrow` (declared, never written: the exception
+    /// views read it beside `jdk.JavaErrorThrow`).
+    pub const JAVA_EXCEPTION_THROW: TypeId = TypeId(158);
+    /// `jdk.ExceptionStatistics`: panics so far.
+    pub const EXCEPTION_STATISTICS: TypeId = TypeId(159);
+
     /// `jdk.jfr.Label`
     pub const LABEL: TypeId = TypeId(200);
     /// `jdk.jfr.Description`

@@ -216,7 +216,11 @@ fn stop(write: bool) {
         );
     }
     let result = if write || dump_on_exit {
-        rec.stop()
+        rec.stop_with_reason(if write {
+            "Recording duration elapsed"
+        } else {
+            "Process exit"
+        })
     } else {
         rec.stop_without_writing()
     };

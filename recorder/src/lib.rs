@@ -41,6 +41,10 @@ pub mod options;
 #[doc(hidden)]
 pub mod panic_guard;
 #[cfg(not(flightrec_loom))]
+mod panics;
+#[cfg(not(flightrec_loom))]
+pub mod periodic;
+#[cfg(not(flightrec_loom))]
 mod recorder_thread;
 #[cfg(not(flightrec_loom))]
 pub mod recording;
@@ -64,6 +68,8 @@ pub use event::descriptor::{DefaultSettings, EventKind, EventType, EventTypeInfo
 pub use event::dynamic::{EventTypeBuilder, Value};
 pub use event::field::{ContentType, FieldKind, FieldValue, FieldWriter};
 pub use loss::{LossCause, LossCounts};
+#[cfg(not(flightrec_loom))]
+pub use periodic::{add_periodic_event, remove_periodic_event};
 #[cfg(not(flightrec_loom))]
 pub use recording::{MemoryUse, Recording, RecordingError, RecordingSummary};
 pub use repository::{

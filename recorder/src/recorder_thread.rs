@@ -457,6 +457,8 @@ impl Recorder {
     /// starts the next one.
     fn rotate(&mut self, last: bool, frames: &mut FrameTables) -> io::Result<()> {
         let rt = self.rt;
+        // The end-of-chunk periodic events belong to the chunk that ends.
+        crate::periodic::end_chunk();
         let old = rotation::rotate(rt, |b| self.chunk_mut()?.add_block(b).map(drop))?;
         let (chunk, path) = self
             .chunk
@@ -483,6 +485,7 @@ impl Recorder {
         self.rt.stacks.set_resolved_bytes(frames.bytes());
         if !last {
             self.open_chunk()?;
+            crate::periodic::begin_chunk();
         }
         Ok(())
     }

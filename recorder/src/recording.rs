@@ -169,6 +169,8 @@ impl Recording {
                 })
             })?;
         crate::sampler::reconcile();
+        crate::panics::start();
+        crate::periodic::start(rt);
         Ok(Recording {
             commands: tx,
             thread: Some(thread),
@@ -197,6 +199,7 @@ impl Recording {
         s.check_supported()?;
         reg.apply(s, true);
         crate::sampler::reconcile();
+        crate::periodic::wake();
         Ok(())
     }
 
@@ -208,6 +211,7 @@ impl Recording {
         }
         registry().apply(settings, true);
         crate::sampler::reconcile();
+        crate::periodic::wake();
     }
 
     /// Writes every event committed before the call to the current chunk in
@@ -286,17 +290,29 @@ impl Recording {
     /// Stops recording: every event committed before the call is written,
     /// the last chunk is finished and the destination file (if any) written.
     pub fn stop(mut self) -> Result<RecordingSummary, RecordingError> {
-        self.stop_inner(true)
+        self.stop_inner(true, "Recording stopped")
     }
 
     /// Stops recording without writing the destination (`dumponexit=false`
     /// at exit): the chunks stay in the repository (on disk) or are freed
     /// (in memory).
     pub(crate) fn stop_without_writing(mut self) -> Result<RecordingSummary, RecordingError> {
-        self.stop_inner(false)
+        self.stop_inner(false, "Process exit")
     }
 
-    fn stop_inner(&mut self, write: bool) -> Result<RecordingSummary, RecordingError> {
+    /// [`stop`](Self::stop) with `reason` in the last chunk's `jdk.Shutdown`.
+    pub(crate) fn stop_with_reason(
+        mut self,
+        reason: &str,
+    ) -> Result<RecordingSummary, RecordingError> {
+        self.stop_inner(true, reason)
+    }
+
+    fn stop_inner(
+        &mut self,
+        write: bool,
+        reason: &str,
+    ) -> Result<RecordingSummary, RecordingError> {
         let Some(thread) = self.thread.take() else {
             return Err(RecordingError::RecorderGone);
         };
@@ -305,6 +321,10 @@ impl Recording {
             std::mem::forget(thread);
             return Err(RecordingError::InForkedChild);
         }
+        // Periodic events first: their last round (end-of-chunk events,
+        // jdk.Shutdown) lands in the last chunk, and none lands after it.
+        crate::periodic::shutdown(reason);
+        crate::panics::stop();
         crate::sampler::shutdown();
         let (tx, rx) = mpsc::channel();
         let sent = self.commands.send(Command::Stop { write, reply: tx });
@@ -325,7 +345,7 @@ impl Recording {
 impl Drop for Recording {
     fn drop(&mut self) {
         if self.thread.is_some() {
-            let _ = self.stop_inner(true);
+            let _ = self.stop_inner(true, "Recording dropped");
         }
     }
 }

@@ -452,12 +452,29 @@ pub(crate) fn check_supported(
         }
         return Ok(());
     }
+    #[cfg(not(flightrec_loom))]
+    if let Some(supported) = crate::periodic::system::supported_settings(event) {
+        if !supported.contains(&setting) {
+            return unsupported(if supported.contains(&"period") {
+                "this periodic event takes enabled and period"
+            } else {
+                "this event takes enabled (and stackTrace where it has a stack trace)"
+            });
+        }
+        return Ok(());
+    }
     if is_builtin_event(event) {
         return unsupported("flightrec writes this type whenever it applies; it takes no setting");
     }
+    #[cfg(not(flightrec_loom))]
+    if setting == "period" && crate::periodic::is_periodic(event) {
+        return Ok(());
+    }
     match setting {
         "throttle" => unsupported("only jdk.CPUTimeSample takes throttle"),
-        "period" => unsupported("only the periodic jdk.ExecutionSample takes period"),
+        "period" => unsupported(
+            "only periodic events take period (built-in ones, jdk.ExecutionSample, and types given to add_periodic_event)",
+        ),
         "threshold" if kind == Some(crate::event::descriptor::EventKind::Instant) => {
             unsupported("an instant event has no duration to compare with a threshold")
         }

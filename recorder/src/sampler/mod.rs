@@ -29,7 +29,7 @@ pub(crate) mod queue;
 #[cfg(not(flightrec_loom))]
 mod signal;
 #[cfg(not(flightrec_loom))]
-mod threads;
+pub(crate) mod threads;
 #[cfg(not(flightrec_loom))]
 mod unwind;
 

@@ -1,0 +1,91 @@
+//! Cost of the periodic thread (issue 14): CPU time of `flightrec-periodic`
+//! per second of recording, in a process with 200 threads, with every
+//! built-in periodic event at its JDK default period, and again with every
+//! interval event at 1 s (so `jdk.ThreadCPULoad`, 10 s by default, runs
+//! every second too). Target: below 0.1 % of one core.
+//!
+//! `cargo bench --bench periodic_cost` (seconds per run:
+//! `FLIGHTREC_BENCH_SECONDS`, default 5).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use flightrec::{Recording, RecordingConfig, Settings};
+
+/// Nanoseconds thread `tid` has run (`/proc/self/task/TID/schedstat`).
+fn run_nanos(tid: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat"))
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+fn periodic_tid() -> Option<String> {
+    std::fs::read_dir("/proc/self/task").ok()?.find_map(|e| {
+        let tid = e.ok()?.file_name().to_string_lossy().into_owned();
+        let comm = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")).ok()?;
+        (comm.trim() == "flightrec-perio").then_some(tid)
+    })
+}
+
+fn measure(label: &str, settings: Settings, seconds: f64) {
+    let dir = std::env::temp_dir().join(format!("flightrec-periodic-cost-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let rec = Recording::start(RecordingConfig::new(dir.join("cost.jfr")).settings(settings))
+        .expect("start");
+    std::thread::sleep(Duration::from_millis(200));
+    let tid = periodic_tid().expect("flightrec-periodic thread");
+    let c0 = run_nanos(&tid);
+    std::thread::sleep(Duration::from_secs_f64(seconds));
+    let used = run_nanos(&tid) - c0;
+    rec.stop().expect("stop");
+    let per_second = used as f64 / seconds;
+    println!(
+        "periodic_cost/{label}: {:.1} us of CPU per second = {:.4} % of one core",
+        per_second / 1e3,
+        per_second / 1e9 * 100.0
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let seconds: f64 = std::env::var("FLIGHTREC_BENCH_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5.0);
+    let stop = Arc::new(AtomicBool::new(false));
+    let threads: Vec<_> = (0..200)
+        .map(|i| {
+            let stop = stop.clone();
+            std::thread::Builder::new()
+                .name(format!("idle-{i}"))
+                .spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                })
+                .unwrap()
+        })
+        .collect();
+    measure("200_threads_defaults", Settings::new(), seconds);
+    let mut every_second = Settings::new();
+    for e in [
+        "jdk.ThreadCPULoad",
+        "jdk.ContainerCPUUsage",
+        "jdk.ContainerMemoryUsage",
+        "jdk.ContainerCPUThrottling",
+        "jdk.ContainerIOUsage",
+        "jdk.NetworkUtilization",
+    ] {
+        every_second.set(e, "period", "1 s").unwrap();
+    }
+    measure("200_threads_all_every_second", every_second, seconds);
+    stop.store(true, Ordering::Relaxed);
+    for t in threads {
+        t.join().unwrap();
+    }
+}

@@ -1,0 +1,201 @@
+//! Panics as errors: a panic hook, chained in front of whatever hook the
+//! program had (never replacing it), writes one `jdk.JavaErrorThrow` per
+//! panic while a recording runs — message `panicked at FILE:LINE:COL:
+//! PAYLOAD`, the panicking thread, and its stack trace with the panic
+//! machinery cut off, so the top frame is the function that panicked — and
+//! counts panics for the periodic `jdk.ExceptionStatistics`. Together they
+//! make `jfr view exception-by-site` and `exception-count` work.
+//! `jdk.JavaErrorThrow#enabled=false` turns the events off (the count goes
+//! on); `stackTrace=false` leaves the stack out.
+//!
+//! # Cutting the stack
+//!
+//! At installation the hook is calibrated: one panic is raised and caught
+//! on the installing thread, and the hook records the return addresses of
+//! the frames between itself and the panicking function. A real panic's
+//! stack shares exactly those frames (the same code of the hook, the
+//! standard library's `rust_panic_with_hook`, `begin_panic_handler` and
+//! `panic_fmt`); the first frame that differs is the panic site. A panic
+//! that went through more library code (`Option::unwrap` reaching
+//! `core::option::unwrap_failed`) shows that function as its site, with
+//! the caller one frame below. Without unwinding (`panic = "abort"`) no
+//! calibration is possible, and the stack is written uncut.
+//!
+//! The hook takes no lock the recorder could hold while panicking: the
+//! recording flag is an atomic, and the event goes through the commit
+//! path, whose reentrancy guard drops an event begun inside another.
+//!
+//! Invariant: the previous hook runs for every panic but the calibration
+//! panic, after ours, with the same `PanicHookInfo`.
+
+use std::cell::Cell;
+use std::hint::black_box;
+use std::panic::PanicHookInfo;
+use std::sync::{Once, OnceLock};
+
+use chunk_writer::TypeId;
+use chunk_writer::encode::Sink;
+
+use crate::periodic::system::{emit, enabled};
+use crate::runtime::{self, registry};
+use crate::sync::{AtomicBool, AtomicU64, Ordering};
+
+static PANICS: AtomicU64 = AtomicU64::new(0);
+static RECORDING: AtomicBool = AtomicBool::new(false);
+static CALIBRATION: OnceLock<Vec<u64>> = OnceLock::new();
+
+std::thread_local! {
+    static CALIBRATING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// How deep in a panic's stack the machinery is looked for.
+const MACHINERY_DEPTH: usize = 32;
+
+/// Deepest stack a panic event keeps.
+const MAX_FRAMES: usize = 128;
+
+/// Panics seen while a recording ran.
+pub(crate) fn count() -> u64 {
+    PANICS.load(Ordering::Relaxed)
+}
+
+/// Installs the hook (once per process) and marks a recording as running.
+pub(crate) fn start() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if on_panic(info) {
+                previous(info);
+            }
+        }));
+        calibrate();
+    });
+    RECORDING.store(true, Ordering::Release);
+}
+
+/// The recording stopped: panics are not counted or written.
+pub(crate) fn stop() {
+    RECORDING.store(false, Ordering::Release);
+}
+
+#[inline(never)]
+fn calibrate() {
+    if !cfg!(panic = "unwind") {
+        return;
+    }
+    CALIBRATING.with(|c| c.set(true));
+    let _ = std::panic::catch_unwind(calibration_panic);
+    CALIBRATING.with(|c| c.set(false));
+}
+
+#[inline(never)]
+fn calibration_panic() {
+    // Formatted, as most panics are (the path does not matter for the
+    // cut, see `cut`).
+    panic!("flightrec: calibrating the panic hook {}", black_box(1));
+}
+
+/// Captures the stack from the hook's caller outward.
+#[inline(never)]
+fn capture_into(frames: &mut [u64]) -> (usize, bool) {
+    let c = crate::stack::capture(1, frames);
+    (c.len, c.truncated)
+}
+
+/// Frames of `stack` below the panic machinery: after the deepest of its
+/// first [`MACHINERY_DEPTH`] frames that is one of the calibration's
+/// machinery frames (their return addresses are the same for every panic:
+/// `panic_fmt`'s call into the handler is one call site, whichever path
+/// led there).
+fn cut(stack: &[u64]) -> &[u64] {
+    let Some(machinery) = CALIBRATION.get() else {
+        return stack;
+    };
+    let last = stack
+        .iter()
+        .take(MACHINERY_DEPTH)
+        .rposition(|ip| machinery.contains(ip));
+    match last {
+        Some(i) => &stack[i + 1..],
+        None => stack,
+    }
+}
+
+/// The machinery frames of the calibration stack: those above the frame
+/// of [`calibration_panic`] (whose return address lies a few bytes into
+/// it). Empty if that frame is not found.
+fn machinery(frames: &[u64]) -> Vec<u64> {
+    let f = calibration_panic as fn() as usize as u64;
+    frames
+        .iter()
+        .position(|&ip| ip > f && ip - f < 512)
+        .map_or_else(Vec::new, |k| frames[..k].to_vec())
+}
+
+/// The hook's body; false for the calibration panic (the previous hook
+/// is not told of it). The stack is captured at one call site for both
+/// kinds of panic, so their frames above the panic site are the same.
+#[inline(never)]
+fn on_panic(info: &PanicHookInfo<'_>) -> bool {
+    let calibrating = CALIBRATING.with(Cell::get);
+    if !calibrating && !RECORDING.load(Ordering::Acquire) {
+        return true;
+    }
+    let mut frames = [0u64; MAX_FRAMES];
+    let (n, truncated) = capture_into(&mut frames);
+    if calibrating {
+        let _ = CALIBRATION.set(machinery(&frames[..n]));
+        return false;
+    }
+    record(info, &frames[..n], truncated);
+    true
+}
+
+fn record(info: &PanicHookInfo<'_>, frames: &[u64], truncated: bool) {
+    let Some(rt) = runtime::get() else { return };
+    PANICS.fetch_add(1, Ordering::Relaxed);
+    let settings = registry().settings.load();
+    if !enabled(&settings, "jdk.JavaErrorThrow") {
+        return;
+    }
+    let with_stack = settings
+        .get("jdk.JavaErrorThrow")
+        .and_then(|s| s.stack_trace)
+        .unwrap_or(true);
+    let site = cut(frames);
+    let stack = if with_stack && !site.is_empty() {
+        let epoch = rt.epoch.load(Ordering::Relaxed);
+        rt.stacks.intern(site, truncated, epoch).unwrap_or(0)
+    } else {
+        0
+    };
+    let thread = crate::local::current_thread_key(rt).unwrap_or(0);
+    let message = message(info);
+    let ticks = crate::clock::ticks();
+    emit(TypeId::JAVA_ERROR_THROW, ticks, |e| {
+        e.put_varint(thread);
+        e.put_varint(stack);
+        e.put_str(&message);
+        e.put_varint(0);
+    });
+}
+
+/// `panicked at FILE:LINE:COL: PAYLOAD`, as the default hook prints it.
+fn message(info: &PanicHookInfo<'_>) -> String {
+    let payload = info
+        .payload()
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| info.payload().downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "Box<dyn Any>".to_owned());
+    match info.location() {
+        Some(l) => format!(
+            "panicked at {}:{}:{}: {payload}",
+            l.file(),
+            l.line(),
+            l.column()
+        ),
+        None => format!("panicked: {payload}"),
+    }
+}

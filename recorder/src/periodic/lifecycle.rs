@@ -1,0 +1,216 @@
+//! `jdk.ThreadStart` and `jdk.ThreadEnd` for every thread of the process,
+//! found by polling `/proc/self/task` (see [`crate::sampler::threads`]:
+//! one `fstat` per poll, a listing only when the thread count changed or
+//! every 200 ms), whether or not the thread ever commits an event.
+//!
+//! # Why polling, not a `pthread_create` hook
+//!
+//! Stable Rust has no spawn hook, and interposing `pthread_create` in a
+//! library changes every program that links it. Polling sees every thread
+//! that lives longer than one poll ([`super::POLL`], 10 ms) — and threads
+//! that start and end between two polls while another thread does the same
+//! in reverse within one 200 ms relisting window are missed. A thread first
+//! seen with the process's own name is given up to 200 ms to name itself
+//! (Rust's `Builder::name` takes effect in the new thread, once it runs).
+//!
+//! Invariant: every thread that appears after the first listing gets one
+//! `jdk.ThreadStart` before its `jdk.ThreadEnd`, and every thread seen gets
+//! at most one `jdk.ThreadEnd`; a thread's key is marked exited only after
+//! its `jdk.ThreadEnd` is committed.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use chunk_writer::TypeId;
+use chunk_writer::encode::Sink;
+
+use super::system::emit;
+use crate::clock;
+use crate::runtime::Runtime;
+use crate::sampler::threads;
+use crate::sync::Ordering;
+
+#[derive(Debug)]
+struct Known {
+    /// Registered with the thread registry (when announced).
+    key: Option<u64>,
+    /// Seen after the first listing, not announced yet (waiting for its
+    /// name), and how many polls it has waited.
+    pending: Option<String>,
+    waited: u32,
+}
+
+/// Polls a new thread with the process's name may wait to name itself
+/// (200 ms: on a loaded machine a new thread may not run for a while).
+const NAME_WAIT: u32 = 20;
+
+/// The threads seen, and the counts of `jdk.JavaThreadStatistics`.
+#[derive(Debug)]
+pub(crate) struct Lifecycle {
+    watch: threads::Watch,
+    known: HashMap<u64, Known>,
+    listed_once: bool,
+    process_name: String,
+    pid: u64,
+    /// Threads alive at the first listing plus those started since.
+    pub(crate) accumulated: u64,
+    pub(crate) peak: u64,
+}
+
+impl Lifecycle {
+    pub(crate) fn new() -> Self {
+        Self {
+            watch: threads::Watch::new(),
+            known: HashMap::new(),
+            listed_once: false,
+            process_name: threads::name(u64::from(std::process::id())),
+            pid: u64::from(std::process::id()),
+            accumulated: 0,
+            peak: 0,
+        }
+    }
+
+    /// Live threads now (as of the last listing).
+    pub(crate) fn live(&self) -> u64 {
+        self.known.len() as u64
+    }
+
+    /// The kernel ids of the live threads.
+    pub(crate) fn tids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.known.keys().copied()
+    }
+
+    /// The key of live thread `tid`, registering it; `None` while the
+    /// thread waits to name itself (a key's name is fixed when it is
+    /// registered).
+    pub(crate) fn key(&mut self, rt: &Runtime, tid: u64) -> Option<u64> {
+        let k = self.known.get_mut(&tid)?;
+        if k.pending.is_some() {
+            return None;
+        }
+        Some(
+            *k.key
+                .get_or_insert_with(|| rt.threads.key_for_tid(tid as i64, || threads::name(tid))),
+        )
+    }
+
+    /// One poll: announces new threads and ends gone ones (writing the
+    /// events if `start`/`end` are enabled).
+    pub(crate) fn poll(&mut self, rt: &Runtime, start: bool, end: bool) {
+        let now = Instant::now();
+        // Threads waiting for their name are announced once named, or
+        // after `NAME_WAIT` polls.
+        let pending: Vec<u64> = self
+            .known
+            .iter_mut()
+            .filter(|(_, k)| k.pending.is_some())
+            .filter_map(|(&t, k)| {
+                k.waited += 1;
+                (k.waited >= NAME_WAIT || threads::name(t) != self.process_name).then_some(t)
+            })
+            .collect();
+        for tid in pending {
+            self.announce(rt, tid, start);
+        }
+        let Some(list) = self.watch.poll(now) else {
+            return;
+        };
+        let gone: Vec<u64> = self
+            .known
+            .keys()
+            .filter(|t| !list.contains(t))
+            .copied()
+            .collect();
+        for tid in gone {
+            self.ended(rt, tid, start, end);
+        }
+        for &tid in &list {
+            if self.known.contains_key(&tid) {
+                continue;
+            }
+            self.accumulated += 1;
+            if !self.listed_once {
+                self.known.insert(
+                    tid,
+                    Known {
+                        key: None,
+                        pending: None,
+                        waited: 0,
+                    },
+                );
+                continue;
+            }
+            let name = threads::name(tid);
+            let unnamed = name == self.process_name && tid != self.pid;
+            self.known.insert(
+                tid,
+                Known {
+                    key: None,
+                    pending: Some(name),
+                    waited: 0,
+                },
+            );
+            if !unnamed {
+                self.announce(rt, tid, start);
+            }
+        }
+        self.listed_once = true;
+        self.peak = self.peak.max(self.known.len() as u64);
+    }
+
+    fn announce(&mut self, rt: &Runtime, tid: u64, start: bool) {
+        let Some(k) = self.known.get_mut(&tid) else {
+            return;
+        };
+        let Some(seen_name) = k.pending.take() else {
+            return;
+        };
+        let key = *k.key.get_or_insert_with(|| {
+            rt.threads.key_for_tid(tid as i64, || {
+                std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
+                    .map(|s| s.trim_end().to_owned())
+                    .unwrap_or(seen_name)
+            })
+        });
+        if start {
+            write_thread_start(key, 0, 0);
+        }
+    }
+
+    fn ended(&mut self, rt: &Runtime, tid: u64, start: bool, end: bool) {
+        if self.known.get(&tid).is_some_and(|k| k.pending.is_some()) {
+            self.announce(rt, tid, start);
+        }
+        let Some(k) = self.known.remove(&tid) else {
+            return;
+        };
+        let key = k.key.unwrap_or_else(|| {
+            rt.threads
+                .key_for_tid(tid as i64, || format!("thread-{tid}"))
+        });
+        if end {
+            write_thread_end(key);
+        }
+        rt.threads.exited(key, rt.epoch.load(Ordering::Acquire));
+    }
+}
+
+/// `jdk.ThreadStart`: ts, eventThread, stackTrace, thread, parentThread.
+pub(crate) fn write_thread_start(key: u64, stack: u64, parent: u64) {
+    let ticks = clock::ticks();
+    emit(TypeId::THREAD_START, ticks, |e| {
+        e.put_varint(key);
+        e.put_varint(stack);
+        e.put_varint(key);
+        e.put_varint(parent);
+    });
+}
+
+/// `jdk.ThreadEnd`: ts, eventThread, thread.
+pub(crate) fn write_thread_end(key: u64) {
+    let ticks = clock::ticks();
+    emit(TypeId::THREAD_END, ticks, |e| {
+        e.put_varint(key);
+        e.put_varint(key);
+    });
+}

@@ -1,0 +1,494 @@
+//! Periodic events: the JDK's `period` setting (`everyChunk`, `beginChunk`,
+//! `endChunk`, or an interval such as `1 s`), for the built-in system events
+//! ([`system`]) and for user event types registered with
+//! [`add_periodic_event`], run on one recorder-owned thread,
+//! `flightrec-periodic`, never on the program's threads.
+//!
+//! # The thread
+//!
+//! Started by `Recording::start`, stopped (and joined) first thing in the
+//! stop. Each round it:
+//!
+//! 1. runs the `endChunk`/`everyChunk` tasks if the recorder thread asked
+//!    (it asks before every rotation and waits, bounded by
+//!    [`END_CHUNK_WAIT`], so the events land in the chunk that ends), then
+//!    acknowledges;
+//! 2. runs the `beginChunk`/`everyChunk` tasks once per new chunk (asked
+//!    after the rotation opened it; the first chunk at start);
+//! 3. runs the interval tasks that are due; a task's period is read from the
+//!    settings every round, so a change while recording takes effect within
+//!    one period (a shorter period at once);
+//! 4. polls the thread list (one `fstat`, see [`lifecycle`]) for
+//!    `jdk.ThreadStart`/`jdk.ThreadEnd`;
+//! 5. sleeps until the next task is due, at most [`POLL`].
+//!
+//! At the stop it runs every enabled interval task once more (the figures
+//! at the stop), the `endChunk`/`everyChunk` tasks a last time, and writes
+//! `jdk.Shutdown` with the reason.
+//!
+//! Events go through the same commit path as every other event (user
+//! closures commit with the event API; built-in events through
+//! `emit_record` into this thread's own buffer), so whatever makes a chunk
+//! include the constants its events reference applies to them too.
+//!
+//! Invariant: a task runs only on this thread, only while a recording runs,
+//! and at most once per due time: events of a periodic type are never
+//! committed by a program thread, and never land after the stop.
+
+pub(crate) mod lifecycle;
+pub(crate) mod procfs;
+pub(crate) mod system;
+
+use std::sync::OnceLock;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::event::descriptor::EventType;
+use crate::panic_guard::{self, Place};
+use crate::runtime::{Runtime, registry};
+use crate::settings::{Period, Settings};
+use crate::sync::{Arc, Condvar, Mutex};
+
+/// Longest sleep of the thread: how late a thread start or end is seen.
+pub(crate) const POLL: Duration = Duration::from_millis(10);
+
+/// Longest the recorder thread waits for the end-of-chunk events before it
+/// rotates anyway.
+pub(crate) const END_CHUNK_WAIT: Duration = Duration::from_millis(200);
+
+/// The shortest interval honoured (shorter ones are clamped to it).
+pub const MIN_PERIOD: Duration = Duration::from_millis(1);
+
+/// A user periodic event: its type and the closure that commits it.
+struct UserTask {
+    ty: &'static EventType,
+    default_period: Period,
+    run: Arc<dyn Fn() + Send + Sync>,
+}
+
+fn user_tasks() -> &'static Mutex<Vec<UserTask>> {
+    static TASKS: OnceLock<Mutex<Vec<UserTask>>> = OnceLock::new();
+    TASKS.get_or_init(|| Mutex::new(Vec::new()))
+}
+
+/// Registers `run` as the producer of the periodic event type `ty`, like
+/// the JDK's `FlightRecorder.addPeriodicEvent`: while a recording runs and
+/// `ty` is enabled, `run` is called on flightrec's periodic thread at the
+/// type's `period` setting (`default_period` unless the recording's
+/// settings give one, e.g. `com.example.Queue#period=5 s`), and commits
+/// events of `ty` (or any other type) with the event API.
+///
+/// A second registration for the same type replaces the first. The closure
+/// should return quickly: it delays the other periodic events, and the end
+/// of a chunk waits for it at most 200 ms.
+pub fn add_periodic_event(
+    ty: &'static EventType,
+    default_period: Period,
+    run: impl Fn() + Send + Sync + 'static,
+) {
+    let mut tasks = user_tasks().lock();
+    tasks.retain(|t| !std::ptr::eq(t.ty, ty));
+    tasks.push(UserTask {
+        ty,
+        default_period,
+        run: Arc::new(run),
+    });
+    drop(tasks);
+    wake();
+}
+
+/// Stops calling the closure registered for `ty`; true if there was one.
+pub fn remove_periodic_event(ty: &'static EventType) -> bool {
+    let mut tasks = user_tasks().lock();
+    let before = tasks.len();
+    tasks.retain(|t| !std::ptr::eq(t.ty, ty));
+    before != tasks.len()
+}
+
+/// True if `event` is a periodic type (built-in or registered by the
+/// program), so it takes a `period` setting.
+pub(crate) fn is_periodic(event: &str) -> bool {
+    system::BUILTIN
+        .iter()
+        .any(|b| b.name == event && b.period.is_some())
+        || user_tasks().lock().iter().any(|t| t.ty.name() == event)
+}
+
+/// When a task runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum When {
+    Begin,
+    End,
+    Interval(Duration),
+}
+
+/// What the recorder and the handle ask of the thread.
+#[derive(Debug, Default)]
+struct Requests {
+    stop: Option<String>,
+    begin: u64,
+    end: u64,
+    end_done: u64,
+    /// Something to look at now (settings, a new task).
+    poke: bool,
+}
+
+#[derive(Debug)]
+struct Control {
+    requests: Mutex<Requests>,
+    cv: Condvar,
+}
+
+struct Running {
+    control: Arc<Control>,
+    thread: JoinHandle<()>,
+    pid: u32,
+}
+
+fn running() -> &'static Mutex<Option<Running>> {
+    static RUNNING: OnceLock<Mutex<Option<Running>>> = OnceLock::new();
+    RUNNING.get_or_init(|| Mutex::new(None))
+}
+
+fn control() -> Option<Arc<Control>> {
+    let r = running().lock();
+    r.as_ref()
+        .filter(|r| r.pid == std::process::id())
+        .map(|r| r.control.clone())
+}
+
+/// Starts the periodic thread for a recording that just started.
+pub(crate) fn start(rt: &'static Runtime) {
+    let mut r = running().lock();
+    if r.as_ref().is_some_and(|r| r.pid == std::process::id()) {
+        return;
+    }
+    let control = Arc::new(Control {
+        requests: Mutex::new(Requests {
+            begin: 1,
+            ..Requests::default()
+        }),
+        cv: Condvar::new(),
+    });
+    let c = control.clone();
+    // The first listing of the threads happens now, before the program
+    // can start another: every thread started after `start` returns is
+    // announced with a `jdk.ThreadStart`.
+    let mut state = Periodic::new(rt);
+    state.system.poll_threads(&registry().settings.load());
+    let spawned = std::thread::Builder::new()
+        .name("flightrec-periodic".into())
+        .spawn(move || {
+            let _ = panic_guard::catch(Place::RecorderThread, || state.run(&c));
+            // A panic ends periodic events, not the recording; answer the
+            // recorder's end-of-chunk requests so it never waits on us.
+            let mut q = c.requests.lock();
+            q.end_done = u64::MAX;
+            c.cv.notify_all();
+        });
+    if let Ok(thread) = spawned {
+        *r = Some(Running {
+            control,
+            thread,
+            pid: std::process::id(),
+        });
+    }
+}
+
+/// Stops the thread after its last round (end-of-chunk tasks, then
+/// `jdk.Shutdown` with `reason`) and waits for it.
+pub(crate) fn shutdown(reason: &str) {
+    let taken = running().lock().take();
+    let Some(r) = taken else { return };
+    if r.pid != std::process::id() {
+        std::mem::forget(r.thread);
+        return;
+    }
+    r.control.requests.lock().stop = Some(reason.to_owned());
+    r.control.cv.notify_all();
+    let _ = r.thread.join();
+}
+
+/// Settings changed, or a task was added: look now.
+pub(crate) fn wake() {
+    if let Some(c) = control() {
+        c.requests.lock().poke = true;
+        c.cv.notify_all();
+    }
+}
+
+/// Called by the recorder thread before it rotates: runs the end-of-chunk
+/// tasks and waits for them (at most [`END_CHUNK_WAIT`]).
+pub(crate) fn end_chunk() {
+    let Some(c) = control() else { return };
+    let mut q = c.requests.lock();
+    q.end += 1;
+    let want = q.end;
+    c.cv.notify_all();
+    let deadline = Instant::now() + END_CHUNK_WAIT;
+    while q.end_done < want && q.stop.is_none() {
+        let now = Instant::now();
+        if now >= deadline {
+            break;
+        }
+        q = c.cv.wait_for(q, deadline - now);
+    }
+}
+
+/// Called by the recorder thread after it opened a new chunk.
+pub(crate) fn begin_chunk() {
+    if let Some(c) = control() {
+        c.requests.lock().begin += 1;
+        c.cv.notify_all();
+    }
+}
+
+/// One task's schedule.
+#[derive(Debug)]
+struct Schedule {
+    when: Option<When>,
+    next: Instant,
+}
+
+/// The thread's state.
+struct Periodic {
+    rt: &'static Runtime,
+    system: system::SystemEvents,
+    /// Schedules of the built-in tasks, by index in [`system::BUILTIN`].
+    builtin: Vec<Schedule>,
+    /// Schedules of user tasks, by type name.
+    user: Vec<(&'static str, Schedule)>,
+    begin_done: u64,
+    end_done: u64,
+}
+
+impl Periodic {
+    fn new(rt: &'static Runtime) -> Self {
+        let now = Instant::now();
+        Self {
+            rt,
+            system: system::SystemEvents::new(rt),
+            builtin: system::BUILTIN
+                .iter()
+                .map(|_| Schedule {
+                    when: None,
+                    next: now,
+                })
+                .collect(),
+            user: Vec::new(),
+            begin_done: 0,
+            end_done: 0,
+        }
+    }
+
+    fn run(&mut self, c: &Control) {
+        loop {
+            let (stop, begin, end) = {
+                let mut q = c.requests.lock();
+                q.poke = false;
+                (q.stop.clone(), q.begin, q.end)
+            };
+            let settings = registry().settings.load();
+            let now = Instant::now();
+            if let Some(reason) = stop {
+                // A recording stopped before the first round still gets
+                // its beginning-of-chunk events.
+                if begin > self.begin_done {
+                    self.begin_done = begin;
+                    self.chunk_edge(&settings, When::Begin);
+                }
+                // A last value of every interval event, so the recording
+                // ends with the figures at its stop.
+                for (i, b) in system::BUILTIN.iter().enumerate() {
+                    if b.effective_period(&settings).and_then(interval).is_some() {
+                        self.system.run(i, &settings);
+                    }
+                }
+                self.chunk_edge(&settings, When::End);
+                self.system.shutdown(&reason);
+                return;
+            }
+            if end > self.end_done {
+                self.chunk_edge(&settings, When::End);
+                self.end_done = end;
+                let mut q = c.requests.lock();
+                q.end_done = q.end_done.max(end);
+                c.cv.notify_all();
+            }
+            if begin > self.begin_done {
+                self.begin_done = begin;
+                self.chunk_edge(&settings, When::Begin);
+            }
+            let next = self.intervals(&settings, now);
+            self.system.poll_threads(&settings);
+            let wake = next.min(Instant::now() + POLL);
+            let q = c.requests.lock();
+            if q.stop.is_none() && !q.poke && q.begin == begin && q.end == end {
+                drop(c.cv.wait_for(q, wake.saturating_duration_since(Instant::now())));
+            }
+        }
+    }
+
+    /// Runs every enabled task whose period is `edge` or `everyChunk`.
+    fn chunk_edge(&mut self, settings: &Settings, edge: When) {
+        for (i, b) in system::BUILTIN.iter().enumerate() {
+            if let Some(p) = b.effective_period(settings)
+                && hits(p, edge)
+            {
+                self.system.run(i, settings);
+            }
+        }
+        for (ty, period, run) in user_snapshot() {
+            let p = effective_user_period(settings, ty, period);
+            if hits(p, edge) && ty.is_enabled() {
+                run();
+            }
+        }
+    }
+
+    /// Runs the interval tasks that are due; returns when the next is.
+    fn intervals(&mut self, settings: &Settings, now: Instant) -> Instant {
+        let mut next = now + Duration::from_secs(3600);
+        for (i, b) in system::BUILTIN.iter().enumerate() {
+            let when = b.effective_period(settings).and_then(interval);
+            if let Some(due) = step(&mut self.builtin[i], when, now) {
+                self.system.run(i, settings);
+                next = next.min(due);
+            } else if let Some(When::Interval(_)) = self.builtin[i].when {
+                next = next.min(self.builtin[i].next);
+            }
+        }
+        let users = user_snapshot();
+        self.user
+            .retain(|(n, _)| users.iter().any(|(t, _, _)| t.name() == *n));
+        for (ty, period, run) in users {
+            let when = interval(effective_user_period(settings, ty, period));
+            let idx = match self.user.iter().position(|(n, _)| *n == ty.name()) {
+                Some(i) => i,
+                None => {
+                    self.user.push((
+                        ty.name(),
+                        Schedule {
+                            when: None,
+                            next: now,
+                        },
+                    ));
+                    self.user.len() - 1
+                }
+            };
+            let s = &mut self.user[idx].1;
+            if let Some(due) = step(s, when, now) {
+                if ty.is_enabled() {
+                    run();
+                }
+                next = next.min(due);
+            } else if s.when.is_some() {
+                next = next.min(s.next);
+            }
+        }
+        let _ = self.rt;
+        next
+    }
+}
+
+/// Advances `s` to `when` at `now`; returns the next due time if the task
+/// runs now. A changed period restarts the schedule: a task whose period
+/// shrank runs at once, one whose period grew waits one new period.
+fn step(s: &mut Schedule, when: Option<When>, now: Instant) -> Option<Instant> {
+    let Some(When::Interval(p)) = when else {
+        s.when = when;
+        return None;
+    };
+    if s.when != when {
+        let shrank = match s.when {
+            Some(When::Interval(old)) => p < old,
+            _ => true,
+        };
+        s.when = when;
+        s.next = if shrank { now } else { now + p };
+    }
+    if now < s.next {
+        return None;
+    }
+    // Fixed rate, but never a burst to catch up after a stall.
+    s.next += p;
+    if s.next <= now {
+        s.next = now + p;
+    }
+    Some(s.next)
+}
+
+fn hits(p: Period, edge: When) -> bool {
+    matches!(
+        (p, edge),
+        (Period::EveryChunk, _) | (Period::BeginChunk, When::Begin) | (Period::EndChunk, When::End)
+    )
+}
+
+fn interval(p: Period) -> Option<When> {
+    match p {
+        Period::Interval(d) => Some(When::Interval(d.max(MIN_PERIOD))),
+        _ => None,
+    }
+}
+
+fn effective_user_period(settings: &Settings, ty: &EventType, default: Period) -> Period {
+    settings
+        .get(ty.name())
+        .and_then(|s| s.period)
+        .unwrap_or(default)
+}
+
+#[allow(clippy::type_complexity)]
+fn user_snapshot() -> Vec<(&'static EventType, Period, Arc<dyn Fn() + Send + Sync>)> {
+    user_tasks()
+        .lock()
+        .iter()
+        .map(|t| (t.ty, t.default_period, t.run.clone()))
+        .collect()
+}
+
+#[cfg(all(test, not(flightrec_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_schedule_runs_at_its_period_and_follows_changes() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut s = Schedule {
+            when: None,
+            next: t0,
+        };
+        let every = |d| Some(When::Interval(d));
+        // First round: due at once, then every 100 ms.
+        assert_eq!(step(&mut s, every(ms(100)), t0), Some(t0 + ms(100)));
+        assert_eq!(step(&mut s, every(ms(100)), t0 + ms(50)), None);
+        assert_eq!(
+            step(&mut s, every(ms(100)), t0 + ms(100)),
+            Some(t0 + ms(200))
+        );
+        // Shorter: runs now. Longer: waits one new period.
+        assert_eq!(
+            step(&mut s, every(ms(10)), t0 + ms(120)),
+            Some(t0 + ms(130))
+        );
+        assert_eq!(step(&mut s, every(ms(1000)), t0 + ms(125)), None);
+        assert_eq!(s.next, t0 + ms(1125));
+        // A stall does not cause a burst.
+        assert_eq!(
+            step(&mut s, every(ms(1000)), t0 + ms(5000)),
+            Some(t0 + ms(6000))
+        );
+        // A chunk period is not an interval.
+        assert_eq!(step(&mut s, Some(When::Begin), t0 + ms(9000)), None);
+    }
+
+    #[test]
+    fn chunk_periods_hit_their_edges() {
+        assert!(hits(Period::EveryChunk, When::Begin) && hits(Period::EveryChunk, When::End));
+        assert!(hits(Period::BeginChunk, When::Begin) && !hits(Period::BeginChunk, When::End));
+        assert!(hits(Period::EndChunk, When::End) && !hits(Period::EndChunk, When::Begin));
+        assert!(!hits(Period::Interval(Duration::from_secs(1)), When::End));
+    }
+}

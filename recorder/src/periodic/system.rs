@@ -1,0 +1,742 @@
+//! The built-in periodic and per-chunk events: what the process and the
+//! machine were doing, read from `/proc`, the cgroup files and the process
+//! itself, at the JDK's default periods ([`BUILTIN`]).
+//!
+//! # Cost
+//!
+//! Each task reads one file per run where the figure is process- or
+//! machine-wide (`jdk.CPULoad`: `/proc/self/stat` and `/proc/stat`;
+//! `jdk.ResidentSetSize`: `/proc/self/status`; each container event: its
+//! one or two cgroup files). `jdk.ThreadCPULoad` reads one
+//! `/proc/self/task/TID/stat` per live thread per period (10 s by
+//! default): the kernel has no file with every thread's times. Thread
+//! starts and ends cost one `fstat` per poll ([`super::lifecycle`]).
+//!
+//! # Not written
+//!
+//! A process-wide heap or allocation figure: the system allocator has no
+//! cheap, lock-free way to tell (glibc's `mallinfo2` walks every arena
+//! under its locks), so flightrec writes none; `jdk.ResidentSetSize` is the
+//! memory figure.
+//!
+//! Invariant: a task writes only events of its own type, at most one run per
+//! due time, and skips (writes nothing) when its source is unreadable.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use chunk_writer::TypeId;
+use chunk_writer::encode::Sink;
+use chunk_writer::record::EventEncoder;
+
+use super::lifecycle::Lifecycle;
+use super::procfs::{self, Cgroup};
+use crate::clock;
+use crate::event::commit::emit_record;
+use crate::runtime::Runtime;
+use crate::settings::{Period, Settings};
+
+/// One built-in periodic event type and its defaults (JDK 25's
+/// `default.jfc`, except where said).
+#[derive(Debug)]
+pub(crate) struct Builtin {
+    pub(crate) name: &'static str,
+    pub(crate) enabled: bool,
+    pub(crate) period: Option<Period>,
+}
+
+impl Builtin {
+    /// The period in force, or `None` if the type is disabled.
+    pub(crate) fn effective_period(&self, settings: &Settings) -> Option<Period> {
+        let s = settings.get(self.name);
+        let on = s.and_then(|s| s.enabled).unwrap_or(self.enabled);
+        if !on {
+            return None;
+        }
+        s.and_then(|s| s.period).or(self.period)
+    }
+}
+
+const fn every(ms: u64) -> Option<Period> {
+    Some(Period::Interval(std::time::Duration::from_millis(ms)))
+}
+
+const fn task(name: &'static str, enabled: bool, period: Option<Period>) -> Builtin {
+    Builtin {
+        name,
+        enabled,
+        period,
+    }
+}
+
+const BEGIN: Option<Period> = Some(Period::BeginChunk);
+const EVERY: Option<Period> = Some(Period::EveryChunk);
+
+/// The built-in periodic tasks, by index (the order of [`SystemEvents::run`]).
+/// `jdk.InitialEnvironmentVariable` and `flightrec.ProcessInformation` are
+/// off by default: environment variables and command lines carry secrets.
+pub(crate) const BUILTIN: &[Builtin] = &[
+    task("jdk.OSInformation", true, BEGIN),
+    task("jdk.CPUInformation", true, BEGIN),
+    task("jdk.PhysicalMemory", true, EVERY),
+    task("jdk.VirtualizationInformation", true, BEGIN),
+    task("jdk.ContainerConfiguration", true, BEGIN),
+    task("jdk.NativeLibrary", true, EVERY),
+    task("jdk.InitialEnvironmentVariable", false, BEGIN),
+    task("flightrec.ProcessInformation", false, BEGIN),
+    task("jdk.CPUTimeStampCounter", true, BEGIN),
+    task("jdk.CPULoad", true, every(1000)),
+    task("jdk.ThreadCPULoad", true, every(10_000)),
+    task("jdk.ResidentSetSize", true, every(1000)),
+    task("jdk.ContainerCPUUsage", true, every(30_000)),
+    task("jdk.ContainerMemoryUsage", true, every(30_000)),
+    task("jdk.ContainerCPUThrottling", true, every(30_000)),
+    task("jdk.ContainerIOUsage", true, every(30_000)),
+    task("jdk.NetworkUtilization", true, every(5000)),
+    task("jdk.JavaThreadStatistics", true, every(1000)),
+    task("jdk.ExceptionStatistics", true, every(1000)),
+];
+
+/// The non-periodic built-in types this module writes, their default
+/// `enabled`, and the settings they take.
+pub(crate) const EVENTS: &[(&str, bool, &[&str])] = &[
+    ("jdk.ThreadStart", true, &["enabled", "stackTrace"]),
+    ("jdk.ThreadEnd", true, &["enabled"]),
+    ("jdk.Shutdown", true, &["enabled", "stackTrace"]),
+    ("jdk.JavaErrorThrow", true, &["enabled", "stackTrace"]),
+];
+
+/// The settings a built-in type of this module takes, if it is one.
+pub(crate) fn supported_settings(event: &str) -> Option<&'static [&'static str]> {
+    if BUILTIN.iter().any(|b| b.name == event) {
+        return Some(&["enabled", "period"]);
+    }
+    EVENTS.iter().find(|e| e.0 == event).map(|e| e.2)
+}
+
+/// `enabled` of a non-periodic type of [`EVENTS`].
+pub(crate) fn enabled(settings: &Settings, event: &str) -> bool {
+    let default = EVENTS.iter().find(|e| e.0 == event).is_some_and(|e| e.1);
+    settings
+        .get(event)
+        .and_then(|s| s.enabled)
+        .unwrap_or(default)
+}
+
+/// Writes one record of `ty` at `ticks`, its other fields by `fields`,
+/// through the commit path (this thread's buffer). False if dropped.
+pub(crate) fn emit(ty: TypeId, ticks: i64, fields: impl Fn(&mut EventEncoder<'_>)) -> bool {
+    emit_record(|buf| {
+        let mut e = EventEncoder::begin(buf, ty);
+        e.put_i64(ticks);
+        fields(&mut e);
+        e.finish()
+    })
+}
+
+/// An interface's name and bytes received and sent.
+type Interface = (String, u64, u64);
+
+/// Previous readings, for the events that report rates.
+#[derive(Debug, Default)]
+struct Previous {
+    process: Option<(Instant, u64, u64, u64, u64)>,
+    threads: HashMap<u64, (Instant, u64, u64)>,
+    net: Option<(Instant, Vec<Interface>)>,
+}
+
+/// The tasks' state on the periodic thread.
+#[derive(Debug)]
+pub(crate) struct SystemEvents {
+    rt: &'static Runtime,
+    lifecycle: Lifecycle,
+    prev: Previous,
+    clk_tck: u64,
+    cgroup: Option<Cgroup>,
+}
+
+impl SystemEvents {
+    pub(crate) fn new(rt: &'static Runtime) -> Self {
+        Self {
+            rt,
+            lifecycle: Lifecycle::new(),
+            prev: Previous::default(),
+            clk_tck: procfs::clock_ticks(),
+            cgroup: procfs::cgroup(),
+        }
+    }
+
+    /// Polls thread starts and ends.
+    pub(crate) fn poll_threads(&mut self, settings: &Settings) {
+        let start = enabled(settings, "jdk.ThreadStart");
+        let end = enabled(settings, "jdk.ThreadEnd");
+        self.lifecycle.poll(self.rt, start, end);
+    }
+
+    /// Runs task `i` of [`BUILTIN`].
+    pub(crate) fn run(&mut self, i: usize, settings: &Settings) {
+        let ticks = clock::ticks();
+        match BUILTIN[i].name {
+            "jdk.OSInformation" => os_information(ticks),
+            "jdk.CPUInformation" => cpu_information(ticks),
+            "jdk.PhysicalMemory" => physical_memory(ticks),
+            "jdk.VirtualizationInformation" => virtualization(ticks),
+            "jdk.ContainerConfiguration" => self.container_configuration(ticks),
+            "jdk.NativeLibrary" => native_libraries(ticks),
+            "jdk.InitialEnvironmentVariable" => environment(ticks),
+            "flightrec.ProcessInformation" => process_information(ticks),
+            "jdk.CPUTimeStampCounter" => time_stamp_counter(ticks),
+            "jdk.CPULoad" => self.cpu_load(ticks),
+            "jdk.ThreadCPULoad" => self.thread_cpu_load(ticks, settings),
+            "jdk.ResidentSetSize" => resident_set_size(ticks),
+            "jdk.ContainerCPUUsage" => self.container_cpu_usage(ticks),
+            "jdk.ContainerMemoryUsage" => self.container_memory_usage(ticks),
+            "jdk.ContainerCPUThrottling" => self.container_cpu_throttling(ticks),
+            "jdk.ContainerIOUsage" => self.container_io_usage(ticks),
+            "jdk.NetworkUtilization" => self.network(ticks),
+            "jdk.JavaThreadStatistics" => self.thread_statistics(ticks),
+            "jdk.ExceptionStatistics" => {
+                let n = crate::panics::count() as i64;
+                emit(TypeId::EXCEPTION_STATISTICS, ticks, |e| e.put_i64(n));
+            }
+            _ => {}
+        }
+    }
+
+    /// `jdk.Shutdown`, from the periodic thread's last round.
+    pub(crate) fn shutdown(&mut self, reason: &str) {
+        let settings = crate::runtime::registry().settings.load();
+        if !enabled(&settings, "jdk.Shutdown") {
+            return;
+        }
+        let key = crate::local::current_thread_key(self.rt).unwrap_or(0);
+        let ticks = clock::ticks();
+        emit(TypeId::SHUTDOWN, ticks, |e| {
+            e.put_varint(key);
+            e.put_varint(0);
+            e.put_str(reason);
+        });
+    }
+
+    fn cpu_load(&mut self, ticks: i64) {
+        let Some((user, system)) = procfs::read("/proc/self/stat")
+            .as_deref()
+            .and_then(procfs::stat_times)
+        else {
+            return;
+        };
+        let Some((busy, total)) = procfs::read("/proc/stat")
+            .as_deref()
+            .and_then(procfs::machine_times)
+        else {
+            return;
+        };
+        let now = Instant::now();
+        let prev = self.prev.process.replace((now, user, system, busy, total));
+        let Some((then, u0, s0, b0, t0)) = prev else {
+            return;
+        };
+        let wall = now.duration_since(then).as_secs_f64() * cpus();
+        if wall <= 0.0 {
+            return;
+        }
+        let tck = self.clk_tck as f64;
+        let ju = ((user.saturating_sub(u0)) as f64 / tck / wall).clamp(0.0, 1.0);
+        let js = ((system.saturating_sub(s0)) as f64 / tck / wall).clamp(0.0, 1.0);
+        let dt = total.saturating_sub(t0);
+        let machine = if dt == 0 {
+            0.0
+        } else {
+            busy.saturating_sub(b0) as f64 / dt as f64
+        };
+        // The machine is at least as busy as this process.
+        let machine = machine.max(ju + js).clamp(0.0, 1.0);
+        emit(TypeId::CPU_LOAD, ticks, |e| {
+            e.put_f32(ju as f32);
+            e.put_f32(js as f32);
+            e.put_f32(machine as f32);
+        });
+    }
+
+    fn thread_cpu_load(&mut self, ticks: i64, settings: &Settings) {
+        // The list is as fresh as the last poll (at most 10 ms old).
+        self.lifecycle.poll(
+            self.rt,
+            enabled(settings, "jdk.ThreadStart"),
+            enabled(settings, "jdk.ThreadEnd"),
+        );
+        let now = Instant::now();
+        let tids: Vec<u64> = self.lifecycle.tids().collect();
+        let mut seen = HashMap::with_capacity(tids.len());
+        let tck = self.clk_tck as f64;
+        let n = cpus();
+        for tid in tids {
+            let Some((u, s)) = procfs::read(format!("/proc/self/task/{tid}/stat"))
+                .as_deref()
+                .and_then(procfs::stat_times)
+            else {
+                continue;
+            };
+            seen.insert(tid, (now, u, s));
+            let Some(&(then, u0, s0)) = self.prev.threads.get(&tid) else {
+                continue;
+            };
+            let wall = now.duration_since(then).as_secs_f64() * n;
+            if wall <= 0.0 {
+                continue;
+            }
+            let user = (u.saturating_sub(u0) as f64 / tck / wall).clamp(0.0, 1.0);
+            let system = (s.saturating_sub(s0) as f64 / tck / wall).clamp(0.0, 1.0);
+            let Some(key) = self.lifecycle.key(self.rt, tid) else {
+                continue;
+            };
+            emit(TypeId::THREAD_CPU_LOAD, ticks, |e| {
+                e.put_varint(key);
+                e.put_f32(user as f32);
+                e.put_f32(system as f32);
+            });
+        }
+        self.prev.threads = seen;
+    }
+
+    fn thread_statistics(&mut self, ticks: i64) {
+        let (live, acc, peak) = (
+            self.lifecycle.live() as i64,
+            self.lifecycle.accumulated as i64,
+            self.lifecycle.peak as i64,
+        );
+        emit(TypeId::JAVA_THREAD_STATISTICS, ticks, |e| {
+            e.put_i64(live);
+            e.put_i64(0);
+            e.put_i64(acc);
+            e.put_i64(peak);
+        });
+    }
+
+    fn network(&mut self, ticks: i64) {
+        let Some(text) = procfs::read("/proc/net/dev") else {
+            return;
+        };
+        let now = Instant::now();
+        let cur = procfs::net_dev(&text);
+        let Some((then, prev)) = self.prev.net.replace((now, cur.clone())) else {
+            return;
+        };
+        let secs = now.duration_since(then).as_secs_f64();
+        if secs <= 0.0 {
+            return;
+        }
+        for (name, rx, tx) in &cur {
+            let Some((_, rx0, tx0)) = prev.iter().find(|p| &p.0 == name) else {
+                continue;
+            };
+            let read = (rx.saturating_sub(*rx0) as f64 * 8.0 / secs) as i64;
+            let write = (tx.saturating_sub(*tx0) as f64 * 8.0 / secs) as i64;
+            emit(TypeId::NETWORK_UTILIZATION, ticks, |e| {
+                e.put_str(name);
+                e.put_i64(read);
+                e.put_i64(write);
+            });
+        }
+    }
+
+    fn container_configuration(&mut self, ticks: i64) {
+        let Some(c) = container_config(self.cgroup.as_ref()) else {
+            return;
+        };
+        emit(TypeId::CONTAINER_CONFIGURATION, ticks, |e| {
+            e.put_str(&c.kind);
+            e.put_i64(c.period_us);
+            e.put_i64(c.quota_us);
+            e.put_i64(c.shares);
+            e.put_i64(c.cpus);
+            e.put_i64(c.soft_limit);
+            e.put_i64(c.limit);
+            e.put_i64(c.swap_limit);
+            e.put_i64(c.host_memory);
+            e.put_i64(c.host_swap);
+        });
+    }
+
+    fn container_cpu_usage(&mut self, ticks: i64) {
+        let (total, user, system) = match &self.cgroup {
+            Some(Cgroup::V2(dir)) => {
+                let Some(stat) = procfs::read(dir.join("cpu.stat")) else {
+                    return;
+                };
+                let us = |k| procfs::flat_keyed(&stat, k).unwrap_or(0) as i64 * 1000;
+                (us("usage_usec"), us("user_usec"), us("system_usec"))
+            }
+            Some(Cgroup::V1(m)) => {
+                let Some(dir) = m.get("cpuacct") else { return };
+                let num = |f: &str| {
+                    procfs::read(dir.join(f))
+                        .and_then(|t| t.trim().parse::<i64>().ok())
+                        .unwrap_or(-1)
+                };
+                (
+                    num("cpuacct.usage"),
+                    num("cpuacct.usage_user"),
+                    num("cpuacct.usage_sys"),
+                )
+            }
+            None => return,
+        };
+        emit(TypeId::CONTAINER_CPU_USAGE, ticks, |e| {
+            e.put_i64(total);
+            e.put_i64(user);
+            e.put_i64(system);
+        });
+    }
+
+    fn container_memory_usage(&mut self, ticks: i64) {
+        let num = |p: std::path::PathBuf| {
+            procfs::read(p)
+                .as_deref()
+                .and_then(procfs::limit)
+                .unwrap_or(-1)
+        };
+        let (fails, usage, swap) = match &self.cgroup {
+            Some(Cgroup::V2(dir)) => {
+                let fails = procfs::read(dir.join("memory.events"))
+                    .and_then(|t| procfs::flat_keyed(&t, "max"))
+                    .map_or(-1, |v| v as i64);
+                let usage = num(dir.join("memory.current"));
+                let swap = num(dir.join("memory.swap.current"));
+                let swap = if swap >= 0 { usage + swap } else { usage };
+                (fails, usage, swap)
+            }
+            Some(Cgroup::V1(m)) => {
+                let Some(dir) = m.get("memory") else { return };
+                (
+                    num(dir.join("memory.failcnt")),
+                    num(dir.join("memory.usage_in_bytes")),
+                    num(dir.join("memory.memsw.usage_in_bytes")),
+                )
+            }
+            None => return,
+        };
+        emit(TypeId::CONTAINER_MEMORY_USAGE, ticks, |e| {
+            e.put_i64(fails);
+            e.put_i64(usage);
+            e.put_i64(swap);
+        });
+    }
+
+    fn container_cpu_throttling(&mut self, ticks: i64) {
+        let (stat, micros) = match &self.cgroup {
+            Some(Cgroup::V2(dir)) => (procfs::read(dir.join("cpu.stat")), true),
+            Some(Cgroup::V1(m)) => (
+                m.get("cpu").and_then(|d| procfs::read(d.join("cpu.stat"))),
+                false,
+            ),
+            None => return,
+        };
+        let Some(stat) = stat else { return };
+        let get = |k| procfs::flat_keyed(&stat, k).map_or(-1, |v| v as i64);
+        let time = if micros {
+            get("throttled_usec").saturating_mul(1000)
+        } else {
+            get("throttled_time")
+        };
+        let (elapsed, throttled) = (get("nr_periods"), get("nr_throttled"));
+        emit(TypeId::CONTAINER_CPU_THROTTLING, ticks, |e| {
+            e.put_i64(elapsed);
+            e.put_i64(throttled);
+            e.put_i64(time);
+        });
+    }
+
+    fn container_io_usage(&mut self, ticks: i64) {
+        let (requests, bytes) = match &self.cgroup {
+            Some(Cgroup::V2(dir)) => {
+                let Some(t) = procfs::read(dir.join("io.stat")) else {
+                    return;
+                };
+                (
+                    procfs::io_stat_sum(&t, &["rios", "wios"]),
+                    procfs::io_stat_sum(&t, &["rbytes", "wbytes"]),
+                )
+            }
+            Some(Cgroup::V1(m)) => {
+                let Some(dir) = m.get("blkio") else { return };
+                let total = |f: &str| {
+                    procfs::read(dir.join(f))
+                        .map(|t| procfs::blkio_total(&t))
+                        .unwrap_or(0)
+                };
+                (
+                    total("blkio.throttle.io_serviced"),
+                    total("blkio.throttle.io_service_bytes"),
+                )
+            }
+            None => return,
+        };
+        emit(TypeId::CONTAINER_IO_USAGE, ticks, |e| {
+            e.put_i64(requests as i64);
+            e.put_i64(bytes as i64);
+        });
+    }
+}
+
+/// Processors available to the process (affinity and cgroup quota), the
+/// JDK's divisor for CPU loads.
+pub(crate) fn cpus() -> f64 {
+    std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64)
+}
+
+/// The values of `jdk.ContainerConfiguration`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ContainerConfig {
+    pub(crate) kind: String,
+    pub(crate) period_us: i64,
+    pub(crate) quota_us: i64,
+    pub(crate) shares: i64,
+    pub(crate) cpus: i64,
+    pub(crate) soft_limit: i64,
+    pub(crate) limit: i64,
+    pub(crate) swap_limit: i64,
+    pub(crate) host_memory: i64,
+    pub(crate) host_swap: i64,
+}
+
+/// Reads the container configuration of `cgroup` (`None`: no cgroup).
+pub(crate) fn container_config(cgroup: Option<&Cgroup>) -> Option<ContainerConfig> {
+    let meminfo = procfs::read("/proc/meminfo").unwrap_or_default();
+    let host_memory = procfs::kb_field(&meminfo, "MemTotal").map_or(-1, |v| v as i64);
+    let host_swap = procfs::kb_field(&meminfo, "SwapTotal").map_or(-1, |v| v as i64);
+    let num = |p: std::path::PathBuf| {
+        procfs::read(p)
+            .as_deref()
+            .and_then(procfs::limit)
+            .unwrap_or(-1)
+    };
+    let (kind, period, quota, shares, soft, limit, swap) = match cgroup? {
+        Cgroup::V2(dir) => {
+            let max = procfs::read(dir.join("cpu.max")).unwrap_or_default();
+            let mut f = max.split_ascii_whitespace();
+            let quota = f.next().and_then(procfs::limit).unwrap_or(-1);
+            let period = f.next().and_then(|p| p.parse().ok()).unwrap_or(-1);
+            let shares = procfs::read(dir.join("cpu.weight"))
+                .and_then(|w| w.trim().parse().ok())
+                .map_or(-1, procfs::weight_to_shares);
+            let limit = num(dir.join("memory.max"));
+            let swap = num(dir.join("memory.swap.max"));
+            // v2 gives the swap alone; the JDK reports memory + swap.
+            let swap = if limit >= 0 && swap >= 0 {
+                limit + swap
+            } else {
+                -1
+            };
+            (
+                "cgroupv2",
+                period,
+                quota,
+                shares,
+                num(dir.join("memory.low")),
+                limit,
+                swap,
+            )
+        }
+        Cgroup::V1(m) => {
+            let cpu = |f: &str| m.get("cpu").map_or(-1, |d| num(d.join(f)));
+            let mem = |f: &str| m.get("memory").map_or(-1, |d| num(d.join(f)));
+            let shares = cpu("cpu.shares");
+            (
+                "cgroupv1",
+                cpu("cpu.cfs_period_us"),
+                cpu("cpu.cfs_quota_us"),
+                if shares == 1024 { -1 } else { shares },
+                mem("memory.soft_limit_in_bytes"),
+                mem("memory.limit_in_bytes"),
+                mem("memory.memsw.limit_in_bytes"),
+            )
+        }
+    };
+    let online = cpus() as i64;
+    let cpus = if quota > 0 && period > 0 {
+        ((quota + period - 1) / period).min(online).max(1)
+    } else {
+        online
+    };
+    Some(ContainerConfig {
+        kind: kind.to_owned(),
+        period_us: period,
+        quota_us: quota,
+        shares,
+        cpus,
+        soft_limit: soft,
+        limit,
+        swap_limit: swap,
+        host_memory,
+        host_swap,
+    })
+}
+
+fn os_information(ticks: i64) {
+    let version = os_version();
+    emit(TypeId::OS_INFORMATION, ticks, |e| e.put_str(&version));
+}
+
+/// `uname` and the distribution's name, as the JDK's `osVersion` holds.
+pub(crate) fn os_version() -> String {
+    // SAFETY: utsname is plain data; uname fills it.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a valid out-pointer.
+    let ok = unsafe { libc::uname(&mut u) } == 0;
+    let field = |f: &[libc::c_char]| {
+        let bytes: Vec<u8> = f
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    let mut s = String::new();
+    if ok {
+        s = format!(
+            "uname: {} {} {} {} {}",
+            field(&u.sysname),
+            field(&u.nodename),
+            field(&u.release),
+            field(&u.version),
+            field(&u.machine)
+        );
+    }
+    if let Some(name) = procfs::read("/etc/os-release").and_then(|t| {
+        t.lines().find_map(|l| {
+            l.strip_prefix("PRETTY_NAME=")
+                .map(|v| v.trim_matches('"').to_owned())
+        })
+    }) {
+        s.push('\n');
+        s.push_str(&name);
+    }
+    s
+}
+
+fn cpu_information(ticks: i64) {
+    let info = procfs::cpu_info(&procfs::read("/proc/cpuinfo").unwrap_or_default());
+    let cpu = format!("{} {}", std::env::consts::ARCH, cpu_features(&info.flags));
+    emit(TypeId::CPU_INFORMATION, ticks, |e| {
+        e.put_str(cpu.trim_end());
+        e.put_str(&info.model);
+        e.put_i32(info.sockets as i32);
+        e.put_i32(info.cores as i32);
+        e.put_i32(info.hw_threads as i32);
+    });
+}
+
+/// The notable instruction-set extensions among `/proc/cpuinfo`'s flags.
+fn cpu_features(flags: &str) -> String {
+    const NOTABLE: &[&str] = &[
+        "ht", "sse2", "sse4_2", "avx", "avx2", "avx512f", "aes", "sha_ni", "bmi2",
+    ];
+    let have: Vec<&str> = flags
+        .split_ascii_whitespace()
+        .filter(|f| NOTABLE.contains(f))
+        .collect();
+    have.join(" ")
+}
+
+fn physical_memory(ticks: i64) {
+    let Some((total, used)) = procfs::read("/proc/meminfo")
+        .as_deref()
+        .and_then(procfs::physical_memory)
+    else {
+        return;
+    };
+    emit(TypeId::PHYSICAL_MEMORY, ticks, |e| {
+        e.put_i64(total as i64);
+        e.put_i64(used as i64);
+    });
+}
+
+/// The JDK's names for what `VirtualizationInformation` detects.
+fn virtualization(ticks: i64) {
+    let flags = procfs::read("/proc/cpuinfo")
+        .map(|t| procfs::cpu_info(&t).flags)
+        .unwrap_or_default();
+    let vendor = procfs::read("/sys/class/dmi/id/sys_vendor").unwrap_or_default()
+        + &procfs::read("/sys/class/dmi/id/product_name").unwrap_or_default();
+    let name = if !flags.split_ascii_whitespace().any(|f| f == "hypervisor") {
+        "No virtualization detected"
+    } else if vendor.contains("VMware") {
+        "VMWare virtualization"
+    } else if vendor.contains("Microsoft") {
+        "Hyper-V virtualization"
+    } else if vendor.contains("Xen") {
+        "Xen virtualization"
+    } else if vendor.contains("QEMU") || vendor.contains("KVM") || vendor.contains("Amazon") {
+        "KVM virtualization"
+    } else {
+        "Unknown virtualization"
+    };
+    emit(TypeId::VIRTUALIZATION_INFORMATION, ticks, |e| {
+        e.put_str(name)
+    });
+}
+
+fn native_libraries(ticks: i64) {
+    let Some(maps) = procfs::read("/proc/self/maps") else {
+        return;
+    };
+    for (name, lo, hi) in procfs::native_libraries(&maps) {
+        emit(TypeId::NATIVE_LIBRARY, ticks, |e| {
+            e.put_str(&name);
+            e.put_i64(lo as i64);
+            e.put_i64(hi as i64);
+        });
+    }
+}
+
+fn environment(ticks: i64) {
+    for (k, v) in std::env::vars_os() {
+        let (k, v) = (k.to_string_lossy(), v.to_string_lossy());
+        emit(TypeId::INITIAL_ENVIRONMENT_VARIABLE, ticks, |e| {
+            e.put_str(&k);
+            e.put_str(&v);
+        });
+    }
+}
+
+fn process_information(ticks: i64) {
+    let exe = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let cmdline = procfs::read("/proc/self/cmdline")
+        .map(|c| c.trim_end_matches('\0').replace('\0', " "))
+        .unwrap_or_default();
+    emit(TypeId::PROCESS_INFORMATION, ticks, |e| {
+        e.put_i64(i64::from(std::process::id()));
+        e.put_str(&exe);
+        e.put_str(&cmdline);
+    });
+}
+
+fn time_stamp_counter(ticks: i64) {
+    let tsc = clock::reads_tsc();
+    let freq = clock::ticks_per_second();
+    emit(TypeId::CPU_TIME_STAMP_COUNTER, ticks, |e| {
+        e.put_bool(tsc);
+        e.put_bool(tsc);
+        e.put_i64(1_000_000_000);
+        e.put_i64(freq);
+    });
+}
+
+fn resident_set_size(ticks: i64) {
+    let Some(status) = procfs::read("/proc/self/status") else {
+        return;
+    };
+    let (Some(rss), Some(peak)) = (
+        procfs::kb_field(&status, "VmRSS"),
+        procfs::kb_field(&status, "VmHWM"),
+    ) else {
+        return;
+    };
+    emit(TypeId::RESIDENT_SET_SIZE, ticks, |e| {
+        e.put_i64(rss as i64);
+        e.put_i64(peak as i64);
+    });
+}
