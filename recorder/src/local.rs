@@ -131,7 +131,7 @@ fn attach(rt: &'static Runtime, p: *const ThreadSlot) -> Option<NonNull<ThreadSl
     // is never left without one; fails once the thread's locals are being
     // destroyed (an emit from a late destructor: counted as lost).
     GUARD.try_with(|_| ()).ok()?;
-    let key = rt.threads.key_for_tid(
+    let key = rt.threads.key_for_own_thread(
         crate::sync::os_thread_id(),
         crate::cpool::threads::current_thread_name,
     );

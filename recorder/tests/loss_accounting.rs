@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use flightrec_derive::Event;
-use recorder::{Event, LossCause, Recording, RecordingConfig};
+use recorder::{Event, LossCause, Recording, RecordingConfig, Settings};
 
 #[derive(Event)]
 #[event(crate = "recorder", name = "test.Tick")]
@@ -31,9 +31,18 @@ fn tick(n: u64) -> Tick {
     }
 }
 
-/// A pool of four 1 KiB blocks: a burst of ticks overflows it.
+/// A pool of three 1 KiB blocks (and a quarter for constants): a burst of
+/// ticks overflows it. The recorder's own system events are off, so the
+/// ticks are all that competes for it and every loss is a tick's.
 fn tiny(config: RecordingConfig) -> RecordingConfig {
-    config.thread_buffer_size(1024).max_memory(4 << 10)
+    let mut settings = Settings::new();
+    for name in recorder::periodic::system_event_names() {
+        settings.enable(name, false);
+    }
+    config
+        .thread_buffer_size(1024)
+        .max_memory(4 << 10)
+        .settings(settings)
 }
 
 fn is_child(mode: &str) -> Option<PathBuf> {

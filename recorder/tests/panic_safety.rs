@@ -131,9 +131,13 @@ fn field_panics(dir: &std::path::Path) {
     let took = started.elapsed();
     assert!(took < Duration::from_secs(2), "stop() took {took:?}");
     assert_eq!(summary.losses.events(LossCause::Panicked), PANICS);
+    // The panic hook's `jdk.JavaErrorThrow` of a panic raised inside a
+    // write section is itself emitted inside it: dropped as reentrant,
+    // counted, one per panic.
+    assert_eq!(summary.losses.events(LossCause::Reentrant), PANICS);
     assert_eq!(
         summary.losses.total_events(),
-        PANICS,
+        2 * PANICS,
         "{:?}",
         summary.losses
     );
@@ -147,11 +151,11 @@ fn field_panics(dir: &std::path::Path) {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|e| e["type"] == "flightrec.EventsLost")
-        .map(|e| {
-            assert_eq!(e["values"]["cause"], LossCause::Panicked.name());
-            e["values"]["events"].as_u64().unwrap()
+        .filter(|e| {
+            e["type"] == "flightrec.EventsLost"
+                && e["values"]["cause"] == LossCause::Panicked.name()
         })
+        .map(|e| e["values"]["events"].as_u64().unwrap())
         .sum();
     assert_eq!(lost, PANICS, "panicked events in the file");
     let values: Vec<u64> = events

@@ -25,6 +25,10 @@ pub(crate) struct ThreadInfo {
     pub(crate) os_tid: i64,
     /// Epoch in which the thread exited, if it did.
     pub(crate) exited_in: Option<u64>,
+    /// The name came from the thread itself (its first event), not from
+    /// another thread reading `/proc` (which may see the name it inherited
+    /// before it set its own).
+    pub(crate) named_by_owner: bool,
 }
 
 /// All threads that emitted.
@@ -53,8 +57,27 @@ impl ThreadRegistry {
     /// The key of the live thread `os_tid`, registering it (as `name()`) if
     /// it has none. Keys are never 0.
     pub(crate) fn key_for_tid(&self, os_tid: i64, name: impl FnOnce() -> String) -> u64 {
+        self.key_with(os_tid, name, false)
+    }
+
+    /// [`key_for_tid`](Self::key_for_tid) for the calling thread itself,
+    /// `name` being its own name: a key another thread registered for it
+    /// (the sampler, the thread-start poll) takes that name, since those
+    /// read `/proc` and may have seen the name inherited from the parent.
+    pub(crate) fn key_for_own_thread(&self, os_tid: i64, name: impl FnOnce() -> String) -> u64 {
+        self.key_with(os_tid, name, true)
+    }
+
+    fn key_with(&self, os_tid: i64, name: impl FnOnce() -> String, own: bool) -> u64 {
         let mut t = self.threads.lock();
         if let Some(&key) = t.live_by_tid.get(&os_tid) {
+            if let Some(info) = t.by_key.get_mut(&key)
+                && own
+                && !info.named_by_owner
+            {
+                info.name = name();
+                info.named_by_owner = true;
+            }
             return key;
         }
         let key = self.next_key.fetch_add(1, Ordering::Relaxed);
@@ -64,6 +87,7 @@ impl ThreadRegistry {
                 name: name(),
                 os_tid,
                 exited_in: None,
+                named_by_owner: own,
             },
         );
         t.live_by_tid.insert(os_tid, key);

@@ -97,6 +97,17 @@ pub fn add_periodic_event(
     wake();
 }
 
+/// The built-in event types the recorder writes about the process and the
+/// machine by itself (periodic ones, thread start and end, shutdown,
+/// panics): to switch them off, e.g. for a recording that must hold only
+/// the program's own events.
+pub fn system_event_names() -> impl Iterator<Item = &'static str> {
+    system::BUILTIN
+        .iter()
+        .map(|b| b.name)
+        .chain(system::EVENTS.iter().map(|e| e.0))
+}
+
 /// Stops calling the closure registered for `ty`; true if there was one.
 pub fn remove_periodic_event(ty: &'static EventType) -> bool {
     let mut tasks = user_tasks().lock();
