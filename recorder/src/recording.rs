@@ -169,6 +169,12 @@ impl Recording {
                 })
             })?;
         crate::sampler::reconcile();
+        crate::attach::control::started(&config, &tx, rt);
+        if config.attach {
+            if let Err(e) = crate::attach::listen() {
+                eprintln!("flightrec: attach: {e}");
+            }
+        }
         Ok(Recording {
             commands: tx,
             thread: Some(thread),
@@ -305,6 +311,8 @@ impl Recording {
             std::mem::forget(thread);
             return Err(RecordingError::InForkedChild);
         }
+        // Before the hang-up below: the attach registry holds a sender too.
+        crate::attach::control::stopped();
         crate::sampler::shutdown();
         let (tx, rx) = mpsc::channel();
         let sent = self.commands.send(Command::Stop { write, reply: tx });

@@ -38,6 +38,7 @@
 //! | `repository`     | DIR                           | where chunks are kept |
 //! | `preserve-repository` | BOOL                     | keep the chunks after the file is written |
 //! | `signal`         | SIGNAL                        | the sampling signal (`SIGPROF`, `SIGRTMIN+3`, a number) |
+//! | `attach`         | BOOL                          | answer `jcmd` on the attach socket (default `false`; see `crate::attach`) |
 //! | EVENT`#`SETTING  | per setting, below            | may repeat; later wins |
 //!
 //! * TIME: digits, optional blanks, a unit `ns`, `us`, `ms`, `s`, `m`/`min`,

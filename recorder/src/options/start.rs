@@ -56,6 +56,9 @@ pub struct StartOptions {
     /// `signal=NAME|NUMBER`: the sampling signal (see
     /// [`crate::sampler::parse_signal`]).
     pub signal: Option<i32>,
+    /// `attach=BOOL`: answer the JDK's `jcmd` on the HotSpot attach socket
+    /// (see [`crate::attach`]).
+    pub attach: Option<bool>,
     /// The `settings=` sets layered in order (the built-in `default` if none
     /// is given), then every `event#setting=value` in order; later wins.
     pub settings: Settings,
@@ -79,6 +82,7 @@ enum Key {
     Repository,
     PreserveRepository,
     Signal,
+    Attach,
 }
 
 impl Key {
@@ -99,6 +103,7 @@ impl Key {
             "repository" => Key::Repository,
             "preserve-repository" => Key::PreserveRepository,
             "signal" => Key::Signal,
+            "attach" => Key::Attach,
             _ => return None,
         })
     }
@@ -128,6 +133,7 @@ pub fn parse(text: &str) -> Result<StartOptions, OptionError> {
         disk: None,
         dump_on_exit: None,
         signal: None,
+        attach: None,
         settings: Settings::new(),
     };
     if !text.trim().is_empty() && text.split(',').all(|item| item.trim().is_empty()) {
@@ -224,6 +230,7 @@ pub fn parse(text: &str) -> Result<StartOptions, OptionError> {
             }
             Key::Repository => o.repository = Some(value.into()),
             Key::PreserveRepository => o.preserve_repository = Some(boolean(name, value)?),
+            Key::Attach => o.attach = Some(boolean(name, value)?),
         }
     }
     o.settings = match sets {

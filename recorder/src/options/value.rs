@@ -23,6 +23,7 @@ pub(super) const KEYS: &[&str] = &[
     "repository",
     "preserve-repository",
     "signal",
+    "attach",
 ];
 
 /// The settings an `event#setting` key may name.
