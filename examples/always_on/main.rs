@@ -117,7 +117,7 @@ fn main() {
         args.seconds
     );
     let stop = AtomicBool::new(false);
-    let requests = workload::run(
+    let (requests, _) = workload::run(
         args.threads,
         Duration::from_secs(args.seconds),
         4 << 10,
@@ -131,11 +131,11 @@ fn main() {
         }
         counts = format!(r#","counts":{{"com.example.Request":{requests}}}"#);
     }
-    if let Some(rec) = recording {
-        if let Err(e) = rec.stop() {
-            eprintln!("always_on: {e}");
-            std::process::exit(1);
-        }
+    if let Some(rec) = recording
+        && let Err(e) = rec.stop()
+    {
+        eprintln!("always_on: {e}");
+        std::process::exit(1);
     }
     println!(r#"{{"pid":{pid},"requests":{requests}{counts}}}"#);
 }

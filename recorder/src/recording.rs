@@ -170,10 +170,10 @@ impl Recording {
             })?;
         crate::sampler::reconcile();
         crate::attach::control::started(&config, &tx, rt);
-        if config.attach {
-            if let Err(e) = crate::attach::listen() {
-                eprintln!("flightrec: attach: {e}");
-            }
+        if config.attach
+            && let Err(e) = crate::attach::listen()
+        {
+            eprintln!("flightrec: attach: {e}");
         }
         Ok(Recording {
             commands: tx,

@@ -51,7 +51,7 @@ fn token(
         }
         return Ok(out);
     }
-    while let Some(c) = chars.next_if(|&c| !c.is_whitespace() && !(key && c == '=')) {
+    while let Some(c) = chars.next_if(|&c| !(c.is_whitespace() || key && c == '=')) {
         out.push(c);
     }
     Ok(out)
@@ -154,9 +154,9 @@ pub(crate) fn timespan(d: Duration) -> String {
         return format!("{}ms", d.as_millis());
     }
     match s {
-        _ if s % 86_400 == 0 => format!("{}d", s / 86_400),
-        _ if s % 3600 == 0 => format!("{}h", s / 3600),
-        _ if s % 60 == 0 => format!("{}m", s / 60),
+        _ if s.is_multiple_of(86_400) => format!("{}d", s / 86_400),
+        _ if s.is_multiple_of(3600) => format!("{}h", s / 3600),
+        _ if s.is_multiple_of(60) => format!("{}m", s / 60),
         _ => format!("{s}s"),
     }
 }

@@ -214,9 +214,9 @@ fn start(args: &[Arg]) -> Result<String, String> {
     })?;
     let pid = std::process::id();
     if let Some(d) = delay {
-        let _ = write!(
+        let _ = writeln!(
             notes,
-            "Recording scheduled to start in {}.\n",
+            "Recording scheduled to start in {}.",
             dcmd::timespan(d)
         );
         return Ok(notes);
@@ -433,10 +433,10 @@ fn dump(args: &[Arg]) -> Result<String, String> {
         (None, None) => None,
     };
     let to = end.map(|e| parse_instant(e, now, "end")).transpose()?;
-    if let (Some(f), Some(t)) = (from, to) {
-        if f > t {
-            return Err("Dump failed, begin must precede end.".to_owned());
-        }
+    if let (Some(f), Some(t)) = (from, to)
+        && f > t
+    {
+        return Err("Dump failed, begin must precede end.".to_owned());
     }
     let path = output_path(dcmd::get(args, "filename"), Some(active.id));
     active
@@ -575,7 +575,7 @@ fn local_seconds(y: i64, mo: i64, d: i64, h: i64, mi: i64, s: i64) -> Option<i64
     tm.tm_isdst = -1;
     // SAFETY: `tm` is a valid, initialised struct that mktime may normalise.
     let t = unsafe { libc::mktime(&mut tm) };
-    (t != -1).then_some(i64::from(t))
+    (t != -1).then_some(t)
 }
 
 // === JFR.stop ===
@@ -679,6 +679,10 @@ fn help(args: &[Arg]) -> Result<String, String> {
             out.push_str("\nFor more information about a specific command use 'help <command>'.\n");
             Ok(out)
         }
+        [(all, None)] if all == "-all" => Ok(COMMANDS
+            .iter()
+            .map(|(n, text)| format!("{n}\n{text}\n\n"))
+            .collect()),
         [(cmd, None)] => COMMANDS
             .iter()
             .find(|(n, _)| n == cmd)
@@ -755,6 +759,11 @@ mod tests {
         }
         assert!(execute("help JFR.dump").unwrap().contains("begin"));
         assert!(execute("help JFR.nope").is_err());
+        assert!(
+            execute("help -all")
+                .unwrap()
+                .contains("Stops a JFR recording")
+        );
     }
 
     #[test]

@@ -190,8 +190,12 @@ fn peer_allowed(uid: u32, gid: u32) -> bool {
 
 extern "C" fn remove_socket_at_exit() {
     let _ = std::panic::catch_unwind(|| {
-        // Only the process that made it (not a forked child).
-        if *LISTENING.lock() == std::process::id() {
+        // Only the process that made it (not a forked child). `try_lock`:
+        // exit must not wait on a `listen` another thread is in.
+        if LISTENING
+            .try_lock()
+            .is_some_and(|l| *l == std::process::id())
+        {
             let _ = std::fs::remove_file(socket_path());
         }
     });

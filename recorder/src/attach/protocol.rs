@@ -179,7 +179,7 @@ mod tests {
             Err(FrameError::TooLarge)
         ));
         assert!(matches!(
-            read(b"2\0100\0jcmd\0"),
+            read(b"2\x00100\x00jcmd\x00"),
             Err(FrameError::Malformed(_))
         ));
         assert!(matches!(
