@@ -16,7 +16,9 @@ use flightrec_testkit::{self as testkit, example_binary};
 
 const JDK17: &str = "/usr/lib/jvm/java-17-openjdk-amd64";
 
-/// A running `always_on`, killed when dropped.
+/// A running `always_on`, killed when dropped. It is asked to run for
+/// 600 s: on a loaded machine each `jcmd` (a JVM start) can take seconds,
+/// and a service that ends on its own mid-test removes its socket.
 struct Service {
     child: Child,
     pid: u32,
@@ -74,6 +76,8 @@ impl Drop for Service {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        // SIGKILL skips the process's exit handler, which removes it.
+        let _ = std::fs::remove_file(socket(self.pid));
     }
 }
 
@@ -114,7 +118,7 @@ fn jdk25() -> PathBuf {
 
 /// Start, check, dump, stop: the sequence of the issue, with `home`'s jcmd.
 fn start_check_dump_stop(home: &Path, dir: &Path) {
-    let svc = Service::start(&["--seconds", "60", "--threads", "1", "--no-recording"]);
+    let svc = Service::start(&["--seconds", "600", "--threads", "1", "--no-recording"]);
     let pid = svc.pid;
     assert!(ok(home, pid, "JFR.check").contains("No available recordings."));
 
@@ -171,7 +175,7 @@ fn jcmd_25_starts_checks_dumps_and_stops_a_recording() {
     let dir = testkit::temp_dir("attach-jdk25");
     start_check_dump_stop(&home, &dir);
 
-    let svc = Service::start(&["--seconds", "60", "--threads", "1", "--no-recording"]);
+    let svc = Service::start(&["--seconds", "600", "--threads", "1", "--no-recording"]);
     let help = ok(&home, svc.pid, "help");
     for cmd in [
         "JFR.start",
@@ -209,7 +213,7 @@ fn the_always_on_recording_keeps_a_bounded_window_and_dumps_it() {
     let home = jdk25();
     let dir = testkit::temp_dir("attach-always-on");
     // Chunks rotate every second (a quarter of maxage) and age out after 4 s.
-    let svc = Service::start(&["--seconds", "60", "--threads", "1", "--maxage", "4s"]);
+    let svc = Service::start(&["--seconds", "600", "--threads", "1", "--maxage", "4s"]);
     let check = ok(&home, svc.pid, "JFR.check");
     assert!(
         check.contains("name=always-on maxage=4s disk=false (running)"),
@@ -259,7 +263,7 @@ fn exchange(path: &Path, bytes: &[u8]) -> Vec<u8> {
 #[test]
 fn malformed_frames_leave_the_listener_answering_with_bounded_memory() {
     let home = jdk25();
-    let svc = Service::start(&["--seconds", "120", "--threads", "1", "--no-recording"]);
+    let svc = Service::start(&["--seconds", "600", "--threads", "1", "--no-recording"]);
     let path = socket(svc.pid);
     ok(&home, svc.pid, "JFR.check");
     let rss_before = svc.rss_kib();
@@ -339,7 +343,7 @@ fn a_peer_of_another_uid_is_refused_by_the_listener() {
         return;
     }
     let home = jdk25();
-    let svc = Service::start(&["--seconds", "60", "--threads", "1", "--no-recording"]);
+    let svc = Service::start(&["--seconds", "600", "--threads", "1", "--no-recording"]);
     let path = socket(svc.pid);
     // The socket is 0600, so the file system alone would stop uid 65534
     // before the listener saw it. Open it up for this test so the

@@ -2,7 +2,7 @@
 //! the module docs: a request is read through a `take` of at most
 //! [`MAX_REQUEST`] bytes, field by field, and must end at its last NUL.
 
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, BufRead as _, BufReader, Read, Write};
 use std::time::Duration;
 
 /// The largest request accepted, in bytes (a `jcmd` line is far shorter).
@@ -107,11 +107,15 @@ pub(crate) fn read_request(r: impl Read) -> Result<Request, FrameError> {
 
 /// Reads up to the next NUL into `buf` (cleared first) and returns it
 /// without the NUL.
-fn read_field(r: &mut impl BufRead, buf: &mut Vec<u8>) -> Result<String, FrameError> {
+fn read_field<R: Read>(
+    r: &mut BufReader<io::Take<R>>,
+    buf: &mut Vec<u8>,
+) -> Result<String, FrameError> {
     buf.clear();
-    let n = r.read_until(0, buf).map_err(FrameError::Io)?;
+    r.read_until(0, buf).map_err(FrameError::Io)?;
     if buf.last() != Some(&0) {
-        return Err(if n > MAX_REQUEST {
+        // Stopped by the request's limit, or by the client's end.
+        return Err(if r.get_ref().limit() == 0 {
             FrameError::TooLarge
         } else {
             FrameError::Malformed("a field has no NUL")
