@@ -16,7 +16,8 @@ use flightrec_testkit::{self as testkit, example_binary, run_example};
 
 /// The examples this file runs; `every_example_is_covered` keeps the list
 /// in step with `examples/`.
-const EXAMPLES: [&str; 7] = [
+const EXAMPLES: [&str; 8] = [
+    "always_on",
     "cpu_profile",
     "custom_events",
     "env_start",
@@ -60,6 +61,24 @@ fn every_example_is_covered() {
         .collect();
     let listed: BTreeSet<String> = EXAMPLES.iter().map(|s| s.to_string()).collect();
     assert_eq!(found, listed, "examples/ and this file's EXAMPLES differ");
+}
+
+#[test]
+fn always_on_prints() {
+    let dir = testkit::temp_dir("prints-always_on");
+    let path = out(&dir, "always_on.jfr");
+    let printed = run_example(
+        "always_on",
+        &[
+            "--seconds",
+            "1",
+            "--threads",
+            "1",
+            "--out",
+            path.to_str().unwrap(),
+        ],
+    );
+    check(&path, &printed["counts"]);
 }
 
 #[test]

@@ -38,6 +38,9 @@ static AUTO: Mutex<Option<(Recording, bool, crate::settings::Settings)>> = Mutex
 /// handler leaves the parent's recording alone (and its lock, which a
 /// parent thread may have held when the child was copied).
 static AUTO_PID: AtomicU64 = AtomicU64::new(0);
+/// Counts automatic recordings started: a `duration` timer stops only the
+/// recording it was set for.
+static AUTO_GENERATION: AtomicU64 = AtomicU64::new(0);
 
 /// Why the `FLIGHTREC` recording did not start.
 #[derive(Debug)]
@@ -86,10 +89,11 @@ pub fn config_from_options(o: &StartOptions) -> RecordingConfig {
         .max_size(o.max_size)
         .reported_duration(o.duration)
         .settings(o.settings.clone())
+        .attach(o.attach == Some(true))
 }
 
 /// Local time now as (year, month, day, hour, minute, second).
-fn local_now() -> [i64; 6] {
+pub(crate) fn local_now() -> [i64; 6] {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as libc::time_t);
@@ -110,7 +114,11 @@ fn local_now() -> [i64; 6] {
 
 /// `path` with `%p` replaced by `pid` and `%t` by `time` as
 /// `yyyy_MM_dd_HH_mm_ss`, as the JDK expands `filename`.
-fn expand_filename(path: &std::path::Path, pid: u32, time: [i64; 6]) -> std::path::PathBuf {
+pub(crate) fn expand_filename(
+    path: &std::path::Path,
+    pid: u32,
+    time: [i64; 6],
+) -> std::path::PathBuf {
     let Some(text) = path.to_str() else {
         return path.to_owned();
     };
@@ -128,7 +136,26 @@ pub fn start_from_env() -> Result<bool, AutoStartError> {
     let Some(opts) = options::from_env().map_err(AutoStartError::Options)? else {
         return Ok(false);
     };
-    let config = config_from_options(&opts);
+    start_with(&opts, config_from_options(&opts))?;
+    Ok(true)
+}
+
+/// Starts the recording an option string in `FLIGHTREC`'s grammar
+/// describes (e.g. `settings=default,disk=false,maxage=5m,attach=true`), as
+/// if it had been given in `FLIGHTREC`: it is stopped at exit (writing
+/// `filename` unless `dumponexit=false`), and `jcmd <pid> JFR.stop` may
+/// stop it. Fails if a recording already runs.
+pub fn start_from_options(text: &str) -> Result<(), AutoStartError> {
+    let opts = options::parse(text).map_err(AutoStartError::Options)?;
+    start_with(&opts, config_from_options(&opts))
+}
+
+/// Starts `config` as the automatic recording, with `opts`' signal, delay,
+/// duration, `dumponexit` and `attach`.
+pub(crate) fn start_with(
+    opts: &StartOptions,
+    config: RecordingConfig,
+) -> Result<(), AutoStartError> {
     if let Some(signal) = opts.signal {
         crate::sampler::set_signal(signal).map_err(|e| {
             AutoStartError::Options(OptionError::BadSignal {
@@ -141,6 +168,12 @@ pub fn start_from_env() -> Result<bool, AutoStartError> {
     // Checked now, also when the start is delayed: a bad `filename` is
     // reported at start, not after the run.
     config.validate().map_err(AutoStartError::Start)?;
+    if opts.attach == Some(true) {
+        // Now, not after a `delay`: jcmd can see the process at once.
+        if let Err(e) = crate::attach::listen() {
+            eprintln!("flightrec: attach: {e}");
+        }
+    }
     let dump_on_exit = opts.dump_on_exit != Some(false);
     match opts.delay {
         Some(delay) if !delay.is_zero() => {
@@ -163,7 +196,7 @@ pub fn start_from_env() -> Result<bool, AutoStartError> {
         _ => start(config, opts.duration, dump_on_exit)?,
     }
     register_exit_handler();
-    Ok(true)
+    Ok(())
 }
 
 fn start(
@@ -174,33 +207,48 @@ fn start(
     let settings = config.settings.clone();
     let rec = Recording::start(config).map_err(AutoStartError::Start)?;
     AUTO_PID.store(u64::from(std::process::id()), Ordering::Relaxed);
+    let generation = AUTO_GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
     *AUTO.lock().unwrap_or_else(|e| e.into_inner()) = Some((rec, dump_on_exit, settings));
     if let Some(d) = duration.filter(|d| !d.is_zero()) {
         let _ = std::thread::Builder::new()
             .name("flightrec-duration".into())
             .spawn(move || {
                 std::thread::sleep(d);
-                stop(true);
+                // Not a later recording (stopped and restarted by jcmd).
+                if AUTO_GENERATION.load(Ordering::Relaxed) == generation {
+                    let _ = stop(true);
+                }
             });
     }
     Ok(())
 }
 
+/// Whether the automatic recording runs (in this process).
+pub(crate) fn holds_recording() -> bool {
+    AUTO_PID.load(Ordering::Relaxed) == u64::from(std::process::id())
+        && AUTO.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+}
+
 /// Stops the automatic recording (writing its file), if one runs.
 pub fn stop_auto() {
-    stop(true);
+    let _ = stop(true);
+}
+
+/// Stops the automatic recording (writing its file) for `jcmd`'s
+/// `JFR.stop`: `None` if none runs, else how the stop went.
+pub(crate) fn stop_now() -> Option<Result<crate::RecordingSummary, crate::RecordingError>> {
+    stop(true)
 }
 
 /// Stops the automatic recording; writes its file if `write` (the
 /// `duration` ran out) or it was started with `dumponexit` (at exit).
-fn stop(write: bool) {
+/// Errors are also reported on stderr.
+fn stop(write: bool) -> Option<Result<crate::RecordingSummary, crate::RecordingError>> {
     if AUTO_PID.load(Ordering::Relaxed) != u64::from(std::process::id()) {
-        return; // none, or the parent's (in a forked child)
+        return None; // none, or the parent's (in a forked child)
     }
     let auto = AUTO.lock().unwrap_or_else(|e| e.into_inner()).take();
-    let Some((rec, dump_on_exit, settings)) = auto else {
-        return;
-    };
+    let (rec, dump_on_exit, settings) = auto?;
     let unused = crate::runtime::registry().unregistered(&settings);
     if !unused.is_empty() {
         let shown: Vec<String> = unused.iter().take(5).map(|e| format!("`{e}`")).collect();
@@ -224,14 +272,15 @@ fn stop(write: bool) {
     } else {
         rec.stop_without_writing()
     };
-    if let Err(e) = result {
+    if let Err(e) = &result {
         eprintln!("flightrec: {e}");
     }
+    Some(result)
 }
 
 extern "C" fn at_exit() {
     // Never unwind into libc.
-    let _ = std::panic::catch_unwind(|| stop(false));
+    let _ = std::panic::catch_unwind(|| drop(stop(false)));
 }
 
 fn register_exit_handler() {

@@ -45,6 +45,8 @@ pub struct RecordingConfig {
     /// How long the recording was asked to run (reported in
     /// `jdk.ActiveRecording`; the `FLIGHTREC` start stops it then).
     pub(crate) duration: Option<Duration>,
+    /// Start the attach listener with the recording (`attach=true`).
+    pub(crate) attach: bool,
 }
 
 impl RecordingConfig {
@@ -79,6 +81,7 @@ impl RecordingConfig {
             name: None,
             disk: true,
             duration: None,
+            attach: false,
         }
     }
 
@@ -97,6 +100,18 @@ impl RecordingConfig {
     /// not apply in memory.
     pub fn disk(mut self, disk: bool) -> Self {
         self.disk = disk;
+        self
+    }
+
+    /// Also answer the JDK's `jcmd` (`JFR.check`, `JFR.dump`, `JFR.stop`,
+    /// `JFR.start`, ...) on the HotSpot attach socket
+    /// `/tmp/.java_pid<pid>` (default `false`). The listener starts with
+    /// the recording and stays after it stops; a listener that cannot be
+    /// set up is reported on stderr and the recording goes on. See
+    /// [`crate::attach`]; [`crate::attach::listen`] starts it alone and
+    /// returns the error.
+    pub fn attach(mut self, on: bool) -> Self {
+        self.attach = on;
         self
     }
 

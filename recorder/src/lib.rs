@@ -21,6 +21,8 @@
 mod active_recording;
 mod assemble;
 #[cfg(not(flightrec_loom))]
+pub mod attach;
+#[cfg(not(flightrec_loom))]
 pub mod autostart;
 pub(crate) mod buffer;
 mod chunk;

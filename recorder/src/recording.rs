@@ -171,6 +171,12 @@ impl Recording {
         crate::sampler::reconcile();
         crate::panics::start();
         crate::periodic::start(rt);
+        crate::attach::control::started(&config, &tx, rt);
+        if config.attach
+            && let Err(e) = crate::attach::listen()
+        {
+            eprintln!("flightrec: attach: {e}");
+        }
         Ok(Recording {
             commands: tx,
             thread: Some(thread),
@@ -325,6 +331,8 @@ impl Recording {
         // jdk.Shutdown) lands in the last chunk, and none lands after it.
         crate::periodic::shutdown(reason);
         crate::panics::stop();
+        // Before the hang-up below: the attach registry holds a sender too.
+        crate::attach::control::stopped();
         crate::sampler::shutdown();
         let (tx, rx) = mpsc::channel();
         let sent = self.commands.send(Command::Stop { write, reply: tx });

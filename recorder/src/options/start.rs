@@ -56,6 +56,9 @@ pub struct StartOptions {
     /// `signal=NAME|NUMBER`: the sampling signal (see
     /// [`crate::sampler::parse_signal`]).
     pub signal: Option<i32>,
+    /// `attach=BOOL`: answer the JDK's `jcmd` on the HotSpot attach socket
+    /// (see [`crate::attach`]).
+    pub attach: Option<bool>,
     /// The `settings=` sets layered in order (the built-in `default` if none
     /// is given), then every `event#setting=value` in order; later wins.
     pub settings: Settings,
@@ -81,6 +84,7 @@ enum Key {
     Signal,
     MethodTiming,
     MethodTrace,
+    Attach,
 }
 
 impl Key {
@@ -103,6 +107,7 @@ impl Key {
             "signal" => Key::Signal,
             "method-timing" => Key::MethodTiming,
             "method-trace" => Key::MethodTrace,
+            "attach" => Key::Attach,
             _ => return None,
         })
     }
@@ -132,6 +137,7 @@ pub fn parse(text: &str) -> Result<StartOptions, OptionError> {
         disk: None,
         dump_on_exit: None,
         signal: None,
+        attach: None,
         settings: Settings::new(),
     };
     if !text.trim().is_empty() && text.split(',').all(|item| item.trim().is_empty()) {
@@ -231,6 +237,7 @@ pub fn parse(text: &str) -> Result<StartOptions, OptionError> {
             Key::PreserveRepository => o.preserve_repository = Some(boolean(name, value)?),
             Key::MethodTiming => filters.push((name, "jdk.MethodTiming", value)),
             Key::MethodTrace => filters.push((name, "jdk.MethodTrace", value)),
+            Key::Attach => o.attach = Some(boolean(name, value)?),
         }
     }
     o.settings = match sets {

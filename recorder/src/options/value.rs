@@ -25,6 +25,7 @@ pub(super) const KEYS: &[&str] = &[
     "signal",
     "method-timing",
     "method-trace",
+    "attach",
 ];
 
 /// The settings an `event#setting` key may name.

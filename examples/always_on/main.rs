@@ -1,0 +1,141 @@
+//! A service-like workload under an always-on, in-memory recording that
+//! the JDK's `jcmd` controls from outside:
+//!
+//! ```text
+//! cargo run --release --example always_on -- --seconds 600 &
+//! jcmd <pid> JFR.check
+//! jcmd <pid> JFR.dump filename=/tmp/x.jfr      # the last --maxage (5 min) of requests
+//! jfr summary /tmp/x.jfr
+//! ```
+//!
+//! It prints its pid and the `jcmd` line on stderr at start, and one JSON
+//! line on stdout at the end: `{"pid", "requests", "counts"}` (`counts`
+//! only with `--out`, which dumps the window to a file when the run ends).
+//!
+//! Flags: `--seconds N` (default 60), `--threads N` (2), `--maxage TIME`
+//! (`5m`: the window kept), `--out FILE`, `--no-recording` (only the attach
+//! listener: `jcmd <pid> JFR.start ...` starts the recording).
+
+mod workload;
+
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use flightrec::{Recording, RecordingConfig};
+
+struct Args {
+    seconds: u64,
+    threads: usize,
+    max_age: Duration,
+    out: Option<String>,
+    record: bool,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args {
+        seconds: 60,
+        threads: 2,
+        max_age: Duration::from_secs(300),
+        out: None,
+        record: true,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut value = |name: &str| it.next().ok_or(format!("{name} needs a value"));
+        match a.as_str() {
+            "--seconds" => {
+                args.seconds = value("--seconds")?
+                    .parse()
+                    .map_err(|e| format!("--seconds: {e}"))?
+            }
+            "--threads" => {
+                args.threads = value("--threads")?
+                    .parse()
+                    .map_err(|e| format!("--threads: {e}"))?
+            }
+            "--maxage" => {
+                let v = value("--maxage")?;
+                args.max_age = flightrec::settings::parse_duration("--maxage", &v)
+                    .map_err(|e| format!("--maxage: {e}"))?
+            }
+            "--out" => args.out = Some(value("--out")?),
+            "--no-recording" => args.record = false,
+            other => return Err(format!("unknown argument `{other}`")),
+        }
+    }
+    if args.threads == 0 {
+        return Err("--threads must be at least 1".into());
+    }
+    Ok(args)
+}
+
+/// The always-on recording: `settings=default`, in memory, the last
+/// `max_age` kept (chunks rotate every quarter of it, so at most
+/// `max_age` plus a quarter is held), answering `jcmd`.
+fn always_on(max_age: Duration) -> RecordingConfig {
+    let settings = flightrec::options::parse("settings=default")
+        .expect("the built-in default set")
+        .settings;
+    RecordingConfig::repository_only()
+        .name("always-on")
+        .disk(false)
+        .max_age(Some(max_age))
+        .max_chunk_age(Some((max_age / 4).max(Duration::from_secs(1))))
+        .settings(settings)
+        .attach(true)
+}
+
+fn main() {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("always_on: {e}");
+            eprintln!(
+                "usage: always_on [--seconds N] [--threads N] [--maxage TIME] [--out FILE] [--no-recording]"
+            );
+            std::process::exit(2);
+        }
+    };
+    let pid = std::process::id();
+    let recording = if args.record {
+        match Recording::start(always_on(args.max_age)) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                eprintln!("always_on: {e}");
+                std::process::exit(1);
+            }
+        }
+    } else {
+        if let Err(e) = flightrec::attach::listen() {
+            eprintln!("always_on: {e}");
+            std::process::exit(1);
+        }
+        None
+    };
+    eprintln!(
+        "always_on: pid {pid}, serving for {} s; try: jcmd {pid} JFR.dump filename=/tmp/x.jfr",
+        args.seconds
+    );
+    let stop = AtomicBool::new(false);
+    let (requests, _) = workload::run(
+        args.threads,
+        Duration::from_secs(args.seconds),
+        4 << 10,
+        &stop,
+    );
+    let mut counts = String::new();
+    if let (Some(out), Some(rec)) = (&args.out, &recording) {
+        if let Err(e) = rec.dump(out) {
+            eprintln!("always_on: {e}");
+            std::process::exit(1);
+        }
+        counts = format!(r#","counts":{{"com.example.Request":{requests}}}"#);
+    }
+    if let Some(rec) = recording
+        && let Err(e) = rec.stop()
+    {
+        eprintln!("always_on: {e}");
+        std::process::exit(1);
+    }
+    println!(r#"{{"pid":{pid},"requests":{requests}{counts}}}"#);
+}

@@ -1,0 +1,84 @@
+//! Control by the JDK's own `jcmd`: the HotSpot attach protocol, listener
+//! side.
+//!
+//! ```text
+//! FLIGHTREC='settings=default,disk=false,maxage=5m,attach=true' ./service &
+//! jcmd <pid> JFR.check
+//! jcmd <pid> JFR.dump filename=/tmp/last-5-minutes.jfr
+//! ```
+//!
+//! Enabled by `attach=true` in `FLIGHTREC`, [`RecordingConfig::attach`]
+//! or [`listen`]; off by default. `jcmd` finds no JVM in the process and
+//! needs none: it only speaks this protocol.
+//!
+//! # Socket
+//!
+//! A Unix stream socket at `/tmp/.java_pid<pid>` (`<pid>` as the process
+//! sees itself; `jcmd` looks in `/proc/<pid>/root/tmp/`). It is bound under
+//! a temporary name, set to `0600` and owned by the effective uid/gid, then
+//! renamed into place (replacing a stale one). `jcmd` refuses a socket with
+//! group or other bits. An `atexit` handler removes it when the process
+//! that made it exits (not in a forked child).
+//!
+//! # Peers
+//!
+//! Each connection's `SO_PEERCRED` must carry the process's effective uid
+//! and gid, or uid 0, as HotSpot requires; other peers are closed without
+//! a reply (the first refusal is named on stderr, the rest only counted).
+//!
+//! # Frames
+//!
+//! ```text
+//! version 1: "1" NUL cmd NUL arg0 NUL arg1 NUL arg2 NUL
+//! version 2: "2" NUL size NUL cmd[" " options] NUL { arg NUL }     size = bytes after it
+//! reply:     status "\n" UTF-8 text, then close
+//! ```
+//!
+//! The client first asks `getversion options` and is told `0\n2 streaming`;
+//! `jcmd` then sends command `jcmd` with the whole diagnostic command line
+//! (`JFR.dump filename=x.jfr`) as its argument. A connection closed before
+//! its first byte (older clients probe so) is dropped silently. Status 0:
+//! `jcmd` prints the text; non-zero: it prints it on stderr and exits 1.
+//!
+//! # Bounds
+//!
+//! One connection is served at a time, on the listener's own thread (the
+//! program's threads never wait for it). A request must arrive whole
+//! within [`protocol::REQUEST_DEADLINE`] and be at most
+//! [`protocol::MAX_REQUEST`] bytes; anything else (a huge size, missing
+//! NULs, bytes that are not UTF-8, an unknown version) gets an error reply
+//! or is closed, and the listener takes the next connection. The reply is
+//! written with a timeout too. So a client holds the listener at most a few
+//! seconds and no request costs more than a fixed amount of memory; a
+//! panic while answering is caught and answered as an error.
+//!
+//! Invariant: the listener thread only ever blocks in `accept` or on one
+//! connection with a deadline, so it answers the next `jcmd` whatever the
+//! previous client did.
+//!
+//! # Commands
+//!
+//! `JFR.start`, `JFR.check`, `JFR.dump`, `JFR.stop`, `JFR.configure`,
+//! `help`, `VM.version` and `VM.uptime`, with the JDK's arguments and
+//! output (see `jfr.rs`). One recording runs at a time: a `JFR.start`
+//! while one runs is refused, naming it.
+//!
+//! # SIGQUIT
+//!
+//! When the socket is missing, `jcmd` creates `.attach_pid<pid>` and sends
+//! SIGQUIT for the JVM to start its listener; JDK 25's client only sends
+//! it to a process that catches SIGQUIT, JDK 17's sends it unconditionally,
+//! and SIGQUIT's default action ends the process with a core dump. With
+//! `attach=true` the socket exists from the start, so neither sends it.
+//! flightrec does not handle SIGQUIT: do not point JDK 17's `jcmd` at a
+//! process that has no listener.
+//!
+//! [`RecordingConfig::attach`]: crate::RecordingConfig::attach
+
+pub(crate) mod control;
+mod dcmd;
+mod jfr;
+mod listener;
+mod protocol;
+
+pub use listener::{listen, socket_path};

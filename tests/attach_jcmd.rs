@@ -1,0 +1,415 @@
+//! Issue 16: the JDK's own `jcmd` controls a running flightrec process
+//! over the HotSpot attach socket (`attach=true`), and the listener
+//! survives hostile clients.
+//!
+//! Each test runs the `always_on` example and drives it with the real
+//! `jcmd` of JDK 25 (the testkit's JDK; its `bin/jcmd` must exist) and,
+//! where installed, JDK 17's.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use flightrec_testkit::{self as testkit, example_binary};
+
+const JDK17: &str = "/usr/lib/jvm/java-17-openjdk-amd64";
+
+/// A running `always_on`, killed when dropped. It is asked to run for
+/// 600 s: on a loaded machine each `jcmd` (a JVM start) can take seconds,
+/// and a service that ends on its own mid-test removes its socket.
+struct Service {
+    child: Child,
+    pid: u32,
+}
+
+impl Service {
+    fn start(args: &[&str]) -> Service {
+        let child = Command::new(example_binary("always_on"))
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("always_on runs");
+        let pid = child.id();
+        let socket = socket(pid);
+        let t = Instant::now();
+        while !socket.exists() {
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "no {}",
+                socket.display()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Service { child, pid }
+    }
+
+    /// Whether the process still runs.
+    fn running(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+
+    /// Resident memory in KiB.
+    fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid)).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS")
+    }
+
+    /// Kills it and returns what it wrote on stderr.
+    fn finish(mut self) -> String {
+        let _ = self.child.kill();
+        let mut err = String::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            let _ = e.read_to_string(&mut err);
+        }
+        err
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        // SIGKILL skips the process's exit handler, which removes it.
+        let _ = std::fs::remove_file(socket(self.pid));
+    }
+}
+
+fn socket(pid: u32) -> PathBuf {
+    PathBuf::from(format!("/tmp/.java_pid{pid}"))
+}
+
+/// `jcmd <pid> <line>` with the `jcmd` under `home`: (exit 0, stdout, stderr).
+fn jcmd(home: &Path, pid: u32, line: &str) -> (bool, String, String) {
+    let out = Command::new(home.join("bin/jcmd"))
+        .arg(pid.to_string())
+        .args(line.split(' '))
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}/bin/jcmd: {e}", home.display()));
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `jcmd` that must succeed; its stdout.
+fn ok(home: &Path, pid: u32, line: &str) -> String {
+    let (success, out, err) = jcmd(home, pid, line);
+    assert!(success, "jcmd {line} failed:\n{out}\n{err}");
+    out
+}
+
+fn jdk25() -> PathBuf {
+    let home = testkit::jfr().home().to_owned();
+    assert!(
+        home.join("bin/jcmd").exists(),
+        "{} has no bin/jcmd (a JDK, not a bare runtime, is needed)",
+        home.display()
+    );
+    home
+}
+
+/// Start, check, dump, stop: the sequence of the issue, with `home`'s jcmd.
+fn start_check_dump_stop(home: &Path, dir: &Path) {
+    let svc = Service::start(&["--seconds", "600", "--threads", "1", "--no-recording"]);
+    let pid = svc.pid;
+    assert!(ok(home, pid, "JFR.check").contains("No available recordings."));
+
+    let started = ok(
+        home,
+        pid,
+        "JFR.start name=a settings=profile disk=false maxage=30s",
+    );
+    assert!(started.contains("Started recording "), "{started}");
+    assert!(
+        started.contains(&format!("Use jcmd {pid} JFR.dump name=a")),
+        "{started}"
+    );
+
+    let check = ok(home, pid, "JFR.check");
+    assert!(
+        check.contains("name=a maxage=30s") && check.contains("(running)"),
+        "{check}"
+    );
+
+    std::thread::sleep(Duration::from_millis(1500));
+    let file = dir.join("a.jfr");
+    let dumped = ok(
+        home,
+        pid,
+        &format!("JFR.dump name=a filename={}", file.display()),
+    );
+    assert!(dumped.contains("Dumped recording \"a\""), "{dumped}");
+    assert!(dumped.contains(&file.display().to_string()), "{dumped}");
+    let summary = testkit::summary(&file);
+    for ty in [
+        "com.example.Request",
+        "jdk.CPUTimeSample",
+        "jdk.ActiveRecording",
+        "jdk.ActiveSetting",
+    ] {
+        assert!(
+            summary.counts.get(ty).copied().unwrap_or(0) > 0,
+            "no {ty} in the dump: {summary:?}"
+        );
+    }
+
+    let stopped = ok(home, pid, "JFR.stop name=a");
+    assert!(stopped.contains("Stopped recording \"a\""), "{stopped}");
+    assert!(ok(home, pid, "JFR.check").contains("No available recordings."));
+    // Stopped means stopped: a second stop finds nothing.
+    let (success, _, err) = jcmd(home, pid, "JFR.stop name=a");
+    assert!(!success && err.contains("Could not find a."), "{err}");
+}
+
+#[test]
+fn jcmd_25_starts_checks_dumps_and_stops_a_recording() {
+    let home = jdk25();
+    let dir = testkit::temp_dir("attach-jdk25");
+    start_check_dump_stop(&home, &dir);
+
+    let svc = Service::start(&["--seconds", "600", "--threads", "1", "--no-recording"]);
+    let help = ok(&home, svc.pid, "help");
+    for cmd in [
+        "JFR.start",
+        "JFR.check",
+        "JFR.dump",
+        "JFR.stop",
+        "JFR.configure",
+        "help",
+    ] {
+        assert!(help.lines().any(|l| l == cmd), "{cmd} not in help:\n{help}");
+    }
+    let (success, out, err) = jcmd(&home, svc.pid, "Bogus.cmd");
+    assert!(!success, "an unknown command must fail: {out}");
+    assert!(err.contains("Unknown diagnostic command"), "{err}");
+    let (success, _, err) = jcmd(&home, svc.pid, "JFR.start name=x bogus=1");
+    assert!(
+        !success && err.contains("Unknown argument 'bogus'"),
+        "{err}"
+    );
+}
+
+#[test]
+fn jcmd_17_starts_checks_dumps_and_stops_a_recording() {
+    let home = Path::new(JDK17);
+    if !home.join("bin/jcmd").exists() {
+        println!("skipped: no JDK 17 at {JDK17} (the JDK 25 test still runs)");
+        return;
+    }
+    let dir = testkit::temp_dir("attach-jdk17");
+    start_check_dump_stop(home, &dir);
+}
+
+#[test]
+fn the_always_on_recording_keeps_a_bounded_window_and_dumps_it() {
+    let home = jdk25();
+    let dir = testkit::temp_dir("attach-always-on");
+    // Chunks rotate every second (a quarter of maxage) and age out after 4 s.
+    let svc = Service::start(&["--seconds", "600", "--threads", "1", "--maxage", "4s"]);
+    let check = ok(&home, svc.pid, "JFR.check");
+    assert!(
+        check.contains("name=always-on maxage=4s disk=false (running)"),
+        "{check}"
+    );
+    std::thread::sleep(Duration::from_secs(8));
+    let file = dir.join("window.jfr");
+    ok(
+        &home,
+        svc.pid,
+        &format!("JFR.dump filename={}", file.display()),
+    );
+    let text = testkit::jfr().run_text(&[std::ffi::OsStr::new("summary"), file.as_os_str()]);
+    let summary = testkit::Summary::parse(&text);
+    assert!(summary.counts["com.example.Request"] > 0, "{text}");
+    let seconds: u64 = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Duration:"))
+        .and_then(|d| d.trim().strip_suffix(" s")?.parse().ok())
+        .unwrap_or_else(|| panic!("no `Duration: N s` in:\n{text}"));
+    // 8 s recorded; kept: at most maxage (4 s) plus one chunk (1 s) and
+    // the chunk the dump finished.
+    assert!((2..=6).contains(&seconds), "window of {seconds} s:\n{text}");
+
+    // The program holds this recording: jcmd may not stop it.
+    let (success, _, err) = jcmd(&home, svc.pid, "JFR.stop");
+    assert!(
+        !success && err.contains("only the program can stop it"),
+        "{err}"
+    );
+    // A second recording is refused, naming the running one.
+    let (success, _, err) = jcmd(&home, svc.pid, "JFR.start name=b");
+    assert!(!success && err.contains("one recording at a time"), "{err}");
+}
+
+/// Sends `bytes` on a new connection, half-closes, returns the reply.
+fn exchange(path: &Path, bytes: &[u8]) -> Vec<u8> {
+    let mut s = UnixStream::connect(path).expect("the listener accepts");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let _ = s.write_all(bytes);
+    let _ = s.shutdown(std::net::Shutdown::Write);
+    let mut reply = Vec::new();
+    let _ = s.read_to_end(&mut reply);
+    reply
+}
+
+#[test]
+fn malformed_frames_leave_the_listener_answering_with_bounded_memory() {
+    let home = jdk25();
+    let svc = Service::start(&["--seconds", "600", "--threads", "1", "--no-recording"]);
+    let path = socket(svc.pid);
+    ok(&home, svc.pid, "JFR.check");
+    let rss_before = svc.rss_kib();
+
+    let huge = exchange(&path, b"2\x0099999999999\x00jcmd\x00");
+    assert!(
+        huge.starts_with(b"-1\n"),
+        "{:?}",
+        String::from_utf8_lossy(&huge)
+    );
+    let no_nul = exchange(&path, b"1\x00jcmd\x00JFR.check");
+    assert!(
+        no_nul.starts_with(b"-1\n"),
+        "{:?}",
+        String::from_utf8_lossy(&no_nul)
+    );
+    let mut garbage = vec![0u8; 200_000];
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for b in &mut garbage {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        *b = x as u8;
+    }
+    exchange(&path, &garbage);
+    assert!(
+        exchange(&path, b"").is_empty(),
+        "an empty connection gets no reply"
+    );
+
+    // 10 000 connections in a row, four kinds in turn; the good ones are
+    // all answered.
+    let t = Instant::now();
+    let mut answered = 0;
+    for i in 0..10_000 {
+        let reply = match i % 4 {
+            0 => exchange(&path, b""),
+            1 => exchange(&path, &garbage[i..i + 64]),
+            2 => exchange(&path, b"2\x0070000\x00jcmd\x00"),
+            _ => exchange(&path, b"1\x00getversion\x00options\x00\x00\x00"),
+        };
+        if i % 4 == 3 {
+            assert_eq!(reply, b"0\n2 streaming");
+            answered += 1;
+        }
+    }
+    assert_eq!(answered, 2500);
+    println!("10000 connections in {:?}", t.elapsed());
+
+    // A client that connects and never sends holds the listener only until
+    // its deadline: jcmd is answered meanwhile-queued, within seconds.
+    let silent = UnixStream::connect(&path).unwrap();
+    let t = Instant::now();
+    let out = ok(&home, svc.pid, "JFR.check");
+    assert!(out.contains("No available recordings."), "{out}");
+    assert!(t.elapsed() < Duration::from_secs(15), "{:?}", t.elapsed());
+    drop(silent);
+
+    let mut svc = svc;
+    assert!(svc.running(), "the process died");
+    let grown = svc.rss_kib().saturating_sub(rss_before);
+    println!("resident memory grew {grown} KiB over the hostile clients");
+    assert!(grown < 8 << 10, "resident memory grew {grown} KiB");
+    let started = ok(
+        &home,
+        svc.pid,
+        "JFR.start name=after settings=default disk=false",
+    );
+    assert!(started.contains("Started recording"), "{started}");
+}
+
+#[test]
+fn a_peer_of_another_uid_is_refused_by_the_listener() {
+    // SAFETY: geteuid only reads the process's credentials.
+    if unsafe { libc::geteuid() } != 0 {
+        println!("skipped: needs root to run a client as uid 65534 (setpriv)");
+        return;
+    }
+    let home = jdk25();
+    let svc = Service::start(&["--seconds", "600", "--threads", "1", "--no-recording"]);
+    let path = socket(svc.pid);
+    // The socket is 0600, so the file system alone would stop uid 65534
+    // before the listener saw it. Open it up for this test so the
+    // connection reaches the listener, whose SO_PEERCRED check must refuse
+    // it; then close it again (jcmd refuses a socket with other bits).
+    let chmod = |mode: &str| {
+        assert!(
+            Command::new("chmod")
+                .args([mode, path.to_str().unwrap()])
+                .status()
+                .unwrap()
+                .success()
+        )
+    };
+    chmod("0666");
+    const CLIENT: &str = r#"
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(10)
+s.connect(sys.argv[1])
+print("connected")
+data = b""
+try:
+    s.sendall(b"1\0getversion\0options\0\0\0")
+    while True:
+        d = s.recv(4096)
+        if not d:
+            break
+        data += d
+except OSError as e:
+    pass
+print(repr(data))
+"#;
+    let run = |as_nobody: bool| {
+        let mut cmd = if as_nobody {
+            let mut c = Command::new("setpriv");
+            c.args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "/usr/bin/python3",
+            ]);
+            c
+        } else {
+            Command::new("/usr/bin/python3")
+        };
+        let out = cmd
+            .args(["-c", CLIENT, path.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let nobody = run(true);
+    assert_eq!(nobody, "connected\nb''\n", "uid 65534 was answered");
+    let root = run(false);
+    assert_eq!(root, "connected\nb'0\\n2 streaming'\n");
+    chmod("0600");
+    assert!(ok(&home, svc.pid, "JFR.check").contains("No available recordings."));
+    let err = svc.finish();
+    assert!(
+        err.contains("refused a connection from uid 65534"),
+        "stderr: {err}"
+    );
+}
