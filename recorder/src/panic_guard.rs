@@ -1,7 +1,8 @@
 //! Panics in the recorder's own threads: caught, reported once, counted.
 //!
 //! The recorder runs code on threads it owns (the recorder thread, the
-//! sampler's consumer) and in hooks the process calls (the `FLIGHTREC`
+//! sampler's consumer, the periodic thread and the user closures it calls)
+//! and in hooks the process calls (the `FLIGHTREC`
 //! constructor and exit handler). A panic there must not take the program
 //! down, hang `stop()`, or leave events enabled with nobody draining them.
 //! Each such place runs its body under [`catch`], which reports the panic
@@ -33,6 +34,8 @@ pub enum Place {
     RecorderThread,
     /// One pass of the CPU sampler's consumer thread.
     SamplerPass,
+    /// A user's periodic-event closure (`add_periodic_event`).
+    PeriodicCallback,
 }
 
 impl Place {
@@ -40,6 +43,7 @@ impl Place {
         match self {
             Self::RecorderThread => 1,
             Self::SamplerPass => 2,
+            Self::PeriodicCallback => 4,
         }
     }
 
@@ -47,6 +51,7 @@ impl Place {
         match self {
             Self::RecorderThread => "the recorder thread",
             Self::SamplerPass => "the CPU sampler's thread",
+            Self::PeriodicCallback => "a periodic event's callback",
         }
     }
 }

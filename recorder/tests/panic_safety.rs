@@ -11,6 +11,8 @@
 //!   program goes on.
 //! * A panic on the CPU sampler's thread (injected): sampling ends, the
 //!   panic is counted, and the recording stops normally.
+//! * A user's periodic-event closure that panics every time: each panic is
+//!   counted, the other periodic closures go on, `stop()` returns.
 //!
 //! One recording per process at a time, so the scenarios run in order in
 //! one test.
@@ -67,6 +69,7 @@ fn panics_are_contained() {
     field_panics(&dir);
     recorder_thread_panic(&dir);
     sampler_panic(&dir);
+    periodic_callback_panic(&dir);
 }
 
 fn field_panics(dir: &std::path::Path) {
@@ -241,4 +244,44 @@ fn sampler_panic(dir: &std::path::Path) {
     assert_eq!(summary.losses.events(LossCause::Panicked), 1);
     let jfr = flightrec_testkit::summary(&out);
     assert_eq!(jfr.counts["test.panic.Steady"], 10);
+}
+
+#[derive(Event)]
+#[event(crate = "recorder", name = "test.panic.Periodic")]
+struct Periodic {
+    seq: u64,
+}
+
+fn periodic_callback_panic(dir: &std::path::Path) {
+    use recorder::settings::Period;
+    use std::sync::atomic::AtomicU64;
+    static GOOD: AtomicU64 = AtomicU64::new(0);
+    let quiet = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let every = Period::Interval(Duration::from_millis(20));
+    recorder::add_periodic_event(Periodic::event_type(), every, || {
+        panic!("a periodic callback that always fails")
+    });
+    recorder::add_periodic_event(Steady::event_type(), every, || {
+        let seq = GOOD.fetch_add(1, Ordering::Relaxed);
+        Steady { seq }.commit();
+    });
+    let out = dir.join("periodic.jfr");
+    let rec = Recording::start(RecordingConfig::new(&out).repository(dir.join("repo-periodic")))
+        .expect("start");
+    std::thread::sleep(Duration::from_millis(400));
+    let started = Instant::now();
+    let summary = rec.stop().expect("the recording stops normally");
+    assert!(started.elapsed() < Duration::from_secs(2));
+    std::panic::set_hook(quiet);
+    recorder::remove_periodic_event(Periodic::event_type());
+    recorder::remove_periodic_event(Steady::event_type());
+    let panicked = summary.losses.events(LossCause::Panicked);
+    let good = GOOD.load(Ordering::Relaxed);
+    assert!(panicked >= 5, "each failing call counted: {panicked}");
+    assert!(good >= 5, "the other callback went on: {good}");
+    assert_eq!(
+        flightrec_testkit::summary(&out).counts["test.panic.Steady"],
+        good
+    );
 }

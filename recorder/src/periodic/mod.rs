@@ -352,7 +352,7 @@ impl Periodic {
         for (ty, period, run) in user_snapshot() {
             let p = effective_user_period(settings, ty, period);
             if hits(p, edge) && ty.is_enabled() {
-                run();
+                run_user(&*run);
             }
         }
     }
@@ -390,7 +390,7 @@ impl Periodic {
             let s = &mut self.user[idx].1;
             if let Some(due) = step(s, when, now) {
                 if ty.is_enabled() {
-                    run();
+                    run_user(&*run);
                 }
                 next = next.min(due);
             } else if s.when.is_some() {
@@ -448,6 +448,12 @@ fn effective_user_period(settings: &Settings, ty: &EventType, default: Period) -
         .get(ty.name())
         .and_then(|s| s.period)
         .unwrap_or(default)
+}
+
+/// Runs a user's periodic closure: a panic in it is caught, reported once,
+/// counted, and the other tasks go on (the closure runs again next period).
+fn run_user(run: &(dyn Fn() + Send + Sync)) {
+    let _ = panic_guard::catch(Place::PeriodicCallback, run);
 }
 
 #[allow(clippy::type_complexity)]
