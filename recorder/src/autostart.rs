@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use crate::config::{RecordingConfig, StartError};
 use crate::options::{self, OptionError, StartOptions};
-use crate::recording::Recording;
+use crate::recording::{Recording, RecordingError, RecordingSummary};
 use crate::sync::{AtomicU64, Ordering};
 
 /// The automatic recording, if one runs, whether it writes its file at exit
@@ -128,7 +128,16 @@ pub fn start_from_env() -> Result<bool, AutoStartError> {
     let Some(opts) = options::from_env().map_err(AutoStartError::Options)? else {
         return Ok(false);
     };
-    let config = config_from_options(&opts);
+    start_from_options(&opts)?;
+    Ok(true)
+}
+
+/// Starts the automatic recording from options in the `FLIGHTREC` grammar
+/// (parsed with [`options::parse`]), exactly as if `FLIGHTREC` held them:
+/// `delay`, `duration` and `dumponexit` apply, and the file is written at
+/// exit. The C ABI's `flightrec_start` is this function.
+pub fn start_from_options(opts: &StartOptions) -> Result<(), AutoStartError> {
+    let config = config_from_options(opts);
     if let Some(signal) = opts.signal {
         crate::sampler::set_signal(signal).map_err(|e| {
             AutoStartError::Options(OptionError::BadSignal {
@@ -163,7 +172,7 @@ pub fn start_from_env() -> Result<bool, AutoStartError> {
         _ => start(config, opts.duration, dump_on_exit)?,
     }
     register_exit_handler();
-    Ok(true)
+    Ok(())
 }
 
 fn start(
@@ -191,16 +200,38 @@ pub fn stop_auto() {
     stop(true);
 }
 
+/// Stops the automatic recording and writes its file; `Ok(None)` if none
+/// runs. Unlike [`stop_auto`] it returns the error instead of printing it
+/// (the C ABI's `flightrec_stop`).
+pub fn stop_auto_checked() -> Result<Option<RecordingSummary>, RecordingError> {
+    take_and_stop(true).transpose()
+}
+
+/// Runs `f` on the automatic recording, if one runs in this process (the C
+/// ABI's dump, flush and settings). The recording cannot stop meanwhile.
+pub fn with_auto<R>(f: impl FnOnce(&Recording) -> R) -> Option<R> {
+    if AUTO_PID.load(Ordering::Relaxed) != u64::from(std::process::id()) {
+        return None;
+    }
+    let auto = AUTO.lock().unwrap_or_else(|e| e.into_inner());
+    auto.as_ref().map(|(rec, _, _)| f(rec))
+}
+
 /// Stops the automatic recording; writes its file if `write` (the
 /// `duration` ran out) or it was started with `dumponexit` (at exit).
 fn stop(write: bool) {
+    if let Some(Err(e)) = take_and_stop(write) {
+        eprintln!("flightrec: {e}");
+    }
+}
+
+/// [`stop`]'s work: `None` if no automatic recording runs.
+fn take_and_stop(write: bool) -> Option<Result<RecordingSummary, RecordingError>> {
     if AUTO_PID.load(Ordering::Relaxed) != u64::from(std::process::id()) {
-        return; // none, or the parent's (in a forked child)
+        return None; // none, or the parent's (in a forked child)
     }
     let auto = AUTO.lock().unwrap_or_else(|e| e.into_inner()).take();
-    let Some((rec, dump_on_exit, settings)) = auto else {
-        return;
-    };
+    let (rec, dump_on_exit, settings) = auto?;
     let unused = crate::runtime::registry().unregistered(&settings);
     if !unused.is_empty() {
         let shown: Vec<String> = unused.iter().take(5).map(|e| format!("`{e}`")).collect();
@@ -215,14 +246,11 @@ fn stop(write: bool) {
             shown.join(", ")
         );
     }
-    let result = if write || dump_on_exit {
+    Some(if write || dump_on_exit {
         rec.stop()
     } else {
         rec.stop_without_writing()
-    };
-    if let Err(e) = result {
-        eprintln!("flightrec: {e}");
-    }
+    })
 }
 
 extern "C" fn at_exit() {
