@@ -57,3 +57,6 @@ pub extern "C" fn flightrec_version() -> u32 {
 pub extern "C" fn flightrec_version_string() -> *const c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
 }
+
+#[cfg(test)]
+mod tests;
