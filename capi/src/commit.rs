@@ -218,7 +218,7 @@ impl ValueSource for CValues<'_> {
         self.values.len()
     }
 
-    #[inline]
+    #[inline(always)]
     fn get(&self, index: usize) -> Value<'_> {
         // SAFETY: `prepare` checked every value of this array (tag, string
         // pointer and UTF-8); the caller keeps it unchanged for the call.
@@ -239,7 +239,7 @@ impl ValueSource for CValues<'_> {
 /// # Safety
 ///
 /// As `flightrec_commit`'s.
-#[inline]
+#[inline(always)]
 unsafe fn prepare<'a>(
     ty: &'static EventType,
     values: *const flightrec_value,

@@ -163,7 +163,7 @@ fn status_names_cover_every_code() {
 #[test]
 fn bad_registrations_are_rejected() {
     let ok_fields = [field(c"x", FLIGHTREC_KIND_I64)];
-    // SAFETY (each call): arguments valid or null, as the cases need.
+    // SAFETY: every argument is valid or null, as each case needs.
     unsafe {
         let mut h = 0;
         expect(
@@ -326,7 +326,7 @@ fn bad_commits_are_rejected() {
 #[test]
 fn bad_recording_calls_are_rejected() {
     let _one = RECORDING.lock().unwrap_or_else(|e| e.into_inner());
-    // SAFETY (each call): arguments valid or null, as the cases need.
+    // SAFETY: every argument is valid or null, as each case needs.
     unsafe {
         expect(flightrec_start(ptr::null()), FLIGHTREC_ERR_NULL, "options");
         expect(flightrec_start(c(c"\xff")), FLIGHTREC_ERR_UTF8, "options");
@@ -441,8 +441,9 @@ fn commits_allocate_nothing_after_the_first() {
     ))
     .unwrap();
     // SAFETY: a valid option string.
+    let started = unsafe { flightrec_start(opts.as_ptr()) };
     assert_eq!(
-        unsafe { flightrec_start(opts.as_ptr()) },
+        started,
         FLIGHTREC_OK,
         "{}",
         last_error()

@@ -210,6 +210,7 @@ pub enum Value<'a> {
 impl Value<'_> {
     /// True if this value can be written into a field of `kind` (the kind
     /// matches and an integer is in its range).
+    #[inline]
     pub fn fits(&self, kind: FieldKind) -> bool {
         use FieldKind as K;
         match self {
@@ -339,6 +340,7 @@ impl EventType {
         })
     }
 
+    #[inline]
     fn values_fit<S: ValueSource + ?Sized>(&self, values: &S) -> bool {
         let fields = self.info.fields;
         let ok = values.len() == fields.len()
@@ -352,6 +354,7 @@ impl EventType {
         ok
     }
 
+    #[inline]
     fn write_values<S: ValueSource + ?Sized>(&self, values: &S, w: &mut FieldWriter<'_>) {
         for (i, f) in self.info.fields.iter().enumerate() {
             values.get(i).write(f.kind, w);
