@@ -442,12 +442,7 @@ fn commits_allocate_nothing_after_the_first() {
     .unwrap();
     // SAFETY: a valid option string.
     let started = unsafe { flightrec_start(opts.as_ptr()) };
-    assert_eq!(
-        started,
-        FLIGHTREC_OK,
-        "{}",
-        last_error()
-    );
+    assert_eq!(started, FLIGHTREC_OK, "{}", last_error());
     std::thread::spawn(move || {
         let text = c"a string field";
         let values = [
