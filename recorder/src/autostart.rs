@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use crate::config::{RecordingConfig, StartError};
 use crate::options::{self, OptionError, StartOptions};
-use crate::recording::Recording;
+use crate::recording::{Recording, RecordingError, RecordingSummary};
 use crate::sync::{AtomicU64, Ordering};
 
 /// The automatic recording, if one runs, whether it writes its file at exit
@@ -150,6 +150,14 @@ pub fn start_from_options(text: &str) -> Result<(), AutoStartError> {
     start_with(&opts, config_from_options(&opts))
 }
 
+/// Starts the automatic recording from options already parsed in the
+/// `FLIGHTREC` grammar ([`options::parse`]), exactly as if `FLIGHTREC` held
+/// them: `delay`, `duration` and `dumponexit` apply, and the file is
+/// written at exit. The C ABI's `flightrec_start` is this function.
+pub fn start_from_parsed(opts: &StartOptions) -> Result<(), AutoStartError> {
+    start_with(opts, config_from_options(opts))
+}
+
 /// Starts `config` as the automatic recording, with `opts`' signal, delay,
 /// duration, `dumponexit` and `attach`.
 pub(crate) fn start_with(
@@ -240,10 +248,36 @@ pub(crate) fn stop_now() -> Option<Result<crate::RecordingSummary, crate::Record
     stop(true)
 }
 
+/// Stops the automatic recording and writes its file; `Ok(None)` if none
+/// runs. Unlike [`stop_auto`] it returns the error instead of printing it
+/// (the C ABI's `flightrec_stop`).
+pub fn stop_auto_checked() -> Result<Option<RecordingSummary>, RecordingError> {
+    take_and_stop(true).transpose()
+}
+
+/// Runs `f` on the automatic recording, if one runs in this process (the C
+/// ABI's dump, flush and settings). The recording cannot stop meanwhile.
+pub fn with_auto<R>(f: impl FnOnce(&Recording) -> R) -> Option<R> {
+    if AUTO_PID.load(Ordering::Relaxed) != u64::from(std::process::id()) {
+        return None;
+    }
+    let auto = AUTO.lock().unwrap_or_else(|e| e.into_inner());
+    auto.as_ref().map(|(rec, _, _)| f(rec))
+}
+
 /// Stops the automatic recording; writes its file if `write` (the
 /// `duration` ran out) or it was started with `dumponexit` (at exit).
 /// Errors are also reported on stderr.
-fn stop(write: bool) -> Option<Result<crate::RecordingSummary, crate::RecordingError>> {
+fn stop(write: bool) -> Option<Result<RecordingSummary, RecordingError>> {
+    let result = take_and_stop(write)?;
+    if let Err(e) = &result {
+        eprintln!("flightrec: {e}");
+    }
+    Some(result)
+}
+
+/// [`stop`]'s work: `None` if no automatic recording runs.
+fn take_and_stop(write: bool) -> Option<Result<RecordingSummary, RecordingError>> {
     if AUTO_PID.load(Ordering::Relaxed) != u64::from(std::process::id()) {
         return None; // none, or the parent's (in a forked child)
     }
@@ -263,7 +297,7 @@ fn stop(write: bool) -> Option<Result<crate::RecordingSummary, crate::RecordingE
             shown.join(", ")
         );
     }
-    let result = if write || dump_on_exit {
+    Some(if write || dump_on_exit {
         rec.stop_with_reason(if write {
             "Recording duration elapsed"
         } else {
@@ -271,11 +305,7 @@ fn stop(write: bool) -> Option<Result<crate::RecordingSummary, crate::RecordingE
         })
     } else {
         rec.stop_without_writing()
-    };
-    if let Err(e) = &result {
-        eprintln!("flightrec: {e}");
-    }
-    Some(result)
+    })
 }
 
 extern "C" fn at_exit() {

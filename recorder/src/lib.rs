@@ -67,7 +67,7 @@ pub use autostart::{AutoStartError, start_from_env};
 pub use config::{RecordingConfig, StartError};
 pub use event::commit::{DurationGuard, Event, StackTrace, ThreadRef, Timer};
 pub use event::descriptor::{DefaultSettings, EventKind, EventType, EventTypeInfo, FieldInfo};
-pub use event::dynamic::{EventTypeBuilder, Value};
+pub use event::dynamic::{EventTypeBuilder, Value, ValueSource};
 pub use event::field::{ContentType, FieldKind, FieldValue, FieldWriter};
 pub use loss::{LossCause, LossCounts};
 #[cfg(not(flightrec_loom))]

@@ -10,6 +10,12 @@
 //! Events are committed with a slice of [`Value`]s, checked against the
 //! declared kinds before anything is written; a mismatch drops the event and
 //! counts it as [`LossCause::InvalidValues`](crate::LossCause::InvalidValues).
+//!
+//! A caller that holds its values in another form (the C ABI's array of
+//! tagged structs) implements [`ValueSource`] and commits with
+//! [`EventType::commit_from`] / [`EventType::commit_span_from`]: the values
+//! are read one at a time, checked and encoded straight into the thread's
+//! buffer, so no `[Value]` is built and nothing is allocated.
 
 use std::borrow::Cow;
 use std::time::Duration;
@@ -202,7 +208,10 @@ pub enum Value<'a> {
 }
 
 impl Value<'_> {
-    fn fits(&self, kind: FieldKind) -> bool {
+    /// True if this value can be written into a field of `kind` (the kind
+    /// matches and an integer is in its range).
+    #[inline]
+    pub fn fits(&self, kind: FieldKind) -> bool {
         use FieldKind as K;
         match self {
             Self::Bool(_) => kind == K::Bool,
@@ -246,12 +255,49 @@ impl Value<'_> {
     }
 }
 
+/// Field values read one at a time, in field order: lets a caller that
+/// holds them in its own form (the C ABI's tagged structs) commit without
+/// building a `[Value]`. `get` is called up to twice per value (once to
+/// check the kinds, once to encode) and must return the same value both
+/// times.
+pub trait ValueSource {
+    /// How many values there are.
+    fn len(&self) -> usize;
+
+    /// The value at `index` (`index < len()`).
+    fn get(&self, index: usize) -> Value<'_>;
+
+    /// True if there are no values.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl ValueSource for [Value<'_>] {
+    #[inline]
+    fn len(&self) -> usize {
+        <[Value<'_>]>::len(self)
+    }
+
+    #[inline]
+    fn get(&self, index: usize) -> Value<'_> {
+        self[index]
+    }
+}
+
 impl EventType {
     /// Commits an event of this (dynamically declared) type now, with
     /// `values` in field order. Values that do not match the declared kinds
     /// drop the event (counted).
     #[inline]
     pub fn commit_values(&'static self, values: &[Value<'_>]) {
+        self.commit_from(values)
+    }
+
+    /// [`commit_values`](Self::commit_values) with the values read from a
+    /// [`ValueSource`]; allocates nothing.
+    #[inline]
+    pub fn commit_from<S: ValueSource + ?Sized>(&'static self, values: &S) {
         let Some(word) = self.enabled_word() else {
             return;
         };
@@ -271,6 +317,18 @@ impl EventType {
     /// Commits a duration event from `start` to `end` (values of
     /// [`clock_ticks`](crate::clock::ticks)), applying the threshold.
     pub fn commit_span_values(&'static self, start: i64, end: i64, values: &[Value<'_>]) -> bool {
+        self.commit_span_from(start, end, values)
+    }
+
+    /// [`commit_span_values`](Self::commit_span_values) with the values
+    /// read from a [`ValueSource`]; allocates nothing.
+    #[inline]
+    pub fn commit_span_from<S: ValueSource + ?Sized>(
+        &'static self,
+        start: i64,
+        end: i64,
+        values: &S,
+    ) -> bool {
         let Some(word) = self.enabled_word() else {
             return false;
         };
@@ -282,19 +340,24 @@ impl EventType {
         })
     }
 
-    fn values_fit(&self, values: &[Value<'_>]) -> bool {
+    #[inline]
+    fn values_fit<S: ValueSource + ?Sized>(&self, values: &S) -> bool {
         let fields = self.info.fields;
-        let ok =
-            values.len() == fields.len() && values.iter().zip(fields).all(|(v, f)| v.fits(f.kind));
+        let ok = values.len() == fields.len()
+            && fields
+                .iter()
+                .enumerate()
+                .all(|(i, f)| values.get(i).fits(f.kind));
         if !ok && let Some(rt) = runtime::get() {
             rt.losses.record(LossCause::InvalidValues, 0);
         }
         ok
     }
 
-    fn write_values(&self, values: &[Value<'_>], w: &mut FieldWriter<'_>) {
-        for (v, f) in values.iter().zip(self.info.fields) {
-            v.write(f.kind, w);
+    #[inline]
+    fn write_values<S: ValueSource + ?Sized>(&self, values: &S, w: &mut FieldWriter<'_>) {
+        for (i, f) in self.info.fields.iter().enumerate() {
+            values.get(i).write(f.kind, w);
         }
     }
 

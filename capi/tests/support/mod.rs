@@ -1,0 +1,114 @@
+//! Finding `libflightrec.so`/`.a` and compiling C and C++ programs against
+//! them with the system compiler.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// `target/<profile>`: the test binary is `target/<profile>/deps/NAME-HASH`,
+/// and cargo builds this package's `cdylib` and `staticlib` there before
+/// running its tests.
+pub(crate) fn lib_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>")
+        .to_owned();
+    for lib in ["libflightrec.so", "libflightrec.a"] {
+        assert!(
+            dir.join(lib).exists(),
+            "{} not built: run `cargo test -p flightrec-capi`",
+            dir.join(lib).display()
+        );
+    }
+    dir
+}
+
+/// The package directory (`capi/`).
+pub(crate) fn capi_dir() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// How a test program links flightrec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Link {
+    /// `-lflightrec` with an rpath to `target/<profile>`.
+    Shared,
+    /// `libflightrec.a` and the native libraries it needs
+    /// (`cargo rustc -- --print native-static-libs`).
+    Static,
+    /// Not at all.
+    None,
+}
+
+/// Compiles `source` (C, or C++17 for `.cpp`) into `out` and returns it.
+pub(crate) fn compile(source: &Path, out: &Path, link: Link) -> PathBuf {
+    let cpp = source.extension().is_some_and(|e| e == "cpp");
+    let lib = lib_dir();
+    let mut cmd = Command::new(if cpp { "c++" } else { "cc" });
+    if cpp {
+        cmd.arg("-std=c++17");
+    }
+    cmd.args(["-O1", "-g", "-Wall", "-Wextra", "-Werror"])
+        .arg("-I")
+        .arg(capi_dir().join("include"))
+        .arg(source)
+        .arg("-o")
+        .arg(out);
+    match link {
+        Link::Shared => {
+            cmd.arg(format!("-L{}", lib.display()))
+                .arg("-lflightrec")
+                .arg(format!("-Wl,-rpath,{}", lib.display()))
+                .arg("-lpthread");
+        }
+        Link::Static => {
+            cmd.arg(lib.join("libflightrec.a")).args([
+                "-lgcc_s",
+                "-lutil",
+                "-lrt",
+                "-lpthread",
+                "-lm",
+                "-ldl",
+                "-lc",
+            ]);
+        }
+        Link::None => {}
+    }
+    let run = cmd.output().expect("run the system compiler");
+    assert!(
+        run.status.success(),
+        "{cmd:?} failed:\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    out.to_owned()
+}
+
+/// Runs `cmd`, asserting it succeeded.
+pub(crate) fn run_ok(cmd: &mut Command) -> Output {
+    let run = cmd.output().expect("run the program");
+    assert!(
+        run.status.success(),
+        "{cmd:?} failed ({}):\n{}",
+        run.status,
+        String::from_utf8_lossy(&run.stderr)
+    );
+    run
+}
+
+/// The samples per method of `jfr view cpu-time-hot-methods`, in order.
+pub(crate) fn hot_methods(view: &str) -> Vec<(String, u64)> {
+    view.lines()
+        .filter_map(|line| {
+            let mut cols: Vec<&str> = line.split_whitespace().collect();
+            if cols.len() < 3 || !cols.last()?.ends_with('%') {
+                return None;
+            }
+            cols.pop();
+            let n: u64 = cols.pop()?.parse().ok()?;
+            Some((cols.join(" "), n))
+        })
+        .collect()
+}
