@@ -46,7 +46,6 @@ pub mod repository;
 mod rotation;
 mod runtime;
 pub mod sampler;
-mod scan;
 pub mod settings;
 #[doc(hidden)]
 pub mod stack;

@@ -49,7 +49,6 @@ use crate::recording::{RecordingError, RecordingSummary};
 use crate::repository::{ChunkFile, Repository, write_private_file};
 use crate::rotation;
 use crate::runtime::{Runtime, registry};
-use crate::scan::{Referenced, Scanner};
 use crate::settings::Settings;
 use crate::sync::Ordering;
 
@@ -131,8 +130,11 @@ impl Recorder {
 
     fn open_chunk(&mut self) -> io::Result<()> {
         let (path, file) = self.repo.create_chunk(clock::wall_nanos())?;
+        // Only this thread flips the epoch: the chunk opened now holds the
+        // epoch current until its rotation.
         let mut chunk = ChunkAssembler::begin(
             BufWriter::with_capacity(1 << 20, file),
+            self.rt.epoch.load(Ordering::Acquire),
             self.rt.losses.snapshot(),
         )?;
         let mut first = Vec::new();
@@ -387,21 +389,14 @@ impl Recorder {
         self.discard_all();
     }
 
-    /// Drops (and counts) every buffered event after a failure.
+    /// Drops (and counts) every buffered event after a failure: the blocks
+    /// count their records (see [`crate::buffer::block`]).
     fn discard_all(&mut self) {
-        let mut scanner = Scanner::default();
-        scanner.update(registry().layouts());
-        let mut copy = Vec::new();
-        let mut count = |b: &crate::buffer::block::Block| {
-            let _ = b.drain_with(|bytes| {
-                copy.clear();
-                copy.extend_from_slice(bytes);
-                let n = scanner
-                    .scan(&mut copy, &mut Referenced::default())
-                    .unwrap_or(0);
+        let count = |b: &crate::buffer::block::Block| {
+            let _ = b.drain_with(|bytes, records| {
                 self.rt
                     .losses
-                    .record_many(LossCause::WriteError, n as u64, bytes.len() as u64);
+                    .record_many(LossCause::WriteError, records, bytes.len() as u64);
                 Ok::<(), ()>(())
             });
         };
@@ -442,6 +437,7 @@ impl Recorder {
     fn rotate(&mut self, last: bool, frames: &mut FrameTables) -> io::Result<()> {
         let rt = self.rt;
         let old = rotation::rotate(rt, |b| self.chunk_mut()?.add_block(b).map(drop))?;
+        debug_assert_eq!(self.chunk.as_ref().map(|(c, _)| c.epoch()), Some(old));
         let (chunk, path) = self
             .chunk
             .take()
@@ -461,7 +457,7 @@ impl Recorder {
         self.repo
             .apply_retention(end_nanos, self.config.max_age, self.config.max_size);
         self.rt.threads.prune_exited_before(old);
-        // The chunk of `old` is written: stacks not interned since the flip
+        // The chunk of `old` is written: stacks not tagged since the flip
         // are referenced by no unwritten event (see `cpool::stacks`).
         frames.release(&self.rt.stacks.release_before(old + 1));
         self.rt.stacks.set_resolved_bytes(frames.bytes());
