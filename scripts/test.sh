@@ -4,7 +4,8 @@
 #   bash scripts/test.sh
 #
 # Steps: locate or install JDK 25 (its `jfr` is the oracle the tests run),
-# formatting, clippy with warnings denied, every test in one release build,
+# formatting, clippy with warnings denied, the C ABI's libraries, every test
+# in one release build,
 # and a build of every bench. Prints the time each step took. Budget: a clean
 # clone must pass within 90 minutes on 2 cores.
 set -euo pipefail
@@ -38,6 +39,10 @@ find_jdk() {
 step jdk find_jdk
 step fmt cargo fmt --all -- --check
 step clippy cargo clippy --workspace --all-targets -- -D warnings
+# The C ABI's tests compile C and C++ programs against libflightrec.so and
+# libflightrec.a: `cargo test` builds a package's rlib for its tests, never
+# its cdylib or staticlib, so they are built first.
+step capi-libs cargo build --release -p flightrec-capi
 step test cargo test --workspace --release
 step bench-build cargo bench --workspace --no-run
 
