@@ -99,8 +99,15 @@ fn write_path_contracts() {
     );
 
     let path = dir.join("contracts.jfr");
+    // The pool holds two buffers: the recorder's own system events would
+    // compete for them, and every drop here must be a flood event's.
+    let mut quiet = recorder::Settings::new();
+    for name in recorder::periodic::system_event_names() {
+        quiet.enable(name, false);
+    }
     let rec = Recording::start(
         RecordingConfig::new(&path)
+            .settings(quiet)
             .thread_buffer_size(4096)
             // Two 4 KiB buffers after the quarter kept for constant pools.
             .max_memory(12288)
