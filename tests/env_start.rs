@@ -2,7 +2,7 @@
 //! the file is written at exit; a bad option string is reported, naming the
 //! option, and the program runs unrecorded.
 
-use std::process::Command;
+use std::process::{Command, Output};
 
 use flightrec_testkit::example_binary;
 
@@ -210,4 +210,129 @@ fn settings_for_a_type_that_never_registered_are_named() {
     assert!(err.contains("`com.example.Nope`"), "{err}");
     assert!(!err.contains("com.example.Work"), "{err}");
     assert!(out.exists());
+}
+
+/// `env_start 10` with `FLIGHTREC=filename=<dir>/x.jfr`, run by `launcher`
+/// (its arguments before the program's).
+fn run_under(launcher: &[&str], bin: &std::path::Path, dest: &std::path::Path) -> Output {
+    let (cmd, pre) = launcher.split_first().expect("a launcher");
+    Command::new(cmd)
+        .args(pre)
+        .arg(bin)
+        .arg("10")
+        .env("FLIGHTREC", format!("filename={}", dest.display()))
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd}: {e}"))
+}
+
+fn found(program: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Root ignores mode bits, so the directory check runs as an unprivileged
+/// user (uid/gid 65534 through `setpriv`), on a copy of the program it can
+/// execute, in a directory of mode 0555: the start fails, naming the path
+/// and the reason, the program runs on unrecorded, and nothing is written.
+#[test]
+fn a_read_only_directory_fails_at_start() {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if root && !found("setpriv") {
+        println!("skipped: running as root and setpriv is missing, so mode bits cannot be tested");
+        return;
+    }
+    let dir = flightrec_testkit::temp_dir("env_read_only");
+    // Reachable by everyone: the test's directories above are root's.
+    let open = std::env::temp_dir().join(format!("flightrec-ro-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&open);
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = open.join("env_start");
+    std::fs::copy(example_binary("env_start"), &bin).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let ro = open.join("read-only");
+    std::fs::create_dir(&ro).unwrap();
+    std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let dest = ro.join("x.jfr");
+    let launcher: &[&str] = if root {
+        &[
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--",
+        ]
+    } else {
+        &["env", "--"]
+    };
+    let run = run_under(launcher, &bin, &dest);
+    let (out, err) = (
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr),
+    );
+    let listed = std::fs::read_dir(&ro).unwrap().count();
+    let _ = std::fs::remove_dir_all(&open);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(run.status.success(), "the program still runs: {err}");
+    assert_eq!(out.trim(), "committed 10", "{err}");
+    let want = format!(
+        "cannot write the recording to {}: Permission denied",
+        dest.display()
+    );
+    assert!(err.contains(&want), "{want} in:\n{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert_eq!(listed, 0, "nothing written in the read-only directory");
+}
+
+/// A read-only file system fails the start even for root (whom mode bits
+/// do not stop): a tmpfs mounted read-only in a private mount namespace
+/// (`unshare --mount`), which vanishes with the program.
+#[test]
+fn a_read_only_file_system_fails_at_start_even_for_root() {
+    if !found("unshare") {
+        println!("skipped: unshare is missing");
+        return;
+    }
+    let dir = flightrec_testkit::temp_dir("env_read_only_fs");
+    let mnt = dir.join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let probe = Command::new("unshare")
+        .args(["--mount", "mount", "-t", "tmpfs", "-o", "ro", "tmpfs"])
+        .arg(&mnt)
+        .output()
+        .unwrap();
+    if !probe.status.success() {
+        println!(
+            "skipped: cannot mount a read-only tmpfs here: {}",
+            String::from_utf8_lossy(&probe.stderr).trim()
+        );
+        return;
+    }
+    let dest = mnt.join("x.jfr");
+    let script = format!(
+        "mount -t tmpfs -o ro tmpfs '{}' && exec \"$0\" \"$@\"",
+        mnt.display()
+    );
+    let run = run_under(
+        &["unshare", "--mount", "sh", "-c", &script],
+        &example_binary("env_start"),
+        &dest,
+    );
+    let (out, err) = (
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr),
+    );
+    assert!(run.status.success(), "the program still runs: {err}");
+    assert_eq!(out.trim(), "committed 10", "{err}");
+    let want = format!(
+        "cannot write the recording to {}: Read-only file system",
+        dest.display()
+    );
+    assert!(err.contains(&want), "{want} in:\n{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert_eq!(std::fs::read_dir(&mnt).unwrap().count(), 0);
 }

@@ -559,5 +559,54 @@ pub fn builtin_types() -> Vec<TypeDesc> {
         ),
     ];
     all.extend(system::types());
+    all.push(recorder_statistics());
     all
+}
+
+/// `flightrec.RecorderStatistics`: what recording cost the process, from
+/// the start of the recording (CPU times, bytes, counts) and over the last
+/// period (rates). Units are annotations, so `jfr print` shows them.
+fn recorder_statistics() -> TypeDesc {
+    let nanos = |name, l| {
+        FieldDesc::annotated(
+            name,
+            T::LONG,
+            vec![label(l), Annotation::Timespan(TimespanUnit::Nanoseconds)],
+        )
+    };
+    let percent =
+        |name, l| FieldDesc::annotated(name, T::FLOAT, vec![label(l), Annotation::Percentage]);
+    let count = |name, l| FieldDesc::annotated(name, T::LONG, vec![label(l)]);
+    let rate = |name, l| FieldDesc::annotated(name, T::LONG, vec![label(l), Annotation::Frequency]);
+    event(
+        T::RECORDER_STATISTICS,
+        "flightrec.RecorderStatistics",
+        vec![
+            start_time(),
+            nanos("recorderCpuTime", "Recorder Thread CPU Time"),
+            nanos("samplerCpuTime", "Sampler Thread CPU Time"),
+            nanos("periodicCpuTime", "Periodic Thread CPU Time"),
+            nanos("signalHandlerTime", "Signal Handler Time"),
+            nanos("processCpuTime", "Process CPU Time"),
+            percent("overhead", "Recorder Share of Process CPU"),
+            FieldDesc::annotated(
+                "bytesWritten",
+                T::LONG,
+                vec![label("Bytes Written"), Annotation::Unsigned, BYTES],
+            ),
+            percent("bufferOccupancy", "Buffer Occupancy"),
+            count("events", "Events Written"),
+            rate("eventsPerSecond", "Events Written per Second"),
+            count("samples", "Samples Written"),
+            rate("samplesPerSecond", "Samples Written per Second"),
+        ],
+        vec![
+            label("Recorder Statistics"),
+            category(FLIGHT_RECORDER),
+            Annotation::Description(Cow::Borrowed(
+                "What recording costs: CPU time of flightrec's threads and of its signal handler (on the sampled threads) since the recording started, and its share of the process's CPU time",
+            )),
+        ],
+        vec![ENABLED_ON, system::ONE_SECOND],
+    )
 }

@@ -107,6 +107,9 @@ impl TypeId {
     pub const METHOD_TIMING: TypeId = TypeId(120);
     /// `jdk.MethodTrace` (JEP 520): one traced call with its caller's stack.
     pub const METHOD_TRACE: TypeId = TypeId(121);
+    /// `flightrec.RecorderStatistics`: the recorder's own cost (CPU of its
+    /// threads and of the signal handler, bytes, buffer occupancy, rates).
+    pub const RECORDER_STATISTICS: TypeId = TypeId(119);
 
     // 140 ..= 169: what the process and the machine were doing
     // (`builtin::system`; periodic and per-chunk events, panics).

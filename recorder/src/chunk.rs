@@ -53,6 +53,8 @@ pub(crate) struct ChunkAssembler {
     /// Events and bytes handed to the file since the last successful flush:
     /// lost if the file fails before the next one.
     pending: (u64, u64),
+    /// Event records drained into this chunk so far.
+    records: u64,
 }
 
 impl ChunkAssembler {
@@ -80,6 +82,7 @@ impl ChunkAssembler {
             known_types: usize::MAX, // forces the first refresh
             scratch: Vec::new(),
             pending: (0, 0),
+            records: 0,
         })
     }
 
@@ -94,6 +97,11 @@ impl ChunkAssembler {
         self.start.wall_nanos
     }
 
+    /// Event records drained from buffers into the chunk so far.
+    pub(crate) fn records(&self) -> u64 {
+        self.records
+    }
+
     /// Bytes in the chunk so far.
     pub(crate) fn len(&self) -> u64 {
         self.writer.len()
@@ -102,12 +110,13 @@ impl ChunkAssembler {
     /// Writes the complete, unflushed events of `block` into the chunk.
     pub(crate) fn add_block(&mut self, block: &Block) -> io::Result<usize> {
         self.refresh_layouts();
-        let (scanner, refs, writer, pending, scratch) = (
+        let (scanner, refs, writer, pending, scratch, total) = (
             &self.scanner,
             &mut self.refs,
             &mut self.writer,
             &mut self.pending,
             &mut self.scratch,
+            &mut self.records,
         );
         let written = block.drain_with(|bytes| {
             // The walk rewrites start times (see `crate::scan`): on a copy,
@@ -117,6 +126,7 @@ impl ChunkAssembler {
             let bytes = match scanner.scan(scratch, refs) {
                 Ok(records) => {
                     pending.0 += records as u64;
+                    *total += records as u64;
                     pending.1 += scratch.len() as u64;
                     &scratch[..]
                 }

@@ -59,6 +59,8 @@ pub mod settings;
 #[doc(hidden)]
 pub mod stack;
 mod stale;
+#[cfg(not(flightrec_loom))]
+mod statistics;
 pub(crate) mod sync;
 pub mod timing;
 
@@ -78,6 +80,8 @@ pub use repository::{
     AssembleError, Assembled, RepositoryProblem, SkipReason, SkippedChunk, assemble, recover_chunk,
 };
 pub use settings::{SettingError, Settings, TypeSettings};
+#[cfg(not(flightrec_loom))]
+pub use statistics::RecorderStatistics;
 
 /// Paths used by `#[derive(Event)]`'s generated code.
 #[doc(hidden)]

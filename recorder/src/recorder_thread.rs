@@ -107,6 +107,9 @@ pub(crate) struct Recorder {
     info: RecordingInfo,
     /// What the file has been told of the losses (see [`crate::loss`]).
     losses: LossReporter,
+    /// Bytes and event records of the chunks finished so far (for
+    /// `crate::statistics`).
+    finished: (u64, u64),
 }
 
 impl Recorder {
@@ -131,8 +134,10 @@ impl Recorder {
             last_flush: Instant::now(),
             failure: None,
             losses,
+            finished: (0, 0),
         };
         r.open_chunk()?;
+        r.publish_statistics();
         Ok(r)
     }
 
@@ -266,7 +271,17 @@ impl Recorder {
         if len >= self.config.max_chunk_size || too_old {
             self.rotate(false, frames)?;
         }
+        self.publish_statistics();
         Ok(())
+    }
+
+    /// Tells `crate::statistics` the bytes and events written so far.
+    fn publish_statistics(&self) {
+        let (bytes, records) = self
+            .chunk
+            .as_ref()
+            .map_or((0, 0), |(c, _)| (c.len(), c.records()));
+        crate::statistics::set_written(self.finished.0 + bytes, self.finished.1 + records);
     }
 
     /// Whether the chunk plus the sealed blocks waiting and one block more
@@ -465,10 +480,13 @@ impl Recorder {
             .take()
             .ok_or_else(|| io::Error::other("no chunk open"))?;
         let start_nanos = chunk.start_nanos();
+        let records = chunk.records();
         let mut file = chunk.finish(self.rt, frames, last, &mut self.losses)?;
         file.flush()?;
         let size = file.stream_position()?;
         drop(file);
+        self.finished.0 += size;
+        self.finished.1 += records;
         let end_nanos = clock::wall_nanos();
         self.repo.add_finished(ChunkFile {
             path,
@@ -487,6 +505,7 @@ impl Recorder {
             self.open_chunk()?;
             crate::periodic::begin_chunk();
         }
+        self.publish_statistics();
         Ok(())
     }
 }

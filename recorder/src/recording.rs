@@ -27,6 +27,7 @@ use crate::recorder_thread::{Command, Recorder};
 use crate::repository::Repository;
 use crate::runtime::{self, Runtime, registry};
 use crate::settings::{SettingError, Settings};
+use crate::statistics::{RecorderStatistics, Role, RoleThread};
 use crate::{clock, membarrier};
 
 /// An error while recording.
@@ -158,10 +159,14 @@ impl Recording {
             })
         })?;
         reg.apply(config.settings.clone(), true);
+        crate::statistics::reset();
         let (tx, rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("flightrec-recorder".into())
-            .spawn(move || recorder.run_guarded(rx))
+            .spawn(move || {
+                let _role = RoleThread::enter(Role::Recorder);
+                recorder.run_guarded(rx)
+            })
             .map_err(|source| {
                 release(StartError::Io {
                     path: PathBuf::from("<recorder thread>"),
@@ -276,6 +281,16 @@ impl Recording {
     /// Events dropped so far, by cause.
     pub fn losses(&self) -> LossCounts {
         self.rt.losses.snapshot()
+    }
+
+    /// What recording has cost so far (see [`RecorderStatistics`]): the
+    /// CPU time of flightrec's threads and signal handler against the
+    /// process's, bytes and events written, buffers in use. The same
+    /// figures the periodic `flightrec.RecorderStatistics` event records.
+    /// Bytes and events are as of the recorder's last drain
+    /// ([`flush`](Self::flush) makes them current).
+    pub fn statistics(&self) -> RecorderStatistics {
+        crate::statistics::snapshot(self.rt.pool.occupancy())
     }
 
     fn request(

@@ -34,7 +34,7 @@ const fn period(default: &'static str) -> SettingDesc {
 /// `period` defaulting to `beginChunk`.
 pub(super) const BEGIN_CHUNK: SettingDesc = period("beginChunk");
 const EVERY_CHUNK: SettingDesc = period("everyChunk");
-const ONE_SECOND: SettingDesc = period("1 s");
+pub(super) const ONE_SECOND: SettingDesc = period("1 s");
 const TEN_SECONDS: SettingDesc = period("10 s");
 const FIVE_SECONDS: SettingDesc = period("5 s");
 const THIRTY_SECONDS: SettingDesc = period("30 s");

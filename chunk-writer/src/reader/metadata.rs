@@ -292,8 +292,9 @@ mod tests {
         assert_eq!(r.class(TypeId::INT).unwrap().kind, Kind::Int);
         assert_eq!(r.class(TypeId::THREAD).unwrap().kind, Kind::Struct);
         // 11 from the samplers and the recorder, 2 of method timing (issue
-        // 13), 20 system events (issue 14).
-        assert_eq!(r.event_types().count(), 33);
+        // 13), 20 system events (issue 14), the recorder's statistics
+        // (issue 12).
+        assert_eq!(r.event_types().count(), 34);
         let region = r.region.unwrap();
         assert_eq!((&*region.locale, region.gmt_offset_ms), ("en_US", 0));
     }

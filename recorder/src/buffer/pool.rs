@@ -176,6 +176,14 @@ impl BufferPool {
     }
 
     /// Locks the full-queue mutex (for waiting on [`Self::wakeup`]).
+    /// Share of the pool's blocks in use (held by threads or sealed and
+    /// waiting for the recorder), 0 to 1.
+    pub(crate) fn occupancy(&self) -> f64 {
+        let allocated = self.allocated.load(Ordering::Relaxed);
+        let free = self.free.lock().len();
+        allocated.saturating_sub(free) as f64 / self.max_blocks.max(1) as f64
+    }
+
     pub(crate) fn full_queue(&self) -> crate::sync::MutexGuard<'_, VecDeque<BlockPtr>> {
         self.full.lock()
     }

@@ -47,6 +47,7 @@ use crate::event::descriptor::EventType;
 use crate::panic_guard::{self, Place};
 use crate::runtime::{Runtime, registry};
 use crate::settings::{Period, Settings};
+use crate::statistics::{Role, RoleThread};
 use crate::sync::{Arc, Condvar, Mutex};
 
 /// Longest sleep of the thread: how late a thread start or end is seen.
@@ -190,6 +191,7 @@ pub(crate) fn start(rt: &'static Runtime) {
     let spawned = std::thread::Builder::new()
         .name("flightrec-periodic".into())
         .spawn(move || {
+            let _role = RoleThread::enter(Role::Periodic);
             let _ = panic_guard::catch(Place::RecorderThread, || state.run(&c));
             // A panic ends periodic events, not the recording; answer the
             // recorder's end-of-chunk requests so it never waits on us.

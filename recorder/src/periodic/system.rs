@@ -95,6 +95,7 @@ pub(crate) const BUILTIN: &[Builtin] = &[
     task("jdk.NetworkUtilization", true, every(5000)),
     task("jdk.JavaThreadStatistics", true, every(1000)),
     task("jdk.ExceptionStatistics", true, every(1000)),
+    task("flightrec.RecorderStatistics", true, every(1000)),
 ];
 
 /// The non-periodic built-in types this module writes, their default
@@ -143,6 +144,8 @@ struct Previous {
     process: Option<(Instant, u64, u64, u64, u64)>,
     threads: HashMap<u64, (Instant, u64, u64)>,
     net: Option<(Instant, Vec<Interface>)>,
+    /// Time, events and samples at the last `flightrec.RecorderStatistics`.
+    statistics: Option<(Instant, u64, u64)>,
 }
 
 /// The tasks' state on the periodic thread.
@@ -199,6 +202,7 @@ impl SystemEvents {
                 let n = crate::panics::count() as i64;
                 emit(TypeId::EXCEPTION_STATISTICS, ticks, |e| e.put_i64(n));
             }
+            "flightrec.RecorderStatistics" => self.recorder_statistics(ticks),
             _ => {}
         }
     }
@@ -297,6 +301,42 @@ impl SystemEvents {
             });
         }
         self.prev.threads = seen;
+    }
+
+    /// `flightrec.RecorderStatistics`: the totals since the recording
+    /// started (see `crate::statistics`), and the rates since the last one
+    /// (over the recording's start for the first).
+    fn recorder_statistics(&mut self, ticks: i64) {
+        let s = crate::statistics::snapshot(self.rt.pool.occupancy());
+        let now = Instant::now();
+        let (then, events0, samples0) =
+            self.prev
+                .statistics
+                .unwrap_or((crate::statistics::started().unwrap_or(now), 0, 0));
+        self.prev.statistics = Some((now, s.events, s.samples));
+        let secs = now.duration_since(then).as_secs_f64();
+        let rate = |n: u64, n0: u64| {
+            if secs > 0.0 {
+                (n.saturating_sub(n0) as f64 / secs).round() as i64
+            } else {
+                0
+            }
+        };
+        let nanos = |d: std::time::Duration| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);
+        emit(TypeId::RECORDER_STATISTICS, ticks, |e| {
+            e.put_i64(nanos(s.recorder_cpu));
+            e.put_i64(nanos(s.sampler_cpu));
+            e.put_i64(nanos(s.periodic_cpu));
+            e.put_i64(nanos(s.signal_handler));
+            e.put_i64(nanos(s.process_cpu));
+            e.put_f32(s.overhead() as f32);
+            e.put_i64(s.bytes_written as i64);
+            e.put_f32(s.buffer_occupancy as f32);
+            e.put_i64(s.events as i64);
+            e.put_i64(rate(s.events, events0));
+            e.put_i64(s.samples as i64);
+            e.put_i64(rate(s.samples, samples0));
+        });
     }
 
     fn thread_statistics(&mut self, ticks: i64) {

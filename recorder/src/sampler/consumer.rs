@@ -59,6 +59,7 @@ use crate::event::commit::emit_record;
 use crate::loss::LossCause;
 use crate::panic_guard::{self, Place};
 use crate::runtime::Runtime;
+use crate::statistics;
 use crate::sync::{AtomicBool, Ordering};
 
 /// Longest time between two passes, hence how long a new thread may run
@@ -397,6 +398,10 @@ impl Consumer {
         };
         let (rt, slots, watch) = (self.rt, self.slots, &mut self.watch);
         let merged = &mut self.pass_merged;
+        // The handler's time on flightrec's own threads is in their CPU
+        // time already (see `crate::statistics`).
+        let own_thread = statistics::is_own_thread(tid);
+        let (mut handler_ticks, mut written) = (0u64, 0u64);
         // SAFETY: this thread is the only consumer of every queue.
         unsafe {
             slot.queue.drain(|s: &RawSample| {
@@ -410,6 +415,9 @@ impl Consumer {
                 }
                 if s.kind == SampleKind::CpuTime {
                     *merged = (*merged).min(s.overrun.saturating_add(1));
+                }
+                if !own_thread {
+                    handler_ticks = handler_ticks.saturating_add(s.handler_ticks);
                 }
                 let wanted = match s.kind {
                     SampleKind::CpuTime => cpu_period.is_some(),
@@ -429,12 +437,14 @@ impl Consumer {
                         rt.losses.record(LossCause::StackDropped, 0);
                         0
                     });
-                match (s.kind, cpu_period) {
+                let wrote = match (s.kind, cpu_period) {
                     (SampleKind::CpuTime, Some(period)) => write_cpu_sample(s, stack, key, period),
                     _ => write_execution_sample(s, stack, key),
-                }
+                };
+                written += u64::from(wrote);
             })
         };
+        statistics::add_samples(handler_ticks, written);
         let lost = slot.queue.take_lost();
         if lost > 0 {
             let key = *key.get_or_insert_with(|| {
@@ -498,7 +508,7 @@ impl Consumer {
 /// `jdk.CPUTimeSample`: ts, stackTrace, eventThread, failed,
 /// samplingPeriod (ticks), biased. The period covers the expiries the
 /// signal stands for (1 + overruns): the CPU time the sample represents.
-fn write_cpu_sample(s: &RawSample, stack: u64, thread: u64, period_ticks: i64) {
+fn write_cpu_sample(s: &RawSample, stack: u64, thread: u64, period_ticks: i64) -> bool {
     let period_ticks = period_ticks.saturating_mul(1 + i64::from(s.overrun));
     emit_record(|buf| {
         let mut e = EventEncoder::begin(buf, TypeId::CPU_TIME_SAMPLE);
@@ -509,11 +519,11 @@ fn write_cpu_sample(s: &RawSample, stack: u64, thread: u64, period_ticks: i64) {
         e.put_i64(period_ticks);
         e.put_bool(false);
         e.finish()
-    });
+    })
 }
 
 /// `jdk.ExecutionSample`: ts, sampledThread, stackTrace, state.
-fn write_execution_sample(s: &RawSample, stack: u64, thread: u64) {
+fn write_execution_sample(s: &RawSample, stack: u64, thread: u64) -> bool {
     let state = if s.running {
         thread_state::RUNNABLE.0
     } else {
@@ -526,7 +536,7 @@ fn write_execution_sample(s: &RawSample, stack: u64, thread: u64) {
         e.put_varint(stack);
         e.put_varint(state);
         e.finish()
-    });
+    })
 }
 
 /// `jdk.CPUTimeSamplesLost`: ts, lostSamples, eventThread.

@@ -19,6 +19,7 @@ use super::config::SamplerConfig;
 use super::consumer::Consumer;
 use crate::runtime::{self, registry};
 use crate::settings::SettingError;
+use crate::statistics::{Role, RoleThread};
 use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
 
 struct Running {
@@ -73,6 +74,7 @@ pub(crate) fn reconcile() {
     let spawned = std::thread::Builder::new()
         .name("flightrec-sampler".into())
         .spawn(move || {
+            let _role = RoleThread::enter(Role::Sampler);
             let mut consumer = Consumer::new(rt);
             consumer.run(&stop2, current);
         });

@@ -119,6 +119,9 @@ pub(crate) struct RawSample {
     /// Expiries merged into this one signal (the kernel checks CPU timers
     /// at its tick, so periods shorter than a tick arrive as overruns).
     pub(crate) overrun: u32,
+    /// Ticks the handler spent on this sample, from its entry to the end
+    /// of the unwind (summed into `crate::statistics` by the consumer).
+    pub(crate) handler_ticks: u64,
     /// Lookup addresses, innermost first: the interrupted PC unadjusted,
     /// then return addresses minus one.
     pub(crate) frames: [u64; MAX_DEPTH],
@@ -133,6 +136,7 @@ impl RawSample {
         truncated: false,
         len: 0,
         overrun: 0,
+        handler_ticks: 0,
         frames: [0; MAX_DEPTH],
     };
 

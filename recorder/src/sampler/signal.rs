@@ -16,7 +16,9 @@
 //! # What the handler may do
 //!
 //! The handler calls only: atomic loads and stores on preallocated slots,
-//! `clock::ticks()` (`rdtsc` or `clock_gettime`, after `clock::init`),
+//! `clock::ticks()` (`rdtsc` or `clock_gettime`, after `clock::init`; read
+//! at entry and after the unwind, the sample's own cost for
+//! `flightrec.RecorderStatistics`),
 //! `clock_gettime(CLOCK_THREAD_CPUTIME_ID)`, `process_vm_readv` and `getpid`
 //! (in [`super::unwind`]), framehop's unwinder with a
 //! `MustNotAllocateDuringUnwind` cache preallocated per slot, bounds-checked
@@ -161,6 +163,8 @@ unsafe fn sample(info: *mut libc::siginfo_t, uc: *mut libc::c_void) -> bool {
     if info.si_code != libc::SI_TIMER {
         return false;
     }
+    // The sample's time, and the start of the handler's own cost.
+    let entered = clock::ticks();
     let Some((index, generation, kind)) = decode(info.si_value) else {
         return false;
     };
@@ -190,7 +194,7 @@ unsafe fn sample(info: *mut libc::siginfo_t, uc: *mut libc::c_void) -> bool {
     let lo = slot.stack_lo.load(Ordering::Acquire);
     let hi = slot.stack_hi.load(Ordering::Acquire);
     let fill = |s: &mut super::queue::RawSample| {
-        s.ticks = clock::ticks();
+        s.ticks = entered;
         s.kind = kind;
         s.running = running;
         s.overrun = info.si_overrun.max(0) as u32;
@@ -200,6 +204,7 @@ unsafe fn sample(info: *mut libc::siginfo_t, uc: *mut libc::c_void) -> bool {
             // came from the sampler's stack lookup for this thread.
             unsafe { unwind::capture(regs, lo, hi, &mut *scratch, s) }
         });
+        s.handler_ticks = clock::ticks().saturating_sub(entered).max(0) as u64;
     };
     // SAFETY: this handler is the queue's only producer: the signal is
     // blocked while it runs, and only the slot's own thread receives it.
