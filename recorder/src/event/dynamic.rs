@@ -340,6 +340,49 @@ impl EventType {
         })
     }
 
+    /// Commits an event of this type now, its own fields written by
+    /// `write` (the implicit ones are written before it). For a caller that
+    /// checked its values itself and encodes them in one pass, like the C
+    /// ABI; a Rust caller with values in hand uses
+    /// [`commit_values`](Self::commit_values).
+    ///
+    /// `write` must write every declared field once, in order, with the
+    /// [`FieldWriter`] method of its kind (the one the kind's
+    /// [`FieldValue`] impl uses), exactly as [`Event::write_fields`] does;
+    /// nothing checks it, and a record written otherwise does not match the
+    /// type's metadata, so JFR tools cannot read the file past it. `write`
+    /// runs only if the type is enabled, inside the thread's write section:
+    /// it must not commit an event itself (that one would be dropped as
+    /// reentrant) nor capture a stack.
+    ///
+    /// [`Event::write_fields`]: crate::Event::write_fields
+    #[inline]
+    pub fn commit_fields(&'static self, write: impl Fn(&mut FieldWriter<'_>)) {
+        let Some(word) = self.enabled_word() else {
+            return;
+        };
+        let duration = word.is_duration().then_some(0);
+        emit(self, word, word.ticks(), duration, &write);
+    }
+
+    /// A duration event from `start` to `end` (values of
+    /// [`clock::ticks`]) with its fields written by `write`, under
+    /// [`commit_fields`](Self::commit_fields)' contract; applies the
+    /// threshold. Returns true if the type was enabled and the span reached
+    /// the threshold.
+    #[inline]
+    pub fn commit_span_fields(
+        &'static self,
+        start: i64,
+        end: i64,
+        write: impl Fn(&mut FieldWriter<'_>),
+    ) -> bool {
+        let Some(word) = self.enabled_word() else {
+            return false;
+        };
+        commit_span(self, word, start, end, &write)
+    }
+
     #[inline]
     fn values_fit<S: ValueSource + ?Sized>(&self, values: &S) -> bool {
         let fields = self.info.fields;
