@@ -1,26 +1,31 @@
-//! Committing events from C: tagged values, checked in one pass, then
-//! encoded straight into the thread's buffer in another.
+//! Committing events from C: tagged values, checked against the type's
+//! fields and encoded straight into the thread's buffer.
 //!
 //! # Commit
 //!
-//! 1. The handle is looked up (a bounds check and one load, see
-//!    [`crate::types`]).
-//! 2. [`check`]: every value against its field, one `match` on the field's
-//!    kind each: the tag the kind takes, an integer in the kind's range, a
-//!    string's pointer non-null unless its length is 0 and its bytes valid
-//!    UTF-8. The first value that fails is looked at again, out of line,
-//!    for its status and message ([`reject`]); the call then records
-//!    nothing.
-//! 3. A `FLIGHTREC_VALUE_STACK_TRACE` or `FLIGHTREC_VALUE_CURRENT_THREAD`
-//!    is resolved once, only if the type is enabled.
-//! 4. `EventType::commit_fields` writes the implicit fields, then
-//!    [`Checked::write`] encodes each value with the `FieldWriter` method
-//!    of its field's kind, as a derived event's `write_fields` does: no
-//!    check is left to make, so this pass is the derive path's plus one
-//!    jump on the kind per value.
+//! 1. The handle is looked up: a bounds check and one load give the type's
+//!    [`Layout`] (see [`crate::types`]).
+//! 2. A scalar type (numbers, booleans, chars: [`Layout::scalar`]) with the
+//!    right count and an array: `EventType::commit_fields` writes the
+//!    implicit fields as a derived event does, then [`write_scalars`]
+//!    checks each value (its tag, an integer's range) with one jump on the
+//!    field's kind and writes it with that kind's `FieldWriter` method. At
+//!    the first value that does not fit, the record is abandoned (nothing
+//!    of it is committed) and [`check`] runs again, out of line, to report
+//!    it; so it does when the type is disabled, so that a wrong call fails
+//!    whether or not anything records.
+//! 3. Any other commit ([`commit_checked`], out of line): [`check`] first
+//!    (count, array pointer, then each value with [`fits`]: a string's
+//!    pointer non-null unless its length is 0, its bytes valid UTF-8), then
+//!    a `FLIGHTREC_VALUE_CURRENT_THREAD` or `FLIGHTREC_VALUE_STACK_TRACE` is
+//!    resolved, only if the type is enabled, then the values are written.
 //!
-//! Invariant: a value is written only after `check` accepted it for its
-//! field's kind, so every record matches its type's metadata; after a
+//! A failing value gets its status and message from [`reject`]: an unknown
+//! tag, a bad string (whatever its field), else a value that does not fit.
+//!
+//! Invariant: a record is committed only if every value in it was accepted
+//! for its field's kind (by [`write_scalar`] or [`fits`], which accept the
+//! same values), so every record matches its type's metadata; after a
 //! thread's first event nothing on this path allocates (only a failing call
 //! does, for its message); the C array is only read, and only during the
 //! call.
@@ -33,7 +38,7 @@ use crate::error::{
     FLIGHTREC_ERR_FIELD_COUNT, FLIGHTREC_ERR_FIELD_TYPE, FLIGHTREC_ERR_INVALID_ARGUMENT,
     FLIGHTREC_ERR_NULL, FLIGHTREC_ERR_UNKNOWN_TYPE, FLIGHTREC_ERR_UTF8, FLIGHTREC_OK, fail, guard,
 };
-use crate::layout::{FieldLayout, Layout};
+use crate::layout::Layout;
 use crate::types::{flightrec_event_type, lookup};
 
 /// `value.v.b` (0 false, anything else true), for `BOOL` fields.
@@ -150,15 +155,23 @@ pub unsafe extern "C" fn flightrec_commit(
         let Some(layout) = lookup(event_type) else {
             return unknown_type(event_type);
         };
-        // SAFETY: the caller's contract.
-        match unsafe { check(layout, values, count) } {
-            Ok(values) if layout.scalar => {
-                layout.ty.commit_fields(|w| values.write_scalars(w));
-                FLIGHTREC_OK
+        if layout.scalar && count == layout.kinds.len() && !values.is_null() {
+            // SAFETY: non-null and `count` valid values (the caller's
+            // contract).
+            let values = unsafe { std::slice::from_raw_parts(values, count) };
+            let write = |w: &mut FieldWriter<'_>| {
+                // SAFETY: the caller's contract covers each value; there
+                // are as many as kinds (checked above).
+                unsafe { write_scalars(values, layout.kinds, w) }
+            };
+            if layout.ty.commit_fields(write) {
+                return FLIGHTREC_OK;
             }
-            Ok(values) => commit_general(layout.ty, &values, None),
-            Err(code) => code,
+            // SAFETY: as above.
+            return unsafe { not_written(layout, values) };
         }
+        // SAFETY: the caller's contract.
+        unsafe { commit_checked(layout, values, count, None) }
     })
 }
 
@@ -193,15 +206,21 @@ pub unsafe extern "C" fn flightrec_commit_span(
                 ),
             );
         }
-        // SAFETY: the caller's contract.
-        match unsafe { check(layout, values, count) } {
-            Ok(values) if layout.scalar => {
-                ty.commit_span_fields(start, end, |w| values.write_scalars(w));
-                FLIGHTREC_OK
+        if layout.scalar && count == layout.kinds.len() && !values.is_null() {
+            // SAFETY: as in `flightrec_commit`.
+            let values = unsafe { std::slice::from_raw_parts(values, count) };
+            let write = |w: &mut FieldWriter<'_>| {
+                // SAFETY: as in `flightrec_commit`.
+                unsafe { write_scalars(values, layout.kinds, w) }
+            };
+            if ty.commit_span_fields(start, end, write) {
+                return FLIGHTREC_OK;
             }
-            Ok(values) => commit_general(ty, &values, Some((start, end))),
-            Err(code) => code,
+            // SAFETY: as above.
+            return unsafe { not_written(layout, values) };
         }
+        // SAFETY: the caller's contract.
+        unsafe { commit_checked(layout, values, count, Some((start, end))) }
     })
 }
 
@@ -214,47 +233,78 @@ fn unknown_type(handle: flightrec_event_type) -> c_int {
     )
 }
 
-/// The values of one commit, each accepted by [`fits`] for its field.
-struct Checked<'a> {
-    values: &'a [flightrec_value],
-    fields: &'static [FieldLayout],
-}
-
-impl Checked<'_> {
-    /// Writes the values of a [`Layout::scalar`] type, one `FieldWriter`
-    /// call each.
-    #[inline(always)]
-    fn write_scalars(&self, w: &mut FieldWriter<'_>) {
-        for (v, f) in self.values.iter().zip(self.fields) {
-            // SAFETY: `check` accepted `v` for `f.kind` (`Checked`'s
-            // invariant), a scalar kind (`Layout::scalar`), and the caller
-            // keeps the array unchanged for the call.
-            unsafe { write_scalar(v, f.kind, w) }
+/// Writes the values of a [`Layout::scalar`] type, each checked as it is
+/// written; false at the first that does not fit its field (the record is
+/// then abandoned).
+///
+/// # Safety
+///
+/// `values` are initialised per their tags, and as many as `kinds`.
+#[inline(always)]
+unsafe fn write_scalars(
+    values: &[flightrec_value],
+    kinds: &[FieldKind],
+    w: &mut FieldWriter<'_>,
+) -> bool {
+    // Indexed, not zipped: one counter for both arrays.
+    for i in 0..values.len() {
+        // SAFETY: the caller's contract.
+        if !unsafe { write_scalar(&values[i], kinds[i], w) } {
+            return false;
         }
     }
-
-    /// Writes the values of any type.
-    #[inline(always)]
-    fn write(&self, thread: ThreadRef, stack: StackTrace, w: &mut FieldWriter<'_>) {
-        for (v, f) in self.values.iter().zip(self.fields) {
-            // SAFETY: as in `write_scalars`, for any kind.
-            unsafe { write_value(v, f.kind, thread, stack, w) }
-        }
-    }
+    true
 }
 
-/// Commits the values of a type with a string, thread or stack-trace
-/// field: as an instant event, or over `span` (start, end). Out of line, so
-/// the scalar path keeps the record cursor in registers and does not
-/// encode the thread and stack keys ahead of its loop on every commit.
+/// Why a scalar commit was not written: the type is disabled, the event
+/// was dropped (and counted), or a value did not fit, which the full check
+/// finds and reports.
+///
+/// # Safety
+///
+/// `values` are initialised per their tags.
+#[cold]
 #[inline(never)]
-fn commit_general(ty: &'static EventType, values: &Checked<'_>, span: Option<(i64, i64)>) -> c_int {
+unsafe fn not_written(layout: &Layout, values: &[flightrec_value]) -> c_int {
+    // SAFETY: the caller's contract.
+    match unsafe { check(layout, values.as_ptr(), values.len()) } {
+        Ok(()) => FLIGHTREC_OK,
+        Err(code) => code,
+    }
+}
+
+/// Commits a type with a string, thread or stack-trace field (or values
+/// the scalar path did not take: a wrong count, a null array), as an
+/// instant event or over `span` (start, end): all values are checked
+/// first, then written. Out of line, so the scalar path keeps the record
+/// cursor in registers and does not encode thread and stack keys ahead of
+/// its loop.
+///
+/// # Safety
+///
+/// As `flightrec_commit`'s.
+#[inline(never)]
+unsafe fn commit_checked(
+    layout: &Layout,
+    values: *const flightrec_value,
+    count: usize,
+    span: Option<(i64, i64)>,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    if let Err(code) = unsafe { check(layout, values, count) } {
+        return code;
+    }
+    let values: &[flightrec_value] = match count {
+        0 => &[],
+        // SAFETY: `check` found `values` non-null; the caller's contract.
+        _ => unsafe { std::slice::from_raw_parts(values, count) },
+    };
+    let ty = layout.ty;
     let (mut thread, mut stack) = (ThreadRef::NONE, StackTrace::NONE);
-    let has = |tag| values.values.iter().any(|v| v.tag == tag);
+    let has = |tag| values.iter().any(|v| v.tag == tag);
     // Resolved before the commit, which must not register or intern, and
     // only if the event would be written.
     if values
-        .values
         .iter()
         .any(|v| v.tag >= FLIGHTREC_VALUE_CURRENT_THREAD)
         && ty.is_enabled()
@@ -266,61 +316,52 @@ fn commit_general(ty: &'static EventType, values: &Checked<'_>, span: Option<(i6
             stack = StackTrace::capture();
         }
     }
-    let write = |w: &mut FieldWriter<'_>| values.write(thread, stack, w);
+    let write = |w: &mut FieldWriter<'_>| {
+        for (v, &kind) in values.iter().zip(layout.kinds) {
+            // SAFETY: `check` accepted `v` for `kind`, and the caller keeps
+            // the array and its strings unchanged for the call.
+            unsafe { write_value(v, kind, thread, stack, w) };
+        }
+        true
+    };
     match span {
         None => ty.commit_fields(write),
-        Some((start, end)) => {
-            ty.commit_span_fields(start, end, write);
-        }
-    }
+        Some((start, end)) => ty.commit_span_fields(start, end, write),
+    };
     FLIGHTREC_OK
 }
 
 /// Checks `count` values at `values` against `layout`'s fields: their
-/// number, the array pointer, then each value with the fast check, and
-/// with [`fits`] if that turns it down.
+/// number, the array pointer, then each value with [`fits`].
 ///
 /// # Safety
 ///
 /// As `flightrec_commit`'s.
-#[inline(always)]
-unsafe fn check<'a>(
-    layout: &'static Layout,
+unsafe fn check(
+    layout: &Layout,
     values: *const flightrec_value,
     count: usize,
-) -> Result<Checked<'a>, c_int> {
-    let fields = layout.fields;
-    if count != fields.len() {
+) -> Result<(), c_int> {
+    let kinds = layout.kinds;
+    if count != kinds.len() {
         return Err(field_count(layout.ty, count));
     }
-    let values: &[flightrec_value] = if count == 0 {
-        &[]
-    } else if values.is_null() {
+    if count == 0 {
+        return Ok(());
+    }
+    if values.is_null() {
         return Err(null_values(count));
-    } else {
-        // SAFETY: non-null and `count` valid values (the caller's contract).
-        unsafe { std::slice::from_raw_parts(values, count) }
-    };
-    for (i, (v, f)) in values.iter().zip(fields).enumerate() {
+    }
+    // SAFETY: non-null and `count` valid values (the caller's contract).
+    let values = unsafe { std::slice::from_raw_parts(values, count) };
+    for (i, (v, &kind)) in values.iter().zip(kinds).enumerate() {
         // SAFETY: the caller's contract covers each value and its string.
-        if !unsafe { f.accepts(v) || fits_out_of_line(v, f.kind) } {
+        if !unsafe { fits(v, kind) } {
             // SAFETY: as above.
             return Err(unsafe { reject(layout.ty, i, v) });
         }
     }
-    Ok(Checked { values, fields })
-}
-
-/// [`fits`], for strings, threads, stack traces and values the fast check
-/// turned down.
-///
-/// # Safety
-///
-/// As [`fits`].
-#[inline(never)]
-unsafe fn fits_out_of_line(v: &flightrec_value, kind: FieldKind) -> bool {
-    // SAFETY: forwarded contract.
-    unsafe { fits(v, kind) }
+    Ok(())
 }
 
 /// True if `v` can be written into a field of `kind`: its tag is one the
@@ -364,32 +405,41 @@ unsafe fn fits(v: &flightrec_value, kind: FieldKind) -> bool {
 }
 
 /// Writes `v` into a field of scalar `kind` (a number, boolean or char)
-/// with the `FieldWriter` method a derived event uses for that kind (see
-/// `recorder::FieldValue`).
+/// if it fits, exactly as [`fits`] decides, with the `FieldWriter` method
+/// a derived event uses for that kind (see `recorder::FieldValue`);
+/// false, writing nothing, if it does not or `kind` is not scalar.
 ///
 /// # Safety
 ///
-/// [`fits`] returned true for `v` and `kind`, and `v` is unchanged since.
+/// `v` is initialised per its tag.
 #[inline(always)]
-unsafe fn write_scalar(v: &flightrec_value, kind: FieldKind, w: &mut FieldWriter<'_>) {
+unsafe fn write_scalar(v: &flightrec_value, kind: FieldKind, w: &mut FieldWriter<'_>) -> bool {
     use FieldKind as K;
-    // SAFETY: for every `v.v` read below, `fits` accepted the tag that
-    // names the member each kind reads (`INT` for signed kinds, `UINT` for
-    // unsigned ones, the kind's own tag otherwise).
+    let tag = v.tag;
+    let (int, uint) = (tag == FLIGHTREC_VALUE_INT, tag == FLIGHTREC_VALUE_UINT);
+    // SAFETY: for every `v.v` read below, `&&` reads the member only after
+    // the tag compared equal to the tag that names it (`INT` names `i`,
+    // `UINT` names `u`).
     unsafe {
         match kind {
-            K::Bool => w.bool(v.v.b != 0),
-            K::Char => w.char(v.v.c),
-            K::I8 => w.byte(v.v.i as i8 as u8),
-            K::I16 | K::I32 | K::I64 => w.int(v.v.i),
-            K::U8 => w.byte(v.v.u as u8),
-            K::U16 | K::U32 | K::U64 => w.uint(v.v.u),
-            K::F32 => w.f32(v.v.f32),
-            K::F64 => w.f64(v.v.f64),
-            // A string, thread or stack trace: `write_value`'s.
-            _ => {}
+            K::Bool if tag == FLIGHTREC_VALUE_BOOL => w.bool(v.v.b != 0),
+            K::Char if tag == FLIGHTREC_VALUE_CHAR => w.char(v.v.c),
+            K::I8 if int && i8::try_from(v.v.i).is_ok() => w.byte(v.v.i as i8 as u8),
+            K::I16 if int && i16::try_from(v.v.i).is_ok() => w.int(v.v.i),
+            K::I32 if int && i32::try_from(v.v.i).is_ok() => w.int(v.v.i),
+            K::I64 if int => w.int(v.v.i),
+            K::U8 if uint && v.v.u <= u64::from(u8::MAX) => w.byte(v.v.u as u8),
+            K::U16 if uint && v.v.u <= u64::from(u16::MAX) => w.uint(v.v.u),
+            K::U32 if uint && v.v.u <= u64::from(u32::MAX) => w.uint(v.v.u),
+            K::U64 if uint => w.uint(v.v.u),
+            K::F32 if tag == FLIGHTREC_VALUE_F32 => w.f32(v.v.f32),
+            K::F64 if tag == FLIGHTREC_VALUE_F64 => w.f64(v.v.f64),
+            // Named, so the jump on the kind needs no range check.
+            K::String | K::Thread | K::StackTrace => return false,
+            _ => return false,
         }
     }
+    true
 }
 
 /// Writes `v` into a field of any `kind`, like [`write_scalar`].
@@ -422,7 +472,10 @@ unsafe fn write_value(
             K::StackTrace if v.tag == FLIGHTREC_VALUE_STACK_TRACE => stack.write(w),
             K::Thread => ThreadRef::NONE.write(w),
             K::StackTrace => StackTrace::NONE.write(w),
-            _ => write_scalar(v, kind, w),
+            // `fits` accepted it, so it is written.
+            _ => {
+                write_scalar(v, kind, w);
+            }
         }
     }
 }
