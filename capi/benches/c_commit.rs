@@ -5,6 +5,11 @@
 //! `#[derive(Event)]`'s `commit()`. Both into one recording, in paired
 //! rounds; the last line, `c_commit summary`, gives the median ratio.
 //!
+//! `--only=c` or `--only=rust` with `--iters=N` runs one path only, N
+//! times after the warm-up, for `valgrind --tool=callgrind`: the
+//! difference between two runs' instruction counts divided by the
+//! difference in N is one commit's count (see `scripts/callgrind-commit.sh`).
+//!
 //! The crate has no `rlib` (see Cargo.toml), so the modules the commit
 //! needs are included here, at the crate root where their `crate::` paths
 //! point.
@@ -15,6 +20,9 @@ mod commit;
 #[allow(dead_code, unreachable_pub)]
 #[path = "../src/error.rs"]
 mod error;
+#[allow(dead_code, unreachable_pub)]
+#[path = "../src/layout.rs"]
+mod layout;
 #[allow(dead_code, unreachable_pub)]
 #[path = "../src/types.rs"]
 mod types;
@@ -98,6 +106,9 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     let (rounds, n) = if full { (31, 200_000) } else { (3, 10_000) };
+    let arg = |name: &str| std::env::args().find_map(|a| a.strip_prefix(name).map(str::to_owned));
+    let only = arg("--only=");
+    let iters = arg("--iters=").map_or(100_000, |s| s.parse().expect("--iters=N"));
     let dir = std::env::temp_dir().join(format!("flightrec-c-commit-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let rec = Recording::start(
@@ -129,16 +140,31 @@ fn main() {
         debug_assert_eq!(code, 0);
     };
     let rust_commit = |i: u64| {
+        // Each field through `black_box`, as the C path's values come
+        // through memory: constants would be encoded at compile time.
         RustEmit {
             a: black_box(i),
-            b: 7,
-            c: 0.5,
+            b: black_box(7),
+            c: black_box(0.5),
         }
         .commit()
     };
     // Warm up: thread registration, type registration, pool growth.
     time(n, c_commit);
     time(n, rust_commit);
+    if let Some(only) = only {
+        // For an instruction count (`valgrind --tool=callgrind`): one path,
+        // `iters` more times; two runs' difference divided by the
+        // difference in `iters` is the cost of one commit.
+        match only.as_str() {
+            "c" => time(iters, c_commit),
+            "rust" => time(iters, rust_commit),
+            other => panic!("--only={other}: c or rust"),
+        };
+        drop(rec);
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
     let (mut c, mut rust, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
         let r = time(n, rust_commit);

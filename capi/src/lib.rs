@@ -34,6 +34,7 @@
 
 pub mod commit;
 pub mod error;
+mod layout;
 pub mod recording;
 pub mod types;
 

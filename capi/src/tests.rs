@@ -481,3 +481,227 @@ fn commits_allocate_nothing_after_the_first() {
     assert_eq!(summary.counts.get("test.NoAllocSpan"), Some(&30_001));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+fn value(tag: u32, v: flightrec_payload) -> flightrec_value {
+    flightrec_value { tag, v }
+}
+
+/// A type of every scalar kind, in `FLIGHTREC_KIND_*` order.
+fn all_scalars(name: &CStr) -> flightrec_event_type {
+    let fields = [
+        field(c"z", FLIGHTREC_KIND_BOOL),
+        field(c"c", FLIGHTREC_KIND_CHAR),
+        field(c"i8", FLIGHTREC_KIND_I8),
+        field(c"i16", FLIGHTREC_KIND_I16),
+        field(c"i32", FLIGHTREC_KIND_I32),
+        field(c"i64", FLIGHTREC_KIND_I64),
+        field(c"u8", FLIGHTREC_KIND_U8),
+        field(c"u16", FLIGHTREC_KIND_U16),
+        field(c"u32", FLIGHTREC_KIND_U32),
+        field(c"u64", FLIGHTREC_KIND_U64),
+        field(c"f32", FLIGHTREC_KIND_F32),
+        field(c"f64", FLIGHTREC_KIND_F64),
+    ];
+    register(&desc(name, &fields, 0)).expect("register")
+}
+
+/// `all_scalars` values: each integer at the low (`high == false`) or
+/// high end of its kind's range.
+fn edge_values(high: bool) -> [flightrec_value; 12] {
+    let (i, u) = (
+        |lo: i64, hi: i64| int(if high { hi } else { lo }),
+        |hi: u64| uint(if high { hi } else { 0 }),
+    );
+    [
+        value(
+            FLIGHTREC_VALUE_BOOL,
+            flightrec_payload { b: u8::from(high) },
+        ),
+        value(FLIGHTREC_VALUE_CHAR, flightrec_payload { c: 0x263A }),
+        i(i8::MIN.into(), i8::MAX.into()),
+        i(i16::MIN.into(), i16::MAX.into()),
+        i(i32::MIN.into(), i32::MAX.into()),
+        i(i64::MIN, i64::MAX),
+        u(u8::MAX.into()),
+        u(u16::MAX.into()),
+        u(u32::MAX.into()),
+        u(1 << 40),
+        value(FLIGHTREC_VALUE_F32, flightrec_payload { f32: -1.5 }),
+        value(FLIGHTREC_VALUE_F64, flightrec_payload { f64: 0.25 }),
+    ]
+}
+
+/// Every kind's edges and one past them, through both paths of a scalar
+/// type: the one-pass commit while recording, the full check while not.
+#[test]
+fn scalar_ranges_are_exact_recording_or_not() {
+    let _one = RECORDING.lock().unwrap_or_else(|e| e.into_inner());
+    let h = all_scalars(c"test.Ranges");
+    let past: [(usize, flightrec_value); 10] = [
+        (2, int(i64::from(i8::MIN) - 1)),
+        (2, int(i64::from(i8::MAX) + 1)),
+        (3, int(i64::from(i16::MAX) + 1)),
+        (4, int(i64::from(i32::MIN) - 1)),
+        (6, uint(u64::from(u8::MAX) + 1)),
+        (7, uint(u64::from(u16::MAX) + 1)),
+        (8, uint(u64::from(u32::MAX) + 1)),
+        (9, int(0)),
+        (0, uint(1)),
+        (
+            11,
+            value(FLIGHTREC_VALUE_F32, flightrec_payload { f32: 1.0 }),
+        ),
+    ];
+    let run = || {
+        for high in [false, true] {
+            assert_eq!(
+                commit(h, &edge_values(high)),
+                FLIGHTREC_OK,
+                "{}",
+                last_error()
+            );
+        }
+        for (i, bad) in past {
+            let mut values = edge_values(true);
+            values[i] = bad;
+            let needle = format!("values[{i}]");
+            expect(commit(h, &values), FLIGHTREC_ERR_FIELD_TYPE, &needle);
+        }
+    };
+    run();
+    let dir = flightrec_testkit::temp_dir("capi_ranges");
+    let opts = std::ffi::CString::new(format!(
+        "filename={}/ranges.jfr,settings=none",
+        dir.display()
+    ))
+    .unwrap();
+    // SAFETY: a valid option string.
+    assert_eq!(unsafe { flightrec_start(opts.as_ptr()) }, FLIGHTREC_OK);
+    assert_eq!(flightrec_is_enabled(h), 1);
+    run();
+    assert_eq!(flightrec_stop(), FLIGHTREC_OK, "{}", last_error());
+    // Only the good commits of the recorded run; the refused ones left no
+    // trace and broke nothing after them.
+    let summary = flightrec_testkit::summary(&dir.join("ranges.jfr"));
+    assert_eq!(summary.counts.get("test.Ranges"), Some(&2));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Every kind, written through the C ABI, as `jfr print --json` reads it.
+#[test]
+fn every_kind_prints_as_committed() {
+    let _one = RECORDING.lock().unwrap_or_else(|e| e.into_inner());
+    let scalars = all_scalars(c"test.AllScalars");
+    let mixed_fields = [
+        field(c"s", FLIGHTREC_KIND_STRING),
+        field(c"empty", FLIGHTREC_KIND_STRING),
+        field(c"none", FLIGHTREC_KIND_STRING),
+        field(c"me", FLIGHTREC_KIND_THREAD),
+        field(c"nobody", FLIGHTREC_KIND_THREAD),
+        field(c"stack", FLIGHTREC_KIND_STACK_TRACE),
+        field(c"n", FLIGHTREC_KIND_I16),
+    ];
+    let mixed = register(&desc(c"test.AllKinds", &mixed_fields, 0)).unwrap();
+    let dir = flightrec_testkit::temp_dir("capi_kinds");
+    let file = dir.join("kinds.jfr");
+    let opts =
+        std::ffi::CString::new(format!("filename={},settings=none", file.display())).unwrap();
+    // SAFETY: a valid option string.
+    assert_eq!(unsafe { flightrec_start(opts.as_ptr()) }, FLIGHTREC_OK);
+    for high in [false, true] {
+        assert_eq!(commit(scalars, &edge_values(high)), FLIGHTREC_OK);
+    }
+    let text = "héllo";
+    let null = value(FLIGHTREC_VALUE_NULL, flightrec_payload { u: 0 });
+    let mixed_values = [
+        string(text.as_ptr().cast(), text.len()),
+        string(ptr::null(), 0),
+        null,
+        value(FLIGHTREC_VALUE_CURRENT_THREAD, flightrec_payload { u: 0 }),
+        null,
+        value(FLIGHTREC_VALUE_STACK_TRACE, flightrec_payload { u: 0 }),
+        int(-300),
+    ];
+    assert_eq!(
+        commit(mixed, &mixed_values),
+        FLIGHTREC_OK,
+        "{}",
+        last_error()
+    );
+    assert_eq!(flightrec_stop(), FLIGHTREC_OK, "{}", last_error());
+
+    let events = flightrec_testkit::print_json(&file);
+    let of = |ty: &str| -> Vec<serde_json::Value> {
+        events
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["type"] == ty)
+            .map(|e| e["values"].clone())
+            .collect()
+    };
+    let scalar_events = of("test.AllScalars");
+    let expected = [
+        serde_json::json!({
+            "z": false, "c": "\u{263A}", "i8": -128, "i16": -32768,
+            "i32": -2147483648i64, "i64": i64::MIN, "u8": 0, "u16": 0, "u32": 0,
+            "u64": 0, "f32": -1.5, "f64": 0.25,
+        }),
+        serde_json::json!({
+            "z": true, "c": "\u{263A}", "i8": 127, "i16": 32767, "i32": 2147483647,
+            "i64": i64::MAX, "u8": 255, "u16": 65535, "u32": 4294967295u64,
+            "u64": 1u64 << 40, "f32": -1.5, "f64": 0.25,
+        }),
+    ];
+    assert_eq!(scalar_events.len(), expected.len());
+    for (got, want) in scalar_events.iter().zip(&expected) {
+        for (k, v) in want.as_object().unwrap() {
+            assert_eq!(&got[k], v, "field {k} of {got:#}");
+        }
+    }
+    let m = of("test.AllKinds");
+    assert_eq!(m.len(), 1);
+    let m = &m[0];
+    assert_eq!(m["s"], "h\u{e9}llo");
+    assert_eq!(m["empty"], "");
+    assert!(m["none"].is_null() && m["nobody"].is_null(), "{m:#}");
+    assert_eq!(m["n"], -300);
+    assert_eq!(m["me"], m["eventThread"], "the committing thread");
+    assert!(m["me"]["javaName"].is_string(), "{m:#}");
+    let frames = m["stack"]["frames"].as_array().expect("a stack trace");
+    assert!(
+        frames
+            .iter()
+            .any(|f| f["method"]["name"] == "every_kind_prints_as_committed"),
+        "the committing function is on the stack: {m:#}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A type is scalar exactly when it has no string, thread or stack-trace
+/// field; scalar types take the one-pass commit.
+#[test]
+fn layouts_are_scalar_unless_a_string_thread_or_stack_field() {
+    use crate::layout::Layout;
+    use recorder::{EventTypeBuilder, FieldKind};
+    let numbers = EventTypeBuilder::new("test.layout.Numbers")
+        .field("a", FieldKind::U64)
+        .field("b", FieldKind::Bool)
+        .field("c", FieldKind::Char)
+        .build()
+        .unwrap();
+    let l = Layout::leak(numbers);
+    assert!(l.scalar);
+    assert_eq!(l.kinds, [FieldKind::U64, FieldKind::Bool, FieldKind::Char]);
+    for (i, other) in [FieldKind::String, FieldKind::Thread, FieldKind::StackTrace]
+        .into_iter()
+        .enumerate()
+    {
+        let ty = EventTypeBuilder::new(format!("test.layout.Mixed{i}"))
+            .field("a", FieldKind::I8)
+            .field("b", other)
+            .build()
+            .unwrap();
+        assert!(!Layout::leak(ty).scalar, "{other:?}");
+    }
+}

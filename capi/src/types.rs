@@ -3,11 +3,13 @@
 //! # Handles
 //!
 //! `flightrec_register` builds the type with `recorder::EventTypeBuilder`
-//! (which leaks it: a JFR type is never retracted) and stores the
-//! `&'static EventType` in a fixed table of [`FLIGHTREC_MAX_EVENT_TYPES`]
-//! slots; the handle is the slot's index plus one. A handle is a number,
-//! never a pointer, so an invalid one (0, never returned, garbage) is
-//! found out by a bounds check and an empty slot, and never dereferenced.
+//! (which leaks it: a JFR type is never retracted), compiles its
+//! [`Layout`] (the checks a commit makes, leaked too) and stores it in a
+//! fixed table of [`FLIGHTREC_MAX_EVENT_TYPES`] slots; the handle is the
+//! slot's index plus one. A handle is a number, never a pointer, so an
+//! invalid one (0, never returned, garbage) is found out by a bounds check
+//! and an empty slot, and never dereferenced; a valid one is one indexed
+//! load, with no hashing or locking.
 //!
 //! # Registration
 //!
@@ -22,12 +24,13 @@ use std::ffi::{c_char, c_int};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
-use recorder::{ContentType, EventType, EventTypeBuilder, FieldKind};
+use recorder::{ContentType, EventTypeBuilder, FieldKind};
 
 use crate::error::{
     FLIGHTREC_ERR_INVALID_ARGUMENT, FLIGHTREC_ERR_NULL, FLIGHTREC_ERR_SCHEMA,
     FLIGHTREC_ERR_TOO_MANY_TYPES, FLIGHTREC_OK, fail, guard, opt_str_arg, str_arg,
 };
+use crate::layout::Layout;
 
 /// A registered event type: `flightrec_register`'s handle. 0 is never a
 /// valid handle.
@@ -142,15 +145,15 @@ pub struct flightrec_event_desc {
 }
 
 /// The table of registered types; slot `i` is handle `i + 1`.
-static TYPES: [OnceLock<&'static EventType>; FLIGHTREC_MAX_EVENT_TYPES as usize] =
+static TYPES: [OnceLock<&'static Layout>; FLIGHTREC_MAX_EVENT_TYPES as usize] =
     [const { OnceLock::new() }; FLIGHTREC_MAX_EVENT_TYPES as usize];
 
 /// Serialises registration; holds how many slots are filled.
 static REGISTER: Mutex<usize> = Mutex::new(0);
 
 /// The type behind `handle`, if `flightrec_register` returned it.
-#[inline]
-pub(crate) fn lookup(handle: flightrec_event_type) -> Option<&'static EventType> {
+#[inline(always)]
+pub(crate) fn lookup(handle: flightrec_event_type) -> Option<&'static Layout> {
     TYPES
         .get((handle as usize).wrapping_sub(1))
         .and_then(|slot| slot.get().copied())
@@ -239,7 +242,7 @@ pub unsafe extern "C" fn flightrec_register(
         }
         if TYPES[..*filled]
             .iter()
-            .any(|t| t.get().is_some_and(|t| t.name() == name))
+            .any(|t| t.get().is_some_and(|t| t.ty.name() == name))
         {
             return fail(
                 FLIGHTREC_ERR_SCHEMA,
@@ -250,7 +253,7 @@ pub unsafe extern "C" fn flightrec_register(
             Ok(t) => t,
             Err(e) => return fail(FLIGHTREC_ERR_SCHEMA, format_args!("`{name}`: {e}")),
         };
-        let _ = TYPES[*filled].set(ty);
+        let _ = TYPES[*filled].set(Layout::leak(ty));
         *filled += 1;
         // SAFETY: `out` is non-null and writable (the caller's contract).
         unsafe { out.write(*filled as flightrec_event_type) };
@@ -339,5 +342,5 @@ unsafe fn builder(desc: &flightrec_event_desc) -> Result<(&str, EventTypeBuilder
 /// handle). One load: lets a caller skip computing expensive values.
 #[unsafe(no_mangle)]
 pub extern "C" fn flightrec_is_enabled(event_type: flightrec_event_type) -> c_int {
-    guard(|| lookup(event_type).map_or(0, |t| c_int::from(t.is_enabled())))
+    guard(|| lookup(event_type).map_or(0, |t| c_int::from(t.ty.is_enabled())))
 }

@@ -70,6 +70,7 @@ pub(crate) struct ThreadSlot {
 
 /// A record that encodes itself into a thread's block: the whole record at
 /// the start of `buf`, returning its length, or `None` if it does not fit.
+/// `Some(0)` abandons it: nothing is committed.
 ///
 /// A trait rather than a closure so the hot path's encoder can be forced
 /// inline (`#[inline(always)]` cannot be put on a closure).

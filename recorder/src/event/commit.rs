@@ -46,7 +46,7 @@ pub trait Event {
         };
         let now = word.ticks();
         let duration = word.is_duration().then_some(0);
-        emit(ty, word, now, duration, &EventFields(self));
+        let _ = emit(ty, word, now, duration, &EventFields(self));
     }
 
     /// Starts timing a duration event; see [`Timer`].
@@ -152,21 +152,24 @@ pub(crate) fn commit_span(
     if (duration as u64) < word.threshold_ticks() {
         return false;
     }
-    emit(ty, word, start, Some(duration), fields);
+    let _ = emit(ty, word, start, Some(duration), fields);
     true
 }
 
 /// The fields of one event after the implicit ones: a trait rather than a
 /// closure so they are forced inline into the encoder.
 pub(crate) trait Fields {
-    /// Writes the fields, in declared order.
-    fn write(&self, w: &mut FieldWriter<'_>);
+    /// Writes the fields, in declared order. False abandons the record:
+    /// none of it is committed (a writer that checks values as it goes,
+    /// see `EventType::commit_fields`); every other writer returns true.
+    fn write(&self, w: &mut FieldWriter<'_>) -> bool;
 }
 
 impl<F: Fn(&mut FieldWriter<'_>)> Fields for F {
     #[inline(always)]
-    fn write(&self, w: &mut FieldWriter<'_>) {
-        self(w)
+    fn write(&self, w: &mut FieldWriter<'_>) -> bool {
+        self(w);
+        true
     }
 }
 
@@ -175,13 +178,15 @@ struct EventFields<'a, E: ?Sized>(&'a E);
 
 impl<E: Event + ?Sized> Fields for EventFields<'_, E> {
     #[inline(always)]
-    fn write(&self, w: &mut FieldWriter<'_>) {
-        self.0.write_fields(w)
+    fn write(&self, w: &mut FieldWriter<'_>) -> bool {
+        self.0.write_fields(w);
+        true
     }
 }
 
 /// Writes one event: implicit fields (start, duration, thread, stack), then
-/// `fields`.
+/// `fields`. True if it was written: false if it was dropped (counted) or
+/// `fields` abandoned it.
 #[inline(always)]
 pub(crate) fn emit(
     ty: &'static EventType,
@@ -189,10 +194,11 @@ pub(crate) fn emit(
     start: i64,
     duration: Option<i64>,
     fields: &impl Fields,
-) {
+) -> bool {
     let rt = runtime::enabled(word);
     let Some(slot) = local::current_slot(rt) else {
-        return thread_exiting(rt);
+        thread_exiting(rt);
+        return false;
     };
     // SAFETY: `current_slot` returned this thread's live slot, which stays
     // valid for this frame (see `local::current_slot`).
@@ -213,7 +219,11 @@ pub(crate) fn emit(
         keys,
         fields,
     };
-    slot.emit(&rt.epoch, &rt.pool, &rt.losses, &record);
+    // A record is never empty: 0 bytes is one its fields abandoned.
+    matches!(
+        slot.emit(&rt.epoch, &rt.pool, &rt.losses, &record),
+        Emitted::Written(n) if n > 0
+    )
 }
 
 /// The keys of an event that captures a stack trace, captured now. Out of
@@ -275,7 +285,11 @@ impl<F: Fields + ?Sized> Encode for EventRecord<'_, F> {
             Some(both) => w.enc.put_packed(both),
             None => w.enc.put_varints_cold([self.thread, self.keys.stack]),
         }
-        self.fields.write(&mut w);
+        if !self.fields.write(&mut w) {
+            // Abandoned: nothing is committed; the bytes written past the
+            // block's committed end are free space again.
+            return Some(0);
+        }
         w.enc.finish()
     }
 }

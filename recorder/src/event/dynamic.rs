@@ -16,13 +16,19 @@
 //! [`EventType::commit_from`] / [`EventType::commit_span_from`]: the values
 //! are read one at a time, checked and encoded straight into the thread's
 //! buffer, so no `[Value]` is built and nothing is allocated.
+//!
+//! A caller that checks its values as it encodes them commits with
+//! [`EventType::commit_fields`] / [`EventType::commit_span_fields`]: its
+//! writer calls the [`FieldWriter`] method of each field's kind, or gives
+//! up, which abandons the record (the C ABI checks and encodes an all-scalar
+//! event in this one pass).
 
 use std::borrow::Cow;
 use std::time::Duration;
 
 use chunk_writer::metadata::{Metadata, SchemaError};
 
-use super::commit::{StackTrace, ThreadRef, commit_span, emit};
+use super::commit::{Fields, StackTrace, ThreadRef, commit_span, emit};
 use super::descriptor::{DefaultSettings, EventKind, EventType, EventTypeInfo, FieldInfo};
 use super::field::{ContentType, FieldKind, FieldValue, FieldWriter};
 use crate::loss::LossCause;
@@ -255,6 +261,17 @@ impl Value<'_> {
     }
 }
 
+/// The fields of [`EventType::commit_fields`]: a writer that may abandon
+/// the record.
+struct Checking<F>(F);
+
+impl<F: Fn(&mut FieldWriter<'_>) -> bool> Fields for Checking<F> {
+    #[inline(always)]
+    fn write(&self, w: &mut FieldWriter<'_>) -> bool {
+        (self.0)(w)
+    }
+}
+
 /// Field values read one at a time, in field order: lets a caller that
 /// holds them in its own form (the C ABI's tagged structs) commit without
 /// building a `[Value]`. `get` is called up to twice per value (once to
@@ -338,6 +355,60 @@ impl EventType {
         commit_span(self, word, start, end, &|w: &mut FieldWriter<'_>| {
             self.write_values(values, w)
         })
+    }
+
+    /// Commits an event of this type now, its own fields written by
+    /// `write` (the implicit ones are written before it). For a caller that
+    /// checks its values as it encodes them, in one pass, like the C ABI; a
+    /// Rust caller with values in hand uses
+    /// [`commit_values`](Self::commit_values).
+    ///
+    /// `write` must write every declared field once, in order, with the
+    /// [`FieldWriter`] method of its kind (the one the kind's
+    /// [`FieldValue`] impl uses), exactly as [`Event::write_fields`] does,
+    /// and return true; or return false, having found a value it will not
+    /// write, to abandon the event (nothing of it is kept). Nothing checks
+    /// what it writes: a record written otherwise does not match the type's
+    /// metadata, and JFR tools cannot read the file past it. `write` runs
+    /// only if the type is enabled, inside the thread's write section: it
+    /// must not commit an event itself (that one would be dropped as
+    /// reentrant) nor capture a stack. It may run twice (again in a fresh
+    /// block when the first was full).
+    ///
+    /// Returns true if the event was written; false if the type is
+    /// disabled, the event was dropped (counted as a loss) or `write`
+    /// abandoned it.
+    ///
+    /// [`Event::write_fields`]: crate::Event::write_fields
+    #[inline]
+    pub fn commit_fields(&'static self, write: impl Fn(&mut FieldWriter<'_>) -> bool) -> bool {
+        let Some(word) = self.enabled_word() else {
+            return false;
+        };
+        let duration = word.is_duration().then_some(0);
+        emit(self, word, word.ticks(), duration, &Checking(write))
+    }
+
+    /// A duration event from `start` to `end` (values of
+    /// [`clock::ticks`]) with its fields written by `write`, under
+    /// [`commit_fields`](Self::commit_fields)' contract, if it lasted at
+    /// least the threshold. Returns true if the event was written; false
+    /// also when it was shorter than the threshold.
+    #[inline]
+    pub fn commit_span_fields(
+        &'static self,
+        start: i64,
+        end: i64,
+        write: impl Fn(&mut FieldWriter<'_>) -> bool,
+    ) -> bool {
+        let Some(word) = self.enabled_word() else {
+            return false;
+        };
+        let duration = end.saturating_sub(start).max(0);
+        if (duration as u64) < word.threshold_ticks() {
+            return false;
+        }
+        emit(self, word, start, Some(duration), &Checking(write))
     }
 
     #[inline]
