@@ -172,9 +172,7 @@ impl Recording {
         crate::panics::start();
         crate::periodic::start(rt);
         crate::attach::control::started(&config, &tx, rt);
-        if config.attach
-            && let Err(e) = crate::attach::listen()
-        {
+        if let Err(e) = crate::attach::start(config.attach) {
             eprintln!("flightrec: attach: {e}");
         }
         Ok(Recording {
