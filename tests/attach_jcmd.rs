@@ -328,6 +328,94 @@ fn lazy_attach_answers_jcmd_17_which_sends_sigquit_unconditionally() {
     assert!(!err.contains("SIGQUIT ignored"), "stderr: {err}");
 }
 
+/// (start ns since the epoch, duration ns, size) of each chunk in `path`,
+/// from the chunk headers.
+fn chunk_headers(path: &Path) -> Vec<(i64, i64, u64)> {
+    let bytes = std::fs::read(path).unwrap();
+    let at = |o: usize| u64::from_be_bytes(bytes[o..o + 8].try_into().unwrap());
+    let mut chunks = Vec::new();
+    let mut off = 0;
+    while off < bytes.len() {
+        assert_eq!(&bytes[off..off + 4], b"FLR\0", "chunk at {off} of {path:?}");
+        let size = at(off + 8);
+        chunks.push((at(off + 32) as i64, at(off + 40) as i64, size));
+        off += size as usize;
+    }
+    chunks
+}
+
+fn now_nanos() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64
+}
+
+#[test]
+fn jfr_dump_honours_maxsize_maxage_begin_and_end_as_the_jdk_does() {
+    let home = jdk25();
+    let dir = testkit::temp_dir("attach-dump-window");
+    // Chunks rotate every second, and are kept for 4 s.
+    let svc = Service::start(&["--seconds", "600", "--threads", "1", "--maxage", "4s"]);
+    let pid = svc.pid;
+    let dump = |name: &str, args: &str| {
+        let file = dir.join(name);
+        let before = now_nanos();
+        let out = ok(
+            &home,
+            pid,
+            &format!("JFR.dump filename={} {args}", file.display()),
+        );
+        assert!(out.contains("Dumped recording \"always-on\""), "{out}");
+        let chunks = chunk_headers(&file);
+        (file, chunks, before, now_nanos())
+    };
+    std::thread::sleep(Duration::from_secs(6));
+    let (file, all, ..) = dump("all.jfr", "maxsize=0");
+    assert!(all.len() >= 4, "{all:?}");
+    assert_eq!(testkit::summary(&file).chunks, all.len() as u64);
+
+    // maxsize: whole chunks, at least one: the newest without begin=, so
+    // the chunk the dump itself finished (it ends after the request) ...
+    let (file, newest, before, _) = dump("newest.jfr", "maxsize=1");
+    assert_eq!(newest.len(), 1, "{newest:?}");
+    assert_eq!(testkit::summary(&file).chunks, 1);
+    assert!(newest[0].0 + newest[0].1 >= before, "{newest:?}");
+    // ... and the oldest with begin= (here by maxage=) and no end=, one of
+    // the window's several that ended before the request.
+    let (_, oldest, before, _) = dump("oldest.jfr", "maxage=1h maxsize=1");
+    assert_eq!(oldest.len(), 1, "{oldest:?}");
+    assert!(oldest[0].0 + oldest[0].1 < before, "{oldest:?}");
+    let newest_size = std::fs::metadata(&file).unwrap().len();
+    assert_eq!(newest_size, newest[0].2);
+    // A limit of half the full dump: fewer chunks, within the limit.
+    let half: u64 = all.iter().map(|c| c.2).sum::<u64>() / 2;
+    let (file, some, ..) = dump("half.jfr", &format!("maxsize={half}"));
+    let size = std::fs::metadata(&file).unwrap().len();
+    assert!(
+        size <= half && some.len() < all.len(),
+        "{size} > {half}: {some:?}"
+    );
+
+    // begin=, end= and maxage= keep the chunks overlapping the interval.
+    let (_, recent, before, _) = dump("recent.jfr", "maxage=2s");
+    assert!(recent.len() < all.len(), "{recent:?}");
+    for (start, duration, _) in &recent {
+        assert!(start + duration >= before - 2_000_000_000, "{recent:?}");
+    }
+    let (_, ended, _, after) = dump("ended.jfr", "end=-3s");
+    assert!(!ended.is_empty());
+    for (start, ..) in &ended {
+        assert!(*start <= after - 3_000_000_000, "{ended:?}");
+    }
+    let (_, begun, before, _) = dump("begun.jfr", "begin=-2s");
+    for (start, duration, _) in &begun {
+        assert!(start + duration >= before - 2_000_000_000, "{begun:?}");
+    }
+    let (success, _, err) = jcmd(&home, pid, "JFR.dump begin=-1s end=-5s");
+    assert!(!success && err.contains("begin must precede end"), "{err}");
+}
+
 /// Sends `bytes` on a new connection, half-closes, returns the reply.
 fn exchange(path: &Path, bytes: &[u8]) -> Vec<u8> {
     let mut s = UnixStream::connect(path).expect("the listener accepts");

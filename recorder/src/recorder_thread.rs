@@ -65,6 +65,8 @@ pub(crate) enum Command {
         path: PathBuf,
         from: Option<i64>,
         to: Option<i64>,
+        /// Whole chunks up to this many bytes (`JFR.dump maxsize=`).
+        max_size: Option<u64>,
         reply: mpsc::Sender<Result<(), RecordingError>>,
     },
     /// Stop; with `write: false` the destination is not written (a
@@ -295,12 +297,13 @@ impl Recorder {
                 path,
                 from,
                 to,
+                max_size,
                 reply,
             } => {
                 let r = self
                     .checked(|me| me.rotate(false, frames), "rotating for a dump")
                     .and_then(|()| {
-                        self.write_file(&path, from, to)
+                        self.write_file(&path, from, to, max_size)
                             .map(drop)
                             .map_err(|source| RecordingError::Dump { path, source })
                     });
@@ -349,7 +352,7 @@ impl Recorder {
                 losses,
             });
         };
-        match self.write_file(&dest, None, None) {
+        match self.write_file(&dest, None, None, None) {
             Ok((chunks, bytes)) => Ok(RecordingSummary {
                 destination: Some(dest),
                 chunks,
@@ -367,9 +370,10 @@ impl Recorder {
         path: &Path,
         from: Option<i64>,
         to: Option<i64>,
+        max_size: Option<u64>,
     ) -> io::Result<(u64, u64)> {
         write_private_file(path, |out| {
-            let chunks = self.repo.concat_into(out, from, to)?;
+            let chunks = self.repo.concat_into(out, from, to, max_size)?;
             Ok((chunks as u64, out.stream_position()?))
         })
     }

@@ -255,6 +255,7 @@ impl Recording {
             path,
             from,
             to,
+            max_size: None,
             reply,
         })
     }
