@@ -288,7 +288,7 @@ impl Recording {
         self.commands
             .send(cmd(tx))
             .map_err(|_| RecordingError::RecorderGone)?;
-        self.rt.pool.wakeup.notify_all();
+        self.rt.pool.wake_for_command();
         rx.recv().map_err(|_| RecordingError::RecorderGone)?
     }
 
@@ -335,7 +335,7 @@ impl Recording {
         crate::sampler::shutdown();
         let (tx, rx) = mpsc::channel();
         let sent = self.commands.send(Command::Stop { write, reply: tx });
-        self.rt.pool.wakeup.notify_all();
+        self.rt.pool.wake_for_command();
         let result = match sent {
             Ok(()) => rx.recv().unwrap_or(Err(RecordingError::RecorderGone)),
             Err(_) => Err(RecordingError::RecorderGone),

@@ -91,7 +91,7 @@ impl Active {
                 reply,
             })
             .map_err(|_| RecordingError::RecorderGone)?;
-        self.remote.rt.pool.wakeup.notify_all();
+        self.remote.rt.pool.wake_for_command();
         rx.recv_timeout(DUMP_TIMEOUT)
             .map_err(|_| RecordingError::RecorderGone)?
     }
