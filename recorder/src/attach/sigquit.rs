@@ -184,9 +184,7 @@ fn trigger_present(pid: usize) -> bool {
     let end = prefix.len() + digits.len() - i;
     path[prefix.len()..end].copy_from_slice(&digits[i..]);
     // path[end] is the NUL. First relative (`.attach_pid<pid>`), then /tmp.
-    [&path[5..=end], &path[..=end]]
-        .into_iter()
-        .any(|p| owned_by_us(p))
+    [&path[5..=end], &path[..=end]].into_iter().any(owned_by_us)
 }
 
 /// Whether the NUL-terminated `path` exists, owned by our euid or root.
