@@ -25,7 +25,22 @@ struct Service {
 }
 
 impl Service {
+    /// Starts it and waits for its socket.
     fn start(args: &[&str]) -> Service {
+        let svc = Service::spawn(args);
+        let socket = socket(svc.pid);
+        wait_until(|| socket.exists(), &format!("no {}", socket.display()));
+        svc
+    }
+
+    /// Starts it with `--lazy-attach` and waits until it catches SIGQUIT.
+    fn start_lazy(args: &[&str]) -> Service {
+        let svc = Service::spawn(&[args, &["--lazy-attach"]].concat());
+        wait_until(|| svc.catches_sigquit(), "SIGQUIT never caught");
+        svc
+    }
+
+    fn spawn(args: &[&str]) -> Service {
         let child = Command::new(example_binary("always_on"))
             .args(args)
             .stdout(Stdio::null())
@@ -33,17 +48,18 @@ impl Service {
             .spawn()
             .expect("always_on runs");
         let pid = child.id();
-        let socket = socket(pid);
-        let t = Instant::now();
-        while !socket.exists() {
-            assert!(
-                t.elapsed() < Duration::from_secs(10),
-                "no {}",
-                socket.display()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
         Service { child, pid }
+    }
+
+    /// Whether `/proc/<pid>/status` shows SIGQUIT caught (`SigCgt`, bit 2),
+    /// as JDK 25's `jcmd` checks before it sends SIGQUIT.
+    fn catches_sigquit(&self) -> bool {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid)).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigCgt:"))
+            .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+            .is_some_and(|m| m & (1 << (libc::SIGQUIT - 1)) != 0)
     }
 
     /// Whether the process still runs.
@@ -78,6 +94,15 @@ impl Drop for Service {
         let _ = self.child.wait();
         // SIGKILL skips the process's exit handler, which removes it.
         let _ = std::fs::remove_file(socket(self.pid));
+    }
+}
+
+/// Polls `cond` for up to 10 s.
+fn wait_until(cond: impl Fn() -> bool, what: &str) {
+    let t = Instant::now();
+    while !cond() {
+        assert!(t.elapsed() < Duration::from_secs(10), "{what}");
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -247,6 +272,148 @@ fn the_always_on_recording_keeps_a_bounded_window_and_dumps_it() {
     // A second recording is refused, naming the running one.
     let (success, _, err) = jcmd(&home, svc.pid, "JFR.start name=b");
     assert!(!success && err.contains("one recording at a time"), "{err}");
+}
+
+#[test]
+fn lazy_attach_listens_only_once_jcmd_asks_by_sigquit() {
+    let home = jdk25();
+    let mut svc = Service::start_lazy(&["--seconds", "600", "--threads", "1"]);
+    let path = socket(svc.pid);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!path.exists(), "a lazy listener made its socket unasked");
+
+    // A SIGQUIT without jcmd's trigger file neither ends the process (the
+    // default action would) nor starts the listener.
+    // SAFETY: kill only sends a signal to the child this test started.
+    assert_eq!(unsafe { libc::kill(svc.pid as i32, libc::SIGQUIT) }, 0);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(svc.running(), "a bare SIGQUIT ended the process");
+    assert!(!path.exists(), "a bare SIGQUIT started the listener");
+
+    // JDK 25's jcmd: trigger file, SIGQUIT, socket, answer.
+    let check = ok(&home, svc.pid, "JFR.check");
+    assert!(
+        check.contains("name=always-on maxage=5m disk=false (running)"),
+        "{check}"
+    );
+    assert!(path.exists());
+    assert!(
+        !Path::new(&format!("/proc/{}/cwd/.attach_pid{}", svc.pid, svc.pid)).exists(),
+        "jcmd removes its trigger file"
+    );
+    let err = svc.finish();
+    assert_eq!(
+        err.matches("SIGQUIT ignored: no .attach_pid<pid> from jcmd")
+            .count(),
+        1,
+        "stderr: {err}"
+    );
+}
+
+#[test]
+fn lazy_attach_answers_jcmd_17_which_sends_sigquit_unconditionally() {
+    let home = Path::new(JDK17);
+    if !home.join("bin/jcmd").exists() {
+        println!("skipped: no JDK 17 at {JDK17} (the JDK 25 test still runs)");
+        return;
+    }
+    let mut svc = Service::start_lazy(&["--seconds", "600", "--threads", "1", "--no-recording"]);
+    assert!(!socket(svc.pid).exists());
+    let check = ok(home, svc.pid, "JFR.check");
+    assert!(check.contains("No available recordings."), "{check}");
+    assert!(svc.running());
+    // Once listening, later clients find the socket and send no SIGQUIT.
+    assert!(ok(home, svc.pid, "JFR.check").contains("No available recordings."));
+    let err = svc.finish();
+    assert!(!err.contains("SIGQUIT ignored"), "stderr: {err}");
+}
+
+/// (start ns since the epoch, duration ns, size) of each chunk in `path`,
+/// from the chunk headers.
+fn chunk_headers(path: &Path) -> Vec<(i64, i64, u64)> {
+    let bytes = std::fs::read(path).unwrap();
+    let at = |o: usize| u64::from_be_bytes(bytes[o..o + 8].try_into().unwrap());
+    let mut chunks = Vec::new();
+    let mut off = 0;
+    while off < bytes.len() {
+        assert_eq!(&bytes[off..off + 4], b"FLR\0", "chunk at {off} of {path:?}");
+        let size = at(off + 8);
+        chunks.push((at(off + 32) as i64, at(off + 40) as i64, size));
+        off += size as usize;
+    }
+    chunks
+}
+
+fn now_nanos() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64
+}
+
+#[test]
+fn jfr_dump_honours_maxsize_maxage_begin_and_end_as_the_jdk_does() {
+    let home = jdk25();
+    let dir = testkit::temp_dir("attach-dump-window");
+    // Chunks rotate every second, and are kept for 4 s.
+    let svc = Service::start(&["--seconds", "600", "--threads", "1", "--maxage", "4s"]);
+    let pid = svc.pid;
+    let dump = |name: &str, args: &str| {
+        let file = dir.join(name);
+        let before = now_nanos();
+        let out = ok(
+            &home,
+            pid,
+            &format!("JFR.dump filename={} {args}", file.display()),
+        );
+        assert!(out.contains("Dumped recording \"always-on\""), "{out}");
+        let chunks = chunk_headers(&file);
+        (file, chunks, before, now_nanos())
+    };
+    std::thread::sleep(Duration::from_secs(6));
+    let (file, all, ..) = dump("all.jfr", "maxsize=0");
+    assert!(all.len() >= 4, "{all:?}");
+    assert_eq!(testkit::summary(&file).chunks, all.len() as u64);
+
+    // maxsize: whole chunks, at least one: the newest without begin=, so
+    // the chunk the dump itself finished (it ends after the request) ...
+    let (file, newest, before, _) = dump("newest.jfr", "maxsize=1");
+    assert_eq!(newest.len(), 1, "{newest:?}");
+    assert_eq!(testkit::summary(&file).chunks, 1);
+    assert!(newest[0].0 + newest[0].1 >= before, "{newest:?}");
+    // ... and the oldest with begin= (here by maxage=) and no end=, one of
+    // the window's several that ended before the request.
+    let (_, oldest, before, _) = dump("oldest.jfr", "maxage=1h maxsize=1");
+    assert_eq!(oldest.len(), 1, "{oldest:?}");
+    assert!(oldest[0].0 + oldest[0].1 < before, "{oldest:?}");
+    let newest_size = std::fs::metadata(&file).unwrap().len();
+    assert_eq!(newest_size, newest[0].2);
+    // A limit of half the full dump: fewer chunks, within the limit.
+    let half: u64 = all.iter().map(|c| c.2).sum::<u64>() / 2;
+    let (file, some, ..) = dump("half.jfr", &format!("maxsize={half}"));
+    let size = std::fs::metadata(&file).unwrap().len();
+    assert!(
+        size <= half && some.len() < all.len(),
+        "{size} > {half}: {some:?}"
+    );
+
+    // begin=, end= and maxage= keep the chunks overlapping the interval.
+    let (_, recent, before, _) = dump("recent.jfr", "maxage=2s");
+    assert!(recent.len() < all.len(), "{recent:?}");
+    for (start, duration, _) in &recent {
+        assert!(start + duration >= before - 2_000_000_000, "{recent:?}");
+    }
+    let (_, ended, _, after) = dump("ended.jfr", "end=-3s");
+    assert!(!ended.is_empty());
+    for (start, ..) in &ended {
+        assert!(*start <= after - 3_000_000_000, "{ended:?}");
+    }
+    let (_, begun, before, _) = dump("begun.jfr", "begin=-2s");
+    for (start, duration, _) in &begun {
+        assert!(start + duration >= before - 2_000_000_000, "{begun:?}");
+    }
+    let (success, _, err) = jcmd(&home, pid, "JFR.dump begin=-1s end=-5s");
+    assert!(!success && err.contains("begin must precede end"), "{err}");
 }
 
 /// Sends `bytes` on a new connection, half-closes, returns the reply.

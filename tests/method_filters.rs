@@ -282,3 +282,76 @@ fn an_async_fn_is_timed_from_first_poll_to_completion() {
     let summary = flightrec_testkit::summary(&path);
     assert_eq!(summary.counts.get("jdk.MethodTrace").copied(), Some(5));
 }
+
+mod late {
+    /// Called only by the child of the test below, after its first chunk.
+    #[flightrec::timed]
+    pub(crate) fn gamma() -> u32 {
+        std::hint::black_box(8)
+    }
+}
+
+/// Set in the child of the test below: where it records.
+const CHILD_ENV: &str = "METHOD_FILTERS_UNMATCHED_CHILD";
+const UNMATCHED: &str = "method_filters::nowhere::ghost; method_filters::late::gamma";
+
+/// The child's part (a no-op in a normal run): three chunks; `gamma` is
+/// first called in the second.
+#[test]
+fn unmatched_filter_child() {
+    let Some(path) = std::env::var_os(CHILD_ENV) else {
+        return;
+    };
+    let r = start(Path::new(&path), UNMATCHED);
+    workload(2);
+    r.rotate().unwrap();
+    for _ in 0..9 {
+        late::gamma();
+    }
+    r.rotate().unwrap();
+    for _ in 0..5 {
+        late::gamma();
+    }
+    r.stop().unwrap();
+}
+
+#[test]
+fn a_filter_matching_nothing_is_named_once_and_a_later_site_is_then_timed() {
+    // A child process: this process's sites and warnings are shared by
+    // the other tests.
+    let path = out("unmatched");
+    let child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "unmatched_filter_child", "--nocapture"])
+        .env(CHILD_ENV, &path)
+        .env_remove("FLIGHTREC")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&child.stderr);
+    assert!(child.status.success(), "child failed:\n{stderr}");
+    let named = |part: &str| {
+        let line = format!(
+            "flightrec: method-timing filter `{part}` matches no instrumented function called \
+             by the end of a chunk (a function registers on its first call; it is selected then)"
+        );
+        stderr.lines().filter(|l| *l == line).count()
+    };
+    // Three chunk ends; each unmatched part is named once, at the first:
+    // `gamma` had not been called yet then.
+    assert_eq!(
+        named("method_filters::nowhere::ghost"),
+        1,
+        "stderr:\n{stderr}"
+    );
+    assert_eq!(named("method_filters::late::gamma"), 1, "stderr:\n{stderr}");
+    assert_eq!(
+        stderr.matches("matches no instrumented function").count(),
+        2,
+        "stderr:\n{stderr}"
+    );
+    // Registered in the second chunk, `gamma` is timed from its first call.
+    let b = batches(&path);
+    let gamma = "method_filters::late::gamma".to_owned();
+    let counts: Vec<Option<u64>> = b.iter().map(|m| m.get(&gamma).copied()).collect();
+    assert_eq!(counts, [Some(9), Some(14)], "{b:?}");
+    assert!(b.iter().all(|m| m.keys().all(|k| *k == gamma)), "{b:?}");
+}

@@ -14,14 +14,16 @@
 //!
 //! Flags: `--seconds N` (default 60), `--threads N` (2), `--maxage TIME`
 //! (`5m`: the window kept), `--out FILE`, `--no-recording` (only the attach
-//! listener: `jcmd <pid> JFR.start ...` starts the recording).
+//! listener: `jcmd <pid> JFR.start ...` starts the recording),
+//! `--lazy-attach` (no socket until the first `jcmd`, which starts the
+//! listener by SIGQUIT: `attach=lazy`).
 
 mod workload;
 
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use flightrec::{Recording, RecordingConfig};
+use flightrec::{Attach, Recording, RecordingConfig};
 
 struct Args {
     seconds: u64,
@@ -29,6 +31,7 @@ struct Args {
     max_age: Duration,
     out: Option<String>,
     record: bool,
+    attach: Attach,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -38,6 +41,7 @@ fn parse_args() -> Result<Args, String> {
         max_age: Duration::from_secs(300),
         out: None,
         record: true,
+        attach: Attach::Listen,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -60,6 +64,7 @@ fn parse_args() -> Result<Args, String> {
             }
             "--out" => args.out = Some(value("--out")?),
             "--no-recording" => args.record = false,
+            "--lazy-attach" => args.attach = Attach::OnSigquit,
             other => return Err(format!("unknown argument `{other}`")),
         }
     }
@@ -71,8 +76,8 @@ fn parse_args() -> Result<Args, String> {
 
 /// The always-on recording: `settings=default`, in memory, the last
 /// `max_age` kept (chunks rotate every quarter of it, so at most
-/// `max_age` plus a quarter is held), answering `jcmd`.
-fn always_on(max_age: Duration) -> RecordingConfig {
+/// `max_age` plus a quarter is held), answering `jcmd` as `attach` says.
+fn always_on(max_age: Duration, attach: Attach) -> RecordingConfig {
     let settings = flightrec::options::parse("settings=default")
         .expect("the built-in default set")
         .settings;
@@ -82,7 +87,7 @@ fn always_on(max_age: Duration) -> RecordingConfig {
         .max_age(Some(max_age))
         .max_chunk_age(Some((max_age / 4).max(Duration::from_secs(1))))
         .settings(settings)
-        .attach(true)
+        .attach_mode(attach)
 }
 
 fn main() {
@@ -91,14 +96,14 @@ fn main() {
         Err(e) => {
             eprintln!("always_on: {e}");
             eprintln!(
-                "usage: always_on [--seconds N] [--threads N] [--maxage TIME] [--out FILE] [--no-recording]"
+                "usage: always_on [--seconds N] [--threads N] [--maxage TIME] [--out FILE] [--no-recording] [--lazy-attach]"
             );
             std::process::exit(2);
         }
     };
     let pid = std::process::id();
     let recording = if args.record {
-        match Recording::start(always_on(args.max_age)) {
+        match Recording::start(always_on(args.max_age, args.attach)) {
             Ok(r) => Some(r),
             Err(e) => {
                 eprintln!("always_on: {e}");
@@ -106,7 +111,11 @@ fn main() {
             }
         }
     } else {
-        if let Err(e) = flightrec::attach::listen() {
+        let listening = match args.attach {
+            Attach::OnSigquit => flightrec::attach::listen_on_sigquit(),
+            _ => flightrec::attach::listen().map(drop),
+        };
+        if let Err(e) = listening {
             eprintln!("always_on: {e}");
             std::process::exit(1);
         }

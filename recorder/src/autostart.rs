@@ -89,7 +89,7 @@ pub fn config_from_options(o: &StartOptions) -> RecordingConfig {
         .max_size(o.max_size)
         .reported_duration(o.duration)
         .settings(o.settings.clone())
-        .attach(o.attach == Some(true))
+        .attach_mode(o.attach.unwrap_or_default())
 }
 
 /// Local time now as (year, month, day, hour, minute, second).
@@ -176,11 +176,9 @@ pub(crate) fn start_with(
     // Checked now, also when the start is delayed: a bad `filename` is
     // reported at start, not after the run.
     config.validate().map_err(AutoStartError::Start)?;
-    if opts.attach == Some(true) {
-        // Now, not after a `delay`: jcmd can see the process at once.
-        if let Err(e) = crate::attach::listen() {
-            eprintln!("flightrec: attach: {e}");
-        }
+    // Now, not after a `delay`: jcmd can see the process at once.
+    if let Err(e) = crate::attach::start(opts.attach.unwrap_or_default()) {
+        eprintln!("flightrec: attach: {e}");
     }
     let dump_on_exit = opts.dump_on_exit != Some(false);
     match opts.delay {

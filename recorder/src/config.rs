@@ -45,8 +45,22 @@ pub struct RecordingConfig {
     /// How long the recording was asked to run (reported in
     /// `jdk.ActiveRecording`; the `FLIGHTREC` start stops it then).
     pub(crate) duration: Option<Duration>,
-    /// Start the attach listener with the recording (`attach=true`).
-    pub(crate) attach: bool,
+    /// Start the attach listener with the recording (`attach=true`), or
+    /// when `jcmd` asks (`attach=lazy`).
+    pub(crate) attach: Attach,
+}
+
+/// When the `jcmd` listener (see [`crate::attach`]) starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Attach {
+    /// Never (`attach=false`, the default).
+    #[default]
+    Off,
+    /// At once (`attach=true`): the socket exists from the start.
+    Listen,
+    /// When the first `jcmd` asks, by SIGQUIT (`attach=lazy`); this changes
+    /// what SIGQUIT does (see [`crate::attach::listen_on_sigquit`]).
+    OnSigquit,
 }
 
 impl RecordingConfig {
@@ -81,7 +95,7 @@ impl RecordingConfig {
             name: None,
             disk: true,
             duration: None,
-            attach: false,
+            attach: Attach::Off,
         }
     }
 
@@ -111,7 +125,15 @@ impl RecordingConfig {
     /// [`crate::attach`]; [`crate::attach::listen`] starts it alone and
     /// returns the error.
     pub fn attach(mut self, on: bool) -> Self {
-        self.attach = on;
+        self.attach = if on { Attach::Listen } else { Attach::Off };
+        self
+    }
+
+    /// When to start the `jcmd` listener: [`Attach::OnSigquit`] waits for
+    /// the first `jcmd` (no socket until then) and catches SIGQUIT for it.
+    /// [`Self::attach`]`(true)` is [`Attach::Listen`].
+    pub fn attach_mode(mut self, mode: Attach) -> Self {
+        self.attach = mode;
         self
     }
 

@@ -66,7 +66,7 @@ pub mod timing;
 
 #[cfg(not(flightrec_loom))]
 pub use autostart::{AutoStartError, start_from_env};
-pub use config::{RecordingConfig, StartError};
+pub use config::{Attach, RecordingConfig, StartError};
 pub use event::commit::{DurationGuard, Event, StackTrace, ThreadRef, Timer};
 pub use event::descriptor::{DefaultSettings, EventKind, EventType, EventTypeInfo, FieldInfo};
 pub use event::dynamic::{EventTypeBuilder, Value, ValueSource};

@@ -5,7 +5,9 @@
 //!
 //! Wakes when a batch of blocks is sealed (4 MiB, a quarter of a smaller
 //! pool, or a sixteenth of the chunk size limit, whichever is least), for a
-//! command, or every 10 ms to check its timers. Sealed blocks of the current
+//! command or a thread's exit (each notifies [`BufferPool`]'s `wakeup`),
+//! or when its next timer (flush interval, chunk age) is due: an idle
+//! recording wakes about once per flush interval, not every few ms. Sealed blocks of the current
 //! epoch are drained in those batches, so on a small machine the emitting
 //! threads are not competing with a drain after every block. Every flush
 //! interval (or at [`crate::Recording::flush`]) it also drains the committed
@@ -65,6 +67,8 @@ pub(crate) enum Command {
         path: PathBuf,
         from: Option<i64>,
         to: Option<i64>,
+        /// Whole chunks up to this many bytes (`JFR.dump maxsize=`).
+        max_size: Option<u64>,
         reply: mpsc::Sender<Result<(), RecordingError>>,
     },
     /// Stop; with `write: false` the destination is not written (a
@@ -199,16 +203,28 @@ impl Recorder {
             // pool is sealed, at each flush interval, or for a command. The
             // emitting threads then have the CPU to themselves between
             // batches, and the pool's other three quarters absorb the bursts.
+            let mut pending = None;
             let drain_due = {
                 let mut q = self.rt.pool.full_queue();
                 let wake_at = self.rt.pool.wake_at();
-                if !BufferPool::drain_due(&q, wake_at) {
-                    q = self.rt.pool.wakeup.wait_for(q, Duration::from_millis(10));
+                let sleep = self.until_next_timer();
+                if !BufferPool::drain_due(&q, wake_at) && !sleep.is_zero() {
+                    // The last look at the channel is under the queue's
+                    // lock, which senders pass through before they notify
+                    // (`wake_for_command`), as a seal reaching `wake_at`
+                    // does: no wake-up is lost, so no polling is needed.
+                    match rx.try_recv() {
+                        Ok(cmd) => pending = Some(Ok(cmd)),
+                        Err(e @ mpsc::TryRecvError::Disconnected) => pending = Some(Err(e)),
+                        Err(mpsc::TryRecvError::Empty) => {
+                            q = self.rt.pool.wakeup.wait_for(q, sleep);
+                        }
+                    }
                 }
                 BufferPool::drain_due(&q, wake_at)
             };
             loop {
-                match rx.try_recv() {
+                match pending.take().unwrap_or_else(|| rx.try_recv()) {
                     Ok(cmd) => {
                         if self.command(cmd, &mut frames) {
                             return;
@@ -235,6 +251,23 @@ impl Recorder {
             if let Err(e) = self.step(drain_due || flush_due, flush_due, &mut frames) {
                 self.fail("writing the current chunk", e);
             }
+        }
+    }
+
+    /// How long until a flush or the chunk's age limit is due (zero: now).
+    /// A failed recording has no timers (it only discards blocks and
+    /// answers commands, both of which wake it): it sleeps a flush interval.
+    fn until_next_timer(&self) -> Duration {
+        if self.failure.is_some() {
+            return self.config.flush_interval;
+        }
+        let flush = self
+            .config
+            .flush_interval
+            .saturating_sub(self.last_flush.elapsed());
+        match self.config.max_chunk_age {
+            Some(age) => flush.min(age.saturating_sub(self.chunk_opened.elapsed())),
+            None => flush,
         }
     }
 
@@ -310,12 +343,13 @@ impl Recorder {
                 path,
                 from,
                 to,
+                max_size,
                 reply,
             } => {
                 let r = self
                     .checked(|me| me.rotate(false, frames), "rotating for a dump")
                     .and_then(|()| {
-                        self.write_file(&path, from, to)
+                        self.write_file(&path, from, to, max_size)
                             .map(drop)
                             .map_err(|source| RecordingError::Dump { path, source })
                     });
@@ -364,7 +398,7 @@ impl Recorder {
                 losses,
             });
         };
-        match self.write_file(&dest, None, None) {
+        match self.write_file(&dest, None, None, None) {
             Ok((chunks, bytes)) => Ok(RecordingSummary {
                 destination: Some(dest),
                 chunks,
@@ -382,9 +416,10 @@ impl Recorder {
         path: &Path,
         from: Option<i64>,
         to: Option<i64>,
+        max_size: Option<u64>,
     ) -> io::Result<(u64, u64)> {
         write_private_file(path, |out| {
-            let chunks = self.repo.concat_into(out, from, to)?;
+            let chunks = self.repo.concat_into(out, from, to, max_size)?;
             Ok((chunks as u64, out.stream_position()?))
         })
     }

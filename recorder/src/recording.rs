@@ -177,9 +177,7 @@ impl Recording {
         crate::panics::start();
         crate::periodic::start(rt);
         crate::attach::control::started(&config, &tx, rt);
-        if config.attach
-            && let Err(e) = crate::attach::listen()
-        {
+        if let Err(e) = crate::attach::start(config.attach) {
             eprintln!("flightrec: attach: {e}");
         }
         Ok(Recording {
@@ -262,6 +260,7 @@ impl Recording {
             path,
             from,
             to,
+            max_size: None,
             reply,
         })
     }
@@ -304,7 +303,7 @@ impl Recording {
         self.commands
             .send(cmd(tx))
             .map_err(|_| RecordingError::RecorderGone)?;
-        self.rt.pool.wakeup.notify_all();
+        self.rt.pool.wake_for_command();
         rx.recv().map_err(|_| RecordingError::RecorderGone)?
     }
 
@@ -351,7 +350,7 @@ impl Recording {
         crate::sampler::shutdown();
         let (tx, rx) = mpsc::channel();
         let sent = self.commands.send(Command::Stop { write, reply: tx });
-        self.rt.pool.wakeup.notify_all();
+        self.rt.pool.wake_for_command();
         let result = match sent {
             Ok(()) => rx.recv().unwrap_or(Err(RecordingError::RecorderGone)),
             Err(_) => Err(RecordingError::RecorderGone),

@@ -37,7 +37,8 @@
 //! than `max_age` or larger than `max_size`; the chunk being written and the
 //! newest finished chunk are never dropped, so a `max_size` below one
 //! chunk still leaves the newest chunk to dump or write at the stop. A dump concatenates finished chunks (optionally only those that
-//! overlap a time window) into one `.jfr` file. At a clean stop, once the
+//! overlap a time window, and only as many whole chunks as fit a size, as
+//! the JDK's `JFR.dump` chooses them) into one `.jfr` file. At a clean stop, once the
 //! destination is written, the chunk files are removed, and the directory
 //! too if this recording created it, unless the user asked to keep the
 //! repository (`keep_repository`, `preserve-repository=true`). A recording
@@ -273,20 +274,17 @@ impl Repository {
         removed
     }
 
-    /// Writes the finished chunks overlapping `[from, to]` (ns since the
-    /// epoch; `None` is open) into `out`, back to back. Returns the number of
-    /// chunks written.
+    /// Writes the finished chunks [`Self::select`] takes into `out`, back
+    /// to back. Returns the number of chunks written.
     pub(crate) fn concat_into(
         &self,
         out: &mut impl Write,
         from: Option<i64>,
         to: Option<i64>,
+        max_size: Option<u64>,
     ) -> io::Result<usize> {
         let mut n = 0;
-        for c in &self.finished {
-            if from.is_some_and(|f| c.end_nanos < f) || to.is_some_and(|t| c.start_nanos > t) {
-                continue;
-            }
+        for c in self.select(from, to, max_size) {
             match self.memory.as_ref().and_then(|m| m.get(&c.path)) {
                 Some(f) => copy_at(f, c.size, out)?,
                 None => {
@@ -297,6 +295,41 @@ impl Repository {
             n += 1;
         }
         Ok(n)
+    }
+
+    /// The finished chunks a dump takes, oldest first, chosen as the JDK's
+    /// `JFR.dump` does: those overlapping `[from, to]` (ns since the epoch;
+    /// `None` is open); then, if `max_size` is given, only as many whole
+    /// chunks as fit in it, the newest, or the oldest when only `from` is
+    /// given (`begin=` or `maxage=` without `end=`); and at least one.
+    fn select(&self, from: Option<i64>, to: Option<i64>, max_size: Option<u64>) -> Vec<&ChunkFile> {
+        let mut chosen: Vec<&ChunkFile> = self
+            .finished
+            .iter()
+            .filter(|c| {
+                !(from.is_some_and(|f| c.end_nanos < f) || to.is_some_and(|t| c.start_nanos > t))
+            })
+            .collect();
+        let Some(max) = max_size else {
+            return chosen;
+        };
+        let newest_first = !(from.is_some() && to.is_none());
+        if newest_first {
+            chosen.reverse();
+        }
+        let mut total = 0u64;
+        let fit = chosen
+            .iter()
+            .take_while(|c| {
+                total = total.saturating_add(c.size);
+                total <= max
+            })
+            .count();
+        chosen.truncate(fit.max(1));
+        if newest_first {
+            chosen.reverse();
+        }
+        chosen
     }
 
     /// At the stop: once the recording has been written to its destination
@@ -661,13 +694,28 @@ mod tests {
             });
         }
         let mut out = Vec::new();
-        assert_eq!(repo.concat_into(&mut out, None, None).unwrap(), 3);
+        assert_eq!(repo.concat_into(&mut out, None, None, None).unwrap(), 3);
         assert_eq!(out, b"firstsecondthird");
+        // A size limit takes whole chunks as the JDK does: the newest that
+        // fit, the oldest with only a start, always one.
+        let dump = |from, to, max| {
+            let mut out = Vec::new();
+            repo.concat_into(&mut out, from, to, max).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(dump(None, None, Some(11)), "secondthird");
+        assert_eq!(dump(None, None, Some(10)), "third");
+        assert_eq!(dump(None, None, Some(1)), "third");
+        assert_eq!(dump(Some(0), None, Some(11)), "firstsecond");
+        assert_eq!(dump(Some(0), Some(2), Some(11)), "secondthird");
+        assert_eq!(dump(None, Some(1), Some(100)), "firstsecond");
+        assert_eq!(dump(Some(2), None, None), "secondthird");
+        assert_eq!(dump(Some(5), None, Some(1)), "");
         // max_size drops the oldest, as on disk.
         let removed = repo.apply_retention(10, None, Some(11));
         assert_eq!(removed.len(), 1);
         out.clear();
-        repo.concat_into(&mut out, None, None).unwrap();
+        repo.concat_into(&mut out, None, None, None).unwrap();
         assert_eq!(out, b"secondthird");
         assert_eq!(repo.memory.as_ref().unwrap().len(), 2);
         repo.clean_up_at_stop(false);

@@ -71,12 +71,14 @@ impl Active {
     }
 
     /// Writes the chunks overlapping `[from, to]` (ns since the epoch) to
-    /// `path`, as `Recording::dump_window` does.
+    /// `path`, as `Recording::dump_window` does, only as many whole chunks
+    /// as fit in `max_size` bytes if given (see `Repository::select`).
     pub(crate) fn dump(
         &self,
         path: PathBuf,
         from: Option<i64>,
         to: Option<i64>,
+        max_size: Option<u64>,
     ) -> Result<(), RecordingError> {
         let (reply, rx) = mpsc::channel();
         self.remote
@@ -85,10 +87,11 @@ impl Active {
                 path,
                 from,
                 to,
+                max_size,
                 reply,
             })
             .map_err(|_| RecordingError::RecorderGone)?;
-        self.remote.rt.pool.wakeup.notify_all();
+        self.remote.rt.pool.wake_for_command();
         rx.recv_timeout(DUMP_TIMEOUT)
             .map_err(|_| RecordingError::RecorderGone)?
     }

@@ -38,7 +38,7 @@ const COMMANDS: &[(&str, &str)] = &[
         "JFR.dump",
         "Copies contents of a JFR recording to file.\n\nOptions: begin, end (\"13:20:15\", \
          \"2020-03-17T09:00:00\", \"2020-03-17T09:00:00Z\" or \"-30s\", \"-15m\", \"-12h\"), \
-         filename, maxage, maxsize (accepted, not applied: dumps are whole chunks), name, \
+         filename, maxage, maxsize (whole chunks: at least one), name, \
          path-to-gc-roots (ignored: no garbage collector)",
     ),
     (
@@ -411,9 +411,8 @@ fn dump(args: &[Arg]) -> Result<String, String> {
     if dcmd::boolean(args, "path-to-gc-roots")? == Some(true) {
         notes.push_str("Warning! path-to-gc-roots is ignored: there is no garbage collector.\n");
     }
-    if dcmd::size(args, "maxsize")?.is_some() {
-        notes.push_str("Warning! maxsize is not applied: flightrec dumps whole chunks.\n");
-    }
+    // 0: no limit, as in the JDK.
+    let max_size = dcmd::size(args, "maxsize")?.filter(|&s| s > 0);
     let maxage = dcmd::time(args, "maxage")?;
     let begin = dcmd::get(args, "begin");
     let end = dcmd::get(args, "end");
@@ -440,7 +439,7 @@ fn dump(args: &[Arg]) -> Result<String, String> {
     }
     let path = output_path(dcmd::get(args, "filename"), Some(active.id));
     active
-        .dump(path.clone(), from.map(nanos), to.map(nanos))
+        .dump(path.clone(), from.map(nanos), to.map(nanos), max_size)
         .map_err(|e| format!("Dump failed. Could not copy recording data. {e}"))?;
     let size = std::fs::metadata(&path).map_or(0, |m| m.len());
     if size == 0 {
@@ -600,7 +599,7 @@ fn stop(args: &[Arg]) -> Result<String, String> {
         Some(f) => {
             let path = output_path(Some(f), Some(active.id));
             active
-                .dump(path.clone(), None, None)
+                .dump(path.clone(), None, None, None)
                 .map_err(|e| format!("Could not write recording \"{label}\" to file. {e}"))?;
             Some(path)
         }

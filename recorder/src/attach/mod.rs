@@ -8,7 +8,8 @@
 //! ```
 //!
 //! Enabled by `attach=true` in `FLIGHTREC`, [`RecordingConfig::attach`]
-//! or [`listen`]; off by default. `jcmd` finds no JVM in the process and
+//! or [`listen`], or lazily by `attach=lazy` (see *SIGQUIT* below); off by
+//! default. `jcmd` finds no JVM in the process and
 //! needs none: it only speaks this protocol.
 //!
 //! # Socket
@@ -70,8 +71,12 @@
 //! it to a process that catches SIGQUIT, JDK 17's sends it unconditionally,
 //! and SIGQUIT's default action ends the process with a core dump. With
 //! `attach=true` the socket exists from the start, so neither sends it.
-//! flightrec does not handle SIGQUIT: do not point JDK 17's `jcmd` at a
-//! process that has no listener.
+//! With `attach=lazy` ([`listen_on_sigquit`], opt-in because it changes
+//! what SIGQUIT does) flightrec catches SIGQUIT and starts the listener
+//! when `jcmd` asks; a SIGQUIT without the trigger file goes to the
+//! handler installed before, or is noted on stderr (see `sigquit.rs`).
+//! Otherwise flightrec does not handle SIGQUIT: do not point JDK 17's
+//! `jcmd` at a process that has no listener.
 //!
 //! [`RecordingConfig::attach`]: crate::RecordingConfig::attach
 
@@ -80,5 +85,18 @@ mod dcmd;
 mod jfr;
 mod listener;
 mod protocol;
+mod sigquit;
 
 pub use listener::{listen, socket_path};
+pub use sigquit::listen_on_sigquit;
+
+use crate::config::Attach;
+
+/// Starts answering `jcmd` as `mode` says (see [`Attach`]).
+pub(crate) fn start(mode: Attach) -> std::io::Result<()> {
+    match mode {
+        Attach::Off => Ok(()),
+        Attach::Listen => listen().map(drop),
+        Attach::OnSigquit => listen_on_sigquit(),
+    }
+}

@@ -187,6 +187,15 @@ impl BufferPool {
     pub(crate) fn full_queue(&self) -> crate::sync::MutexGuard<'_, VecDeque<BlockPtr>> {
         self.full.lock()
     }
+
+    /// Wakes the recorder thread for a command sent just before. Passing
+    /// through the queue's lock orders the send before the recorder's
+    /// last look at its channel (taken under that lock before it waits),
+    /// so the wake-up cannot fall between that look and the wait.
+    pub(crate) fn wake_for_command(&self) {
+        drop(self.full.lock());
+        self.wakeup.notify_all();
+    }
 }
 
 /// Fork handling (see `crate::fork`).

@@ -40,7 +40,7 @@
 //! | `signal`         | SIGNAL                        | the sampling signal (`SIGPROF`, `SIGRTMIN+3`, a number) |
 //! | `method-timing`  | FILTER                        | JEP 520: time the instrumented functions it selects (joined with `jdk.MethodTiming#filter`) |
 //! | `method-trace`   | FILTER                        | JEP 520: trace them (joined with `jdk.MethodTrace#filter`) |
-//! | `attach`         | BOOL                          | answer `jcmd` on the attach socket (default `false`; see `crate::attach`) |
+//! | `attach`         | `true`, `false` or `lazy`     | answer `jcmd` on the attach socket, from the start or (`lazy`) from the first `jcmd`'s SIGQUIT (default `false`; see `crate::attach`) |
 //! | EVENT`#`SETTING  | per setting, below            | may repeat; later wins |
 //!
 //! * TIME: digits, optional blanks, a unit `ns`, `us`, `ms`, `s`, `m`/`min`,

@@ -56,9 +56,10 @@ pub struct StartOptions {
     /// `signal=NAME|NUMBER`: the sampling signal (see
     /// [`crate::sampler::parse_signal`]).
     pub signal: Option<i32>,
-    /// `attach=BOOL`: answer the JDK's `jcmd` on the HotSpot attach socket
-    /// (see [`crate::attach`]).
-    pub attach: Option<bool>,
+    /// `attach=true|false|lazy`: answer the JDK's `jcmd` on the HotSpot
+    /// attach socket, from the start or (`lazy`) from the first `jcmd`'s
+    /// SIGQUIT (see [`crate::attach`]).
+    pub attach: Option<crate::config::Attach>,
     /// The `settings=` sets layered in order (the built-in `default` if none
     /// is given), then every `event#setting=value` in order; later wins.
     pub settings: Settings,
@@ -237,7 +238,7 @@ pub fn parse(text: &str) -> Result<StartOptions, OptionError> {
             Key::PreserveRepository => o.preserve_repository = Some(boolean(name, value)?),
             Key::MethodTiming => filters.push((name, "jdk.MethodTiming", value)),
             Key::MethodTrace => filters.push((name, "jdk.MethodTrace", value)),
-            Key::Attach => o.attach = Some(boolean(name, value)?),
+            Key::Attach => o.attach = Some(attach_mode(name, value)?),
         }
     }
     o.settings = match sets {
@@ -264,6 +265,21 @@ pub fn parse(text: &str) -> Result<StartOptions, OptionError> {
             })?;
     }
     Ok(o)
+}
+
+/// `attach=`: `true`, `false` or `lazy`.
+fn attach_mode(key: &str, value: &str) -> Result<crate::config::Attach, OptionError> {
+    use crate::config::Attach;
+    match value {
+        "true" => Ok(Attach::Listen),
+        "false" => Ok(Attach::Off),
+        "lazy" => Ok(Attach::OnSigquit),
+        _ => Err(out_of_range(
+            key,
+            value,
+            "expected true, false or lazy (listen from the first jcmd's SIGQUIT)",
+        )),
+    }
 }
 
 /// A value that parses but is outside the option's range.
@@ -374,6 +390,21 @@ mod tests {
         assert_eq!(o.repository.as_deref(), Some(Path::new("/var/tmp/repo")));
         assert_eq!(o.preserve_repository, Some(true));
         assert_eq!(o.settings, parse("settings=default").unwrap().settings);
+    }
+
+    #[test]
+    fn attach_is_true_false_or_lazy() {
+        use crate::config::Attach;
+        let mode = |v: &str| parse(&format!("attach={v}")).unwrap().attach;
+        assert_eq!(mode("true"), Some(Attach::Listen));
+        assert_eq!(mode("false"), Some(Attach::Off));
+        assert_eq!(mode("lazy"), Some(Attach::OnSigquit));
+        assert_eq!(parse("name=x").unwrap().attach, None);
+        assert_eq!(
+            err("attach=yes").to_string(),
+            "FLIGHTREC: option `attach=yes`: expected true, false or lazy (listen from the \
+             first jcmd's SIGQUIT)"
+        );
     }
 
     #[test]
