@@ -130,7 +130,7 @@ pub unsafe extern "C" fn posix_memalign(
     size: usize,
 ) -> libc::c_int {
     watch();
-    if !align.is_power_of_two() || align % size_of::<usize>() != 0 {
+    if !align.is_power_of_two() || !align.is_multiple_of(size_of::<usize>()) {
         return libc::EINVAL;
     }
     // SAFETY: forwarded to glibc's allocator with a valid alignment.
@@ -151,6 +151,7 @@ static CHAINED_RUNS: AtomicU64 = AtomicU64::new(0);
 
 thread_local! {
     /// Lazily initialised, with a destructor to register on first use.
+    #[allow(clippy::missing_const_for_thread_local)] // lazy on purpose: a negative control
     static LAZY: RefCell<Vec<u8>> = RefCell::new(Vec::new());
 }
 
@@ -175,10 +176,8 @@ fn install_chained() {
     // SAFETY: `action.sa_mask` is a valid sigset to initialise.
     unsafe { libc::sigemptyset(&mut action.sa_mask) };
     // SAFETY: `action` is a valid `sigaction`; the old one is not wanted.
-    assert_eq!(
-        unsafe { libc::sigaction(libc::SIGPROF, &action, std::ptr::null_mut()) },
-        0
-    );
+    let r = unsafe { libc::sigaction(libc::SIGPROF, &action, std::ptr::null_mut()) };
+    assert_eq!(r, 0, "sigaction");
 }
 
 /// Sends `SIGPROF` to the calling thread (`SI_TKILL`: not a timer's) with
