@@ -264,14 +264,16 @@ fn sampling_handler_never_allocates_even_on_a_fresh_thread() {
         .map(|i| {
             std::thread::Builder::new()
                 .name(format!("fresh-{i}"))
-                .spawn(|| spin(Duration::from_millis(150)))
+                .spawn(|| {
+                    spin(Duration::from_millis(150));
+                    // SAFETY: gettid has no preconditions.
+                    unsafe { libc::gettid() as u64 }
+                })
                 .unwrap()
         })
         .collect();
     spin(Duration::from_millis(200));
-    for w in workers {
-        w.join().unwrap();
-    }
+    let fresh: Vec<u64> = workers.into_iter().map(|w| w.join().unwrap()).collect();
     let counted = IN_HANDLER.load(Ordering::SeqCst);
     let tid = LAST_TID.load(Ordering::SeqCst);
     ARMED.store(false, Ordering::SeqCst);
@@ -286,21 +288,26 @@ fn sampling_handler_never_allocates_even_on_a_fresh_thread() {
         "allocator called {counted} times inside the handler (last on thread {tid})"
     );
 
-    // The handler ran: samples of every fresh thread are in the file.
+    // The handler ran: samples of every fresh thread are in the file (by
+    // kernel thread id: a thread sampled before it set its name is written
+    // under its id).
     let json = flightrec_testkit::print_json(&out);
     let events = json.as_array().expect("events");
-    let mut per_thread: BTreeMap<String, u64> = BTreeMap::new();
+    let mut per_thread: BTreeMap<u64, u64> = BTreeMap::new();
     for e in events.iter().filter(|e| e["type"] == "jdk.CPUTimeSample") {
-        let name = e["values"]["eventThread"]["javaName"]
-            .as_str()
-            .unwrap_or("?");
-        *per_thread.entry(name.to_owned()).or_default() += 1;
+        let tid = e["values"]["eventThread"]["osThreadId"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("a sample without a thread id: {e}"));
+        *per_thread.entry(tid).or_default() += 1;
     }
     let total: u64 = per_thread.values().sum();
-    eprintln!("{total} samples: {per_thread:?}");
-    for i in 0..FRESH {
-        let n = per_thread.get(&format!("fresh-{i}")).copied().unwrap_or(0);
-        assert!(n >= 1, "no sample of fresh-{i}: {per_thread:?}");
+    eprintln!("{total} samples by thread id: {per_thread:?}; fresh threads {fresh:?}");
+    for (i, tid) in fresh.iter().enumerate() {
+        let n = per_thread.get(tid).copied().unwrap_or(0);
+        assert!(
+            n >= 1,
+            "no sample of fresh-{i} (thread {tid}): {per_thread:?}"
+        );
     }
     assert!(total >= 100, "the handler ran only {total} times");
     let _ = std::fs::remove_dir_all(&dir);
