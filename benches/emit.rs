@@ -20,11 +20,11 @@
 
 use std::hint::black_box;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use flightrec::{Event, Recording, RecordingConfig, Settings};
+use flightrec_testkit::measure::StartLine;
 
 #[derive(Event)]
 #[event(name = "bench.Emit", label = "Emit")]
@@ -235,16 +235,13 @@ fn commit_batch(n: u64) {
 /// microseconds, a few percent of a round, and more for two threads than
 /// for one); the main thread sleeps in the scope's join meanwhile.
 fn emit_round(threads: usize, n: u64) -> Duration {
-    let arrived = AtomicUsize::new(0);
+    let start_line = StartLine::new(threads);
     let spans = Mutex::new(Vec::with_capacity(threads));
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| {
                 Emit { a: 0, b: 1, c: 2.0 }.commit();
-                arrived.fetch_add(1, Ordering::AcqRel);
-                while arrived.load(Ordering::Acquire) < threads {
-                    std::hint::spin_loop();
-                }
+                start_line.wait();
                 let start = Instant::now();
                 commit_batch(n);
                 let end = Instant::now();

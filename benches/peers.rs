@@ -33,11 +33,11 @@ use std::hint::black_box;
 use std::path::Path;
 use std::process::Command;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use fastrace::collector::{Config, Reporter, SpanRecord};
 use fastrace::prelude::{LocalSpan, Span, SpanContext};
 use flightrec::{Event, Recording, RecordingConfig};
+use flightrec_testkit::measure::{StartLine, median, process_cpu_ns, thread_cpu_ns};
 use tracing::field::{Field, Visit};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 
@@ -52,24 +52,6 @@ struct Emit {
 /// Operations per timed segment: under fastrace's local span queue, so
 /// every span is kept.
 const SEGMENT: u64 = 8192;
-
-fn cpu_ns(clock: libc::clockid_t) -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid clock id and a valid out-pointer.
-    unsafe { libc::clock_gettime(clock, &mut ts) };
-    ts.tv_sec as f64 * 1e9 + ts.tv_nsec as f64
-}
-
-fn thread_ns() -> f64 {
-    cpu_ns(libc::CLOCK_THREAD_CPUTIME_ID)
-}
-
-fn process_ns() -> f64 {
-    cpu_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
-}
 
 // === the variants ===
 
@@ -157,16 +139,11 @@ impl Reporter for Discard {
 fn per_op(segments: u64, mut f: impl FnMut()) -> f64 {
     let mut total = 0.0;
     for _ in 0..segments {
-        let t = thread_ns();
+        let t = thread_cpu_ns() as f64;
         f();
-        total += thread_ns() - t;
+        total += thread_cpu_ns() as f64 - t;
     }
     total / (segments * SEGMENT) as f64
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 // === the runs ===
@@ -194,9 +171,9 @@ fn peers(rec: &Recording, rounds: usize, segments: u64) -> Peers {
             for _ in 0..segments {
                 let root = Span::root("bench", SpanContext::random());
                 let guard = root.set_local_parent();
-                let start = thread_ns();
+                let start = thread_cpu_ns() as f64;
                 fastrace_segment();
-                total += thread_ns() - start;
+                total += thread_cpu_ns() as f64 - start;
                 drop(guard);
             }
             total / (segments * SEGMENT) as f64
@@ -261,7 +238,7 @@ fn java_commit(out: &Path, rounds: usize, batch: u64) -> Result<f64, String> {
 /// part, over `events` events.
 fn end_to_end(rec: &Recording, events: u64) -> (f64, f64) {
     rec.flush().expect("flush");
-    let (p0, t0) = (process_ns(), thread_ns());
+    let (p0, t0) = (process_cpu_ns() as f64, thread_cpu_ns() as f64);
     for i in 0..events {
         Emit {
             a: black_box(i),
@@ -270,26 +247,23 @@ fn end_to_end(rec: &Recording, events: u64) -> (f64, f64) {
         }
         .commit();
     }
-    let t1 = thread_ns();
+    let t1 = thread_cpu_ns() as f64;
     rec.flush().expect("flush");
-    let p1 = process_ns();
+    let p1 = process_cpu_ns() as f64;
     ((p1 - p0) / events as f64, (t1 - t0) / events as f64)
 }
 
 /// Per-event CPU time of each of `threads` emitting threads (their mean).
 fn scaling_round(rec: &Recording, threads: usize, n: u64) -> f64 {
     rec.flush().expect("flush");
-    let arrived = AtomicUsize::new(0);
+    let start_line = StartLine::new(threads);
     let per_event = Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| {
                 Emit { a: 0, b: 1, c: 2.0 }.commit();
-                arrived.fetch_add(1, Ordering::AcqRel);
-                while arrived.load(Ordering::Acquire) < threads {
-                    std::hint::spin_loop();
-                }
-                let start = thread_ns();
+                start_line.wait();
+                let start = thread_cpu_ns() as f64;
                 for i in 0..n {
                     Emit {
                         a: black_box(i),
@@ -298,7 +272,7 @@ fn scaling_round(rec: &Recording, threads: usize, n: u64) -> f64 {
                     }
                     .commit();
                 }
-                let spent = thread_ns() - start;
+                let spent = thread_cpu_ns() as f64 - start;
                 per_event.lock().unwrap().push(spent / n as f64);
             });
         }

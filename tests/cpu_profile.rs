@@ -16,17 +16,7 @@ static ONE_RUN_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// The samples of the view's `Method` column, by method text.
 fn view_counts(view: &str) -> BTreeMap<String, u64> {
-    view.lines()
-        .filter_map(|line| {
-            let mut cols: Vec<&str> = line.split_whitespace().collect();
-            if cols.len() < 3 || !cols.last()?.ends_with('%') {
-                return None;
-            }
-            cols.pop();
-            let n: u64 = cols.pop()?.parse().ok()?;
-            Some((cols.join(" "), n))
-        })
-        .collect()
+    flightrec_testkit::view_rows(view).into_iter().collect()
 }
 
 #[test]

@@ -34,6 +34,7 @@ use commit::{
     flightrec_payload, flightrec_value,
 };
 use flightrec_derive::Event;
+use flightrec_testkit::measure::{median, thread_cpu_ns};
 use recorder::{Event, Recording, RecordingConfig};
 use types::{
     FLIGHTREC_CONTENT_NONE, FLIGHTREC_KIND_F64, FLIGHTREC_KIND_I32, FLIGHTREC_KIND_U64,
@@ -78,29 +79,13 @@ fn register_c() -> flightrec_event_type {
     h
 }
 
-/// Thread CPU time, ns.
-fn cpu_ns() -> i64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid out-pointer for the call.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
-}
-
 /// Thread CPU time per call of `f`, ns.
 fn time(n: u64, mut f: impl FnMut(u64)) -> f64 {
-    let c0 = cpu_ns();
+    let c0 = thread_cpu_ns();
     for i in 0..n {
         f(i);
     }
-    (cpu_ns() - c0) as f64 / n as f64
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    (thread_cpu_ns() - c0) as f64 / n as f64
 }
 
 fn main() {
@@ -174,7 +159,7 @@ fn main() {
         c.push(cc);
         rust.push(r);
     }
-    let (c, rust, ratio) = (median(c), median(rust), median(ratios));
+    let (c, rust, ratio) = (median(&mut c), median(&mut rust), median(&mut ratios));
     println!("rust derive commit: {rust:.1} ns (thread CPU, median of {rounds} rounds)");
     println!("C ABI commit:       {c:.1} ns");
     println!(

@@ -22,7 +22,7 @@
 //! exit handler and a `duration` timer both stop it through that slot, so it
 //! is stopped exactly once.
 
-use std::sync::Mutex;
+use crate::sync::Mutex;
 use std::time::Duration;
 
 use crate::config::{RecordingConfig, StartError};
@@ -214,7 +214,7 @@ fn start(
     let rec = Recording::start(config).map_err(AutoStartError::Start)?;
     AUTO_PID.store(u64::from(std::process::id()), Ordering::Relaxed);
     let generation = AUTO_GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
-    *AUTO.lock().unwrap_or_else(|e| e.into_inner()) = Some((rec, dump_on_exit, settings));
+    *AUTO.lock() = Some((rec, dump_on_exit, settings));
     if let Some(d) = duration.filter(|d| !d.is_zero()) {
         let _ = std::thread::Builder::new()
             .name("flightrec-duration".into())
@@ -231,8 +231,7 @@ fn start(
 
 /// Whether the automatic recording runs (in this process).
 pub(crate) fn holds_recording() -> bool {
-    AUTO_PID.load(Ordering::Relaxed) == u64::from(std::process::id())
-        && AUTO.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+    AUTO_PID.load(Ordering::Relaxed) == u64::from(std::process::id()) && AUTO.lock().is_some()
 }
 
 /// Stops the automatic recording (writing its file), if one runs.
@@ -259,7 +258,7 @@ pub fn with_auto<R>(f: impl FnOnce(&Recording) -> R) -> Option<R> {
     if AUTO_PID.load(Ordering::Relaxed) != u64::from(std::process::id()) {
         return None;
     }
-    let auto = AUTO.lock().unwrap_or_else(|e| e.into_inner());
+    let auto = AUTO.lock();
     auto.as_ref().map(|(rec, _, _)| f(rec))
 }
 
@@ -279,7 +278,7 @@ fn take_and_stop(write: bool) -> Option<Result<RecordingSummary, RecordingError>
     if AUTO_PID.load(Ordering::Relaxed) != u64::from(std::process::id()) {
         return None; // none, or the parent's (in a forked child)
     }
-    let auto = AUTO.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let auto = AUTO.lock().take();
     let (rec, dump_on_exit, settings) = auto?;
     let unused = crate::runtime::registry().unregistered(&settings);
     if !unused.is_empty() {
@@ -312,7 +311,7 @@ extern "C" fn at_exit() {
 }
 
 fn register_exit_handler() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
+    static ONCE: crate::sync::Once = crate::sync::Once::new();
     ONCE.call_once(|| {
         // SAFETY: `at_exit` is a plain `extern "C" fn()` that catches panics;
         // atexit only stores the pointer.

@@ -18,7 +18,7 @@
 //! Invariant: [`ticks`] is monotonic per thread and shares one origin and one
 //! frequency across threads for the life of the process.
 
-use std::sync::OnceLock;
+use crate::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// How long the TSC frequency is measured for.

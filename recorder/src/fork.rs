@@ -36,7 +36,7 @@ use crate::{local, membarrier, runtime, sampler};
 
 /// Installs the handlers (once per process).
 pub(crate) fn install() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
+    static ONCE: crate::sync::Once = crate::sync::Once::new();
     ONCE.call_once(|| {
         // SAFETY: the three handlers are plain `extern "C" fn()`s that never
         // unwind (they only lock, unlock and store).

@@ -28,10 +28,10 @@
 //! Invariant: the previous hook runs for every panic but the calibration
 //! panic, after ours, with the same `PanicHookInfo`.
 
+use crate::sync::{Once, OnceLock};
 use std::cell::Cell;
 use std::hint::black_box;
 use std::panic::PanicHookInfo;
-use std::sync::{Once, OnceLock};
 
 use chunk_writer::TypeId;
 use chunk_writer::encode::Sink;
@@ -44,7 +44,7 @@ static PANICS: AtomicU64 = AtomicU64::new(0);
 static RECORDING: AtomicBool = AtomicBool::new(false);
 static CALIBRATION: OnceLock<Vec<u64>> = OnceLock::new();
 
-std::thread_local! {
+crate::sync::thread_local! {
     static CALIBRATING: Cell<bool> = const { Cell::new(false) };
 }
 

@@ -37,9 +37,9 @@
 //! make every drain resume where the last stopped, and after step 3 no block
 //! of epoch *e* can grow.
 
+use crate::sync::mpsc;
 use std::io::{self, BufWriter, Seek, Write};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::active_recording::{RecordingInfo, write_active_recording};

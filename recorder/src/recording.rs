@@ -15,9 +15,9 @@
 //! counted as [`LossCause::Panicked`](crate::LossCause::Panicked)), with the
 //! panic's message as the error's source.
 
+use crate::sync::mpsc;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::SystemTime;
 

@@ -56,7 +56,7 @@ pub(crate) fn safepoint(rt: &Runtime) -> u64 {
         // so the writer's committed position is visible once it reads 0.
         while slot.in_section() {
             spin_hint();
-            std::thread::yield_now();
+            crate::sync::yield_now();
         }
     }
     old

@@ -15,9 +15,6 @@
 //! `Registry::types` with the id stored in its `type_id`, so its events can
 //! always be described by the metadata of the chunk they land in.
 
-use std::sync::{Arc as StdArc, OnceLock};
-
-use arc_swap::ArcSwap;
 use chunk_writer::TypeId;
 use chunk_writer::metadata::Metadata;
 
@@ -31,7 +28,7 @@ use crate::event::field::FieldKind;
 use crate::loss::Losses;
 use crate::scan::Layout;
 use crate::settings::{self, EnabledWord, Settings};
-use crate::sync::{Arc, AtomicU64, AtomicUsize, Mutex, Ordering};
+use crate::sync::{Arc, ArcSwap, AtomicU64, AtomicUsize, Mutex, OnceLock, Ordering, StdArc};
 
 /// The registered event types and the active settings.
 #[derive(Debug)]

@@ -242,6 +242,13 @@ mod imp {
 
 pub(crate) use imp::*;
 
+// Init-once cells, channels, the swappable settings pointer and the scheduler
+// calls: std's (and arc-swap's) in both builds, as before they were routed
+// here. Loom does not model them; the models never block on them.
+pub(crate) use arc_swap::ArcSwap;
+pub(crate) use std::sync::{Arc as StdArc, Once, OnceLock, mpsc};
+pub(crate) use std::thread::{available_parallelism, yield_now};
+
 /// The cell type of buffer bytes. Always std's: a buffer is handed out as one
 /// contiguous `&mut [u8]`, which loom's per-cell tracking cannot express.
 /// Loom checks the positions (`committed`, `flushed`) that order every access

@@ -6,13 +6,12 @@
 //! The crash and disk-error cases run in a child process: this test binary
 //! re-executes itself with `FLIGHTREC_TEST_CHILD` set.
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
 use std::time::Duration;
 
 use chunk_writer::reader::read_recording;
 use flightrec_derive::Event;
+use flightrec_testkit::child;
 use recorder::{Event, LossCause, Recording, RecordingConfig, RecordingError};
 
 #[derive(Event)]
@@ -30,21 +29,6 @@ fn tick(n: u64) -> Tick {
     }
 }
 
-fn child(mode: &str, dir: &Path) -> Command {
-    let mut c = Command::new(std::env::current_exe().unwrap());
-    c.args([mode, "--exact", "--nocapture", "--test-threads=1"])
-        .env("FLIGHTREC_TEST_CHILD", mode)
-        .env("FLIGHTREC_TEST_DIR", dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
-    c
-}
-
-fn is_child(mode: &str) -> Option<PathBuf> {
-    (std::env::var("FLIGHTREC_TEST_CHILD").ok()? == mode)
-        .then(|| PathBuf::from(std::env::var("FLIGHTREC_TEST_DIR").unwrap()))
-}
-
 fn count_ticks(file: &Path) -> u64 {
     let f = read_recording(&std::fs::read(file).unwrap()).unwrap();
     f.chunks
@@ -59,7 +43,7 @@ fn count_ticks(file: &Path) -> u64 {
 /// it mid-recording.
 #[test]
 fn killed_child() {
-    let Some(dir) = is_child("killed_child") else {
+    let Some(dir) = child::dir("killed_child") else {
         return;
     };
     let rec = Recording::start(
@@ -88,16 +72,15 @@ fn killed_child() {
 
 #[test]
 fn sigkill_leaves_a_recoverable_repository() {
-    if std::env::var("FLIGHTREC_TEST_CHILD").is_ok() {
+    if child::is_child() {
         return;
     }
     let dir = flightrec_testkit::temp_dir("sigkill");
-    let mut c = child("killed_child", &dir).spawn().unwrap();
-    let mut lines = BufReader::new(c.stdout.take().unwrap()).lines();
+    let mut c = child::command("killed_child", &dir).spawn().unwrap();
     let mut flushed = 0;
-    while let Some(Ok(line)) = lines.next() {
-        if let Some(n) = line.strip_prefix("flushed ") {
-            flushed = n.parse().unwrap();
+    for line in child::lines(&mut c) {
+        if let Some(report) = child::report(&line, "flushed ") {
+            flushed = child::numbers(report)[0];
             if flushed == 15000 {
                 break;
             }
@@ -121,7 +104,7 @@ fn sigkill_leaves_a_recoverable_repository() {
 /// disk "fills up" mid-recording.
 #[test]
 fn disk_full_child() {
-    let Some(dir) = is_child("disk_full_child") else {
+    let Some(dir) = child::dir("disk_full_child") else {
         return;
     };
     // SAFETY: plain libc calls with valid arguments; SIGXFSZ is ignored so a
@@ -163,22 +146,18 @@ fn disk_full_child() {
 
 #[test]
 fn disk_errors_stop_the_recording_with_an_error() {
-    if std::env::var("FLIGHTREC_TEST_CHILD").is_ok() {
+    if child::is_child() {
         return;
     }
     let dir = flightrec_testkit::temp_dir("disk_full");
-    let mut c = child("disk_full_child", &dir);
-    let out = c.output().unwrap();
+    let out = child::command("disk_full_child", &dir).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
         "child crashed: {:?}\n{text}",
         out.status
     );
-    let line = text
-        .lines()
-        .find_map(|l| l.find("rotate=").map(|i| &l[i..]))
-        .unwrap_or_else(|| panic!("no report:\n{text}"));
+    let line = child::find_report(&text, "rotate=").unwrap_or_else(|| panic!("no report:\n{text}"));
     assert!(line.starts_with("rotate=true stop=true"), "{line}");
     let lost: u64 = line.rsplit('=').next().unwrap().trim().parse().unwrap();
     assert!(
@@ -193,7 +172,7 @@ fn disk_errors_stop_the_recording_with_an_error() {
 
 #[test]
 fn retention_bounds_the_repository_by_size_and_age() {
-    if std::env::var("FLIGHTREC_TEST_CHILD").is_ok() {
+    if child::is_child() {
         return;
     }
     let dir = flightrec_testkit::temp_dir("retention");

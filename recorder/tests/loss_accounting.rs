@@ -7,14 +7,13 @@
 //! threads outrun the recorder thread and drop events; how many depends on
 //! scheduling, the accounting must not.
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use flightrec_derive::Event;
+use flightrec_testkit::child;
 use recorder::{Event, LossCause, Recording, RecordingConfig, Settings};
 
 #[derive(Event)]
@@ -45,11 +44,6 @@ fn tiny(config: RecordingConfig) -> RecordingConfig {
         .settings(settings)
 }
 
-fn is_child(mode: &str) -> Option<PathBuf> {
-    (std::env::var("FLIGHTREC_TEST_CHILD").ok()? == mode)
-        .then(|| PathBuf::from(std::env::var("FLIGHTREC_TEST_DIR").unwrap()))
-}
-
 /// `(events, DataLoss bytes)` the JDK reads from the file's loss events.
 fn losses_in(file: &Path) -> (u64, u64) {
     let text = flightrec_testkit::jfr().run_text(&[
@@ -77,7 +71,7 @@ fn losses_in(file: &Path) -> (u64, u64) {
 /// killed.
 #[test]
 fn dropping_child() {
-    let Some(dir) = is_child("dropping_child") else {
+    let Some(dir) = child::dir("dropping_child") else {
         return;
     };
     let rec = Recording::start(tiny(
@@ -114,35 +108,18 @@ fn dropping_child() {
 
 #[test]
 fn a_killed_process_leaves_its_losses_up_to_the_last_flush() {
-    if std::env::var("FLIGHTREC_TEST_CHILD").is_ok() {
+    if child::is_child() {
         return;
     }
     let dir = flightrec_testkit::temp_dir("loss_sigkill");
-    let mut c = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "dropping_child",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("FLIGHTREC_TEST_CHILD", "dropping_child")
-        .env("FLIGHTREC_TEST_DIR", &dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(c.stdout.take().unwrap()).lines();
+    let mut c = child::command("dropping_child", &dir).spawn().unwrap();
     let mut last = None;
     let mut flushes = 0;
-    while let Some(Ok(line)) = lines.next() {
-        // The first report shares its line with the harness's "test … ".
-        let Some(rest) = line.find("flushed ").map(|i| &line[i + 8..]) else {
+    for line in child::lines(&mut c) {
+        let Some(report) = child::report(&line, "flushed ") else {
             continue;
         };
-        let nums: Vec<u64> = rest
-            .split(' ')
-            .map(|kv| kv.split_once('=').unwrap().1.parse().unwrap())
-            .collect();
+        let nums = child::numbers(report);
         last = Some((nums[0], nums[1], nums[2]));
         flushes += 1;
         if flushes == 4 {
@@ -175,7 +152,7 @@ fn a_killed_process_leaves_its_losses_up_to_the_last_flush() {
 /// rotates 24 times; prints the totals after the stop.
 #[test]
 fn rotating_child() {
-    let Some(dir) = is_child("rotating_child") else {
+    let Some(dir) = child::dir("rotating_child") else {
         return;
     };
     let out = dir.join("rotating.jfr");
@@ -213,31 +190,16 @@ fn rotating_child() {
 
 #[test]
 fn chunk_reports_add_up_to_the_total_across_rotations() {
-    if std::env::var("FLIGHTREC_TEST_CHILD").is_ok() {
+    if child::is_child() {
         return;
     }
     let dir = flightrec_testkit::temp_dir("loss_rotations");
-    let run = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "rotating_child",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("FLIGHTREC_TEST_CHILD", "rotating_child")
-        .env("FLIGHTREC_TEST_DIR", &dir)
-        .output()
-        .unwrap();
+    let run = child::command("rotating_child", &dir).output().unwrap();
     let text = String::from_utf8_lossy(&run.stdout);
     assert!(run.status.success(), "{text}");
-    let line = text
-        .lines()
-        .find_map(|l| l.find("committed=").map(|i| &l[i..]))
-        .unwrap_or_else(|| panic!("no report:\n{text}"));
-    let nums: Vec<u64> = line
-        .split(' ')
-        .map(|kv| kv.split_once('=').unwrap().1.parse().unwrap())
-        .collect();
+    let line =
+        child::find_report(&text, "committed=").unwrap_or_else(|| panic!("no report:\n{text}"));
+    let nums = child::numbers(line);
     let (committed, lost, chunks) = (nums[0], nums[1], nums[2]);
     assert_eq!(chunks, 25, "24 rotations and the stop");
     assert!(lost > 0, "nothing was dropped: {line}");

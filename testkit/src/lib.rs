@@ -35,6 +35,16 @@
 //! `jfr view all-events`) with exit status 0 and nothing on stderr. A file
 //! can parse and still crash one printer: JDK 25's plain `jfr print` throws
 //! on arrays of primitives or strings (see `docs/jfr-format.md`).
+//!
+//! # Also
+//!
+//! [`child`]: tests that re-execute their binary to run a child test (a
+//! crash, a disk limit) and read its reports; [`measure`]: CPU-time clocks,
+//! medians and a spinning start line for the benches; [`view_rows`]: the
+//! rows of a `jfr view` table.
+
+pub mod child;
+pub mod measure;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
@@ -659,6 +669,23 @@ pub fn disassemble(path: &Path, dir: &Path) -> Vec<PathBuf> {
     jfr().disassemble(path, dir)
 }
 
+/// The rows of a `jfr view` table whose last two columns are a count and a
+/// percentage (`cpu-time-hot-methods`, `hot-methods`): each row's text
+/// before them and the count, in the view's order.
+pub fn view_rows(view: &str) -> Vec<(String, u64)> {
+    view.lines()
+        .filter_map(|line| {
+            let mut cols: Vec<&str> = line.split_whitespace().collect();
+            if cols.len() < 3 || !cols.last()?.ends_with('%') {
+                return None;
+            }
+            cols.pop();
+            let n: u64 = cols.pop()?.parse().ok()?;
+            Some((cols.join(" "), n))
+        })
+        .collect()
+}
+
 /// A fresh, empty directory `$TMPDIR/flightrec-tests/NAME-PID` for one test's
 /// files. It is left in place for inspection; directories of the same name
 /// left by processes that have exited are removed.
@@ -830,6 +857,22 @@ mod tests {
         assert_eq!(s.sizes["jdk.Checkpoint"], 900);
         let nz = s.nonzero_counts();
         assert_eq!(nz.len(), 2, "{nz:?}");
+    }
+
+    #[test]
+    fn view_rows_parse() {
+        let view = "\n   CPU Time Hot Methods\n\nMethod                 Samples Percent\n\
+            ---------------------- ------- -------\n\
+            cpu_profile.burn(u64)      120  60.00%\n\
+            a b c                       80  40.00%\n\
+            Total: 200\n";
+        assert_eq!(
+            view_rows(view),
+            [
+                ("cpu_profile.burn(u64)".to_owned(), 120),
+                ("a b c".to_owned(), 80)
+            ]
+        );
     }
 
     #[test]

@@ -99,16 +99,4 @@ pub(crate) fn run_ok(cmd: &mut Command) -> Output {
 }
 
 /// The samples per method of `jfr view cpu-time-hot-methods`, in order.
-pub(crate) fn hot_methods(view: &str) -> Vec<(String, u64)> {
-    view.lines()
-        .filter_map(|line| {
-            let mut cols: Vec<&str> = line.split_whitespace().collect();
-            if cols.len() < 3 || !cols.last()?.ends_with('%') {
-                return None;
-            }
-            cols.pop();
-            let n: u64 = cols.pop()?.parse().ok()?;
-            Some((cols.join(" "), n))
-        })
-        .collect()
-}
+pub(crate) use flightrec_testkit::view_rows as hot_methods;

@@ -12,8 +12,8 @@
 //! Invariant: [`ACTIVE`] holds the recording that runs in this process, or
 //! nothing; an entry left by a parent (in a forked child) is ignored.
 
+use crate::sync::mpsc;
 use std::path::PathBuf;
-use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::config::RecordingConfig;

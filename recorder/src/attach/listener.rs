@@ -202,7 +202,7 @@ extern "C" fn remove_socket_at_exit() {
 }
 
 fn register_exit_handler() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
+    static ONCE: crate::sync::Once = crate::sync::Once::new();
     ONCE.call_once(|| {
         // SAFETY: a plain `extern "C" fn()` that catches panics; atexit
         // only stores the pointer.

@@ -77,7 +77,7 @@ fn cost(frames: usize) -> usize {
 #[derive(Debug)]
 pub(crate) struct StackEntry {
     /// Lookup addresses, innermost first.
-    pub(crate) frames: std::sync::Arc<[u64]>,
+    pub(crate) frames: crate::sync::StdArc<[u64]>,
     /// The capture hit the depth limit.
     pub(crate) truncated: bool,
 }
@@ -98,7 +98,7 @@ pub(crate) struct StackRepository {
 
 #[derive(Debug)]
 struct Interned {
-    entry: std::sync::Arc<StackEntry>,
+    entry: crate::sync::StdArc<StackEntry>,
     /// The latest epoch an emitting thread interned it in.
     used_in: u64,
     cost: usize,
@@ -107,7 +107,7 @@ struct Interned {
 #[derive(Debug, Default)]
 struct Shard {
     /// Indexed by `truncated as usize`, so lookups borrow `&[u64]`.
-    by_frames: [HashMap<std::sync::Arc<[u64]>, u64>; 2],
+    by_frames: [HashMap<crate::sync::StdArc<[u64]>, u64>; 2],
     by_key: HashMap<u64, Interned>,
 }
 
@@ -153,12 +153,12 @@ impl StackRepository {
         }
         self.bytes.fetch_add(cost, Ordering::Relaxed);
         let key = self.next_key.fetch_add(1, Ordering::Relaxed) * SHARDS as u64 + shard as u64;
-        let frames: std::sync::Arc<[u64]> = frames.into();
+        let frames: crate::sync::StdArc<[u64]> = frames.into();
         s.by_frames[truncated as usize].insert(frames.clone(), key);
         s.by_key.insert(
             key,
             Interned {
-                entry: std::sync::Arc::new(StackEntry { frames, truncated }),
+                entry: crate::sync::StdArc::new(StackEntry { frames, truncated }),
                 used_in: epoch,
                 cost,
             },
@@ -167,7 +167,7 @@ impl StackRepository {
     }
 
     /// The stack under `key`, if it was not released.
-    pub(crate) fn get(&self, key: u64) -> Option<std::sync::Arc<StackEntry>> {
+    pub(crate) fn get(&self, key: u64) -> Option<crate::sync::StdArc<StackEntry>> {
         let shard = (key % SHARDS as u64) as usize;
         self.shards[shard]
             .lock()

@@ -39,7 +39,7 @@ pub(crate) mod lifecycle;
 pub(crate) mod procfs;
 pub(crate) mod system;
 
-use std::sync::OnceLock;
+use crate::sync::OnceLock;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 

@@ -522,7 +522,7 @@ impl SystemEvents {
 /// Processors available to the process (affinity and cgroup quota), the
 /// JDK's divisor for CPU loads.
 pub(crate) fn cpus() -> f64 {
-    std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64)
+    crate::sync::available_parallelism().map_or(1.0, |n| n.get() as f64)
 }
 
 /// The values of `jdk.ContainerConfiguration`.

@@ -266,7 +266,7 @@ impl Consumer {
         if config.any() {
             let _ = signal::install(config.signal);
         }
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cpus = crate::sync::available_parallelism().map_or(1, |n| n.get());
         // Dropping the old timers deletes them.
         self.cpu = config.cpu.map(|t| {
             ThreadTimers::new(

@@ -12,7 +12,7 @@
 //! Only the caller of [`reconcile`]/[`shutdown`] (under `CONTROL`'s lock)
 //! moves between states; the sampler thread only reads the settings.
 
-use std::sync::OnceLock;
+use crate::sync::OnceLock;
 use std::thread::JoinHandle;
 
 use super::config::SamplerConfig;

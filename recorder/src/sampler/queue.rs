@@ -303,7 +303,7 @@ impl SampleSlot {
         while self.in_handler.load(Ordering::Acquire) != 0 {
             spins = spins.saturating_add(1);
             if cfg!(not(flightrec_loom)) && spins > 64 {
-                std::thread::yield_now();
+                crate::sync::yield_now();
             } else {
                 spin_hint();
             }

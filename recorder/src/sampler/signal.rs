@@ -36,8 +36,8 @@
 //! pending after the timer is deleted, and the default action of `SIGPROF`
 //! would end the process.
 
+use crate::sync::OnceLock;
 use std::io;
-use std::sync::OnceLock;
 
 use super::queue::{SampleKind, SlotTable};
 use super::unwind::{self, Regs};

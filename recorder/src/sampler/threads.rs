@@ -104,8 +104,8 @@ mod tests {
 
     #[test]
     fn sees_a_named_thread_come_and_go() {
-        let (tx, rx) = std::sync::mpsc::channel();
-        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let (tx, rx) = crate::sync::mpsc::channel();
+        let (done_tx, done_rx) = crate::sync::mpsc::channel::<()>();
         let h = std::thread::Builder::new()
             .name("threads-test".into())
             .spawn(move || {

@@ -1,0 +1,87 @@
+//! Measuring on a shared, noisy machine (benches): each thread's own CPU
+//! time, the process's CPU time, the median of paired rounds, and a start
+//! line that threads spin at so a timed window holds their work and not a
+//! sleeping barrier's wake-up.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid clock id and a valid out-pointer.
+    let r = unsafe { libc::clock_gettime(clock, &mut ts) };
+    assert_eq!(r, 0, "clock_gettime({clock})");
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The calling thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), ns: what it
+/// ran, not what a neighbour stole from it.
+pub fn thread_cpu_ns() -> u64 {
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// The process's CPU time over all its threads (`CLOCK_PROCESS_CPUTIME_ID`), ns.
+pub fn process_cpu_ns() -> u64 {
+    clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
+}
+
+/// The median (the upper one of an even count); sorts `v`.
+///
+/// # Panics
+///
+/// If `v` is empty.
+pub fn median(v: &mut [f64]) -> f64 {
+    assert!(!v.is_empty(), "median of nothing");
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// A start line for `n` threads: each calls [`StartLine::wait`], which
+/// returns once all `n` have arrived (spinning, not sleeping).
+#[derive(Debug)]
+pub struct StartLine {
+    n: usize,
+    arrived: AtomicUsize,
+}
+
+impl StartLine {
+    /// A line for `n` threads.
+    pub fn new(n: usize) -> Self {
+        Self {
+            n,
+            arrived: AtomicUsize::new(0),
+        }
+    }
+
+    /// Arrives and spins until all `n` threads have.
+    pub fn wait(&self) {
+        self.arrived.fetch_add(1, Ordering::AcqRel);
+        while self.arrived.load(Ordering::Acquire) < self.n {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians_and_clocks() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), 3.0);
+        let t0 = thread_cpu_ns();
+        let mut x = 1u64;
+        while thread_cpu_ns() - t0 < 1_000_000 {
+            x = std::hint::black_box(x.wrapping_mul(3));
+        }
+        assert!(process_cpu_ns() >= thread_cpu_ns());
+        let line = StartLine::new(2);
+        std::thread::scope(|s| {
+            s.spawn(|| line.wait());
+            line.wait();
+        });
+    }
+}
