@@ -34,8 +34,11 @@ RUSTFLAGS="$base" CARGO_TARGET_DIR="$target/models" \
 # disjoint code share one build (each build recompiles the dependencies):
 # relaxed_commit (the block's commit store) and skip_retire_wait (the
 # sampler's slot release) touch nothing in common, and each control drives
-# only its own model.
-for weakens in "relaxed_commit skip_retire_wait" skip_section_wait; do
+# only its own model. skip_stack_tag (the section's stack tag, model 4)
+# gets its own build: its model also runs the commit store and the section
+# wait, so sharing a build with those weakenings could fail it for their
+# sake.
+for weakens in "relaxed_commit skip_retire_wait" skip_section_wait skip_stack_tag; do
     flags=""
     for weaken in $weakens; do
         flags="$flags --cfg flightrec_loom_weaken=\"$weaken\""

@@ -36,7 +36,8 @@ use std::sync::{Once, OnceLock};
 use chunk_writer::TypeId;
 use chunk_writer::encode::Sink;
 
-use crate::periodic::system::{emit, enabled};
+use crate::event::commit::BuiltinRefs;
+use crate::periodic::system::{emit_with, enabled};
 use crate::runtime::{self, registry};
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
 
@@ -164,16 +165,23 @@ fn record(info: &PanicHookInfo<'_>, frames: &[u64], truncated: bool) {
         .and_then(|s| s.stack_trace)
         .unwrap_or(true);
     let site = cut(frames);
+    // Read before the write section loads it (see `cpool::stacks`).
+    let epoch = rt.epoch.load(Ordering::Relaxed);
     let stack = if with_stack && !site.is_empty() {
-        let epoch = rt.epoch.load(Ordering::Relaxed);
         rt.stacks.intern(site, truncated, epoch).unwrap_or(0)
     } else {
         0
     };
+    // This thread's own key: its slot tags it.
     let thread = crate::local::current_thread_key(rt).unwrap_or(0);
     let message = message(info);
     let ticks = crate::clock::ticks();
-    emit(TypeId::JAVA_ERROR_THROW, ticks, |e| {
+    let refs = BuiltinRefs {
+        thread: None,
+        stack,
+        stack_epoch: epoch,
+    };
+    emit_with(TypeId::JAVA_ERROR_THROW, ticks, refs, |e, stack| {
         e.put_varint(thread);
         e.put_varint(stack);
         e.put_str(&message);
