@@ -22,7 +22,9 @@
 
 mod common;
 
-use common::{Commit, assert_exactly_once, commit_during_rotation, expect_failure, model};
+#[cfg(flightrec_loom_weaken = "skip_stack_tag")]
+use common::expect_failure;
+use common::{Commit, assert_exactly_once, commit_during_rotation, model};
 use loom::sync::Arc;
 use recorder::LossCause;
 use recorder::loom_api::{Drained, Runtime, decode};

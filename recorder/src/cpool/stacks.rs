@@ -63,6 +63,13 @@ use crate::sync::{AtomicU64, AtomicUsize, Mutex, Ordering};
 
 const SHARDS: usize = 16;
 
+/// The shards' hasher: random per process, fixed under loom, whose models
+/// must lock the same shards in every execution.
+#[cfg(not(flightrec_loom))]
+type ShardHasher = std::collections::hash_map::RandomState;
+#[cfg(flightrec_loom)]
+type ShardHasher = std::hash::BuildHasherDefault<std::collections::hash_map::DefaultHasher>;
+
 /// Bytes an entry costs besides its frames: the `Arc` headers, the two map
 /// slots and their control bytes, the entry itself, and the recorder's map
 /// slot for its resolved frames.
@@ -98,7 +105,7 @@ pub(crate) struct StackEntry {
 #[derive(Debug)]
 pub(crate) struct StackRepository {
     next_key: AtomicU64,
-    hasher: std::collections::hash_map::RandomState,
+    hasher: ShardHasher,
     shards: [Mutex<Shard>; SHARDS],
     /// Bytes held by the entries.
     bytes: AtomicUsize,

@@ -171,15 +171,12 @@ impl ThreadRegistry {
     /// The keys tagged with `epoch`, in key order: the threads chunk
     /// `epoch` must hold.
     pub(crate) fn tagged(&self, epoch: u64) -> Vec<u64> {
-        let mut keys: Vec<u64> = self
-            .threads
-            .lock()
-            .by_key
-            .iter()
-            .filter(|(_, t)| t.tags.has(epoch))
-            .map(|(&k, _)| k)
-            .collect();
+        let t = self.threads.lock();
+        // In key order, not the map's: the loads of the tags are then in
+        // the same order in every execution of a loom model.
+        let mut keys: Vec<u64> = t.by_key.keys().copied().collect();
         keys.sort_unstable();
+        keys.retain(|k| t.by_key[k].tags.has(epoch));
         keys
     }
 
@@ -188,10 +185,16 @@ impl ThreadRegistry {
     /// chunk is being written (a CPU sample written after the thread
     /// exited).
     pub(crate) fn prune_exited_before(&self, epoch: u64) {
-        self.threads
-            .lock()
-            .by_key
-            .retain(|_, t| t.exited_in.is_none_or(|e| e >= epoch) || t.tags.has(epoch + 1));
+        let mut t = self.threads.lock();
+        // In key order (see `tagged`).
+        let mut keys: Vec<u64> = t.by_key.keys().copied().collect();
+        keys.sort_unstable();
+        for k in keys {
+            let info = &t.by_key[&k];
+            if info.exited_in.is_some_and(|e| e < epoch) && !info.tags.has(epoch + 1) {
+                t.by_key.remove(&k);
+            }
+        }
     }
 
     /// Holds the registry's lock across a `fork()`.
