@@ -11,7 +11,8 @@
 //! the `()V` descriptor. A key means the same in every chunk of the process
 //! (docs/jfr-format.md §6.4 rule 5), and every chunk defines the constants of
 //! every site registered before each of its checkpoints, so a MethodTiming
-//! or MethodTrace record always resolves, whatever the drain scanned.
+//! or MethodTrace record always resolves, whatever stacks the chunk's epoch
+//! tagged.
 //!
 //! # A trace's stack
 //!
