@@ -124,13 +124,22 @@ fn cut(stack: &[u64]) -> &[u64] {
 }
 
 /// The machinery frames of the calibration stack: those above the frame
-/// of [`calibration_panic`] (whose return address lies a few bytes into
-/// it). Empty if that frame is not found.
+/// of [`calibration_panic`], found by the function the unwinder says the
+/// frame is in (not by distance from its start address: the hook's own
+/// functions may be laid out just after it). Called inside the calibration
+/// panic. Empty if that frame is not found.
 fn machinery(frames: &[u64]) -> Vec<u64> {
-    let f = calibration_panic as fn() as usize as u64;
-    frames
-        .iter()
-        .position(|&ip| ip > f && ip - f < 512)
+    let f = calibration_panic as fn() as usize;
+    let mut at = None;
+    backtrace::trace(|frame| {
+        if frame.symbol_address() as usize == f {
+            // As `stack::capture` stores it: the call instruction.
+            at = Some(frame.ip() as u64 - 1);
+            return false;
+        }
+        true
+    });
+    at.and_then(|ip| frames.iter().position(|&x| x == ip))
         .map_or_else(Vec::new, |k| frames[..k].to_vec())
 }
 
