@@ -8,7 +8,7 @@
 //! | `rotation_commit.rs` | 1: writers commit while rotation flips the epoch | each committed event in exactly one chunk, the chunk of its epoch |
 //! | `sealed_drain.rs` | 2: a block sealed to the pool while the recorder drains it | each event drained once, whole |
 //! | `thread_exit.rs` | 3: a thread exits during rotation | its events in their chunks, its constant resolvable there, nothing leaked |
-//! | `constants.rs` | 4: a constant first used while rotation runs | the scan of every chunk holding an event yields its keys, resolvable at chunk end |
+//! | `constants.rs` | 4: a constant first used while rotation runs | every event's thread and stack are tagged with its chunk's epoch and resolvable at chunk end (or the stack is dropped, counted) |
 //! | `settings.rs` | 5: settings swapped while events commit | each event sees the old or the new word, whole |
 //! | `sampler_queue.rs` | 6: the sampler's signal-to-consumer queue | each queued sample drained once, whole; none stranded |
 //!
@@ -24,3 +24,6 @@
 //!   handler inside it; model 6 finds a late sample stranded in the slot
 //!   for its next owner. (Built together with `relaxed_commit`: the two
 //!   weaken disjoint code.)
+//! * `skip_stack_tag`: the write section does not tag a stack interned in
+//!   the epoch before its own; model 4 finds an event in chunk N+1 whose
+//!   stack only chunk N holds (or no chunk).

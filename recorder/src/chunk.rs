@@ -12,6 +12,18 @@
 //! reader can follow the chunk as it grows and a process killed after a flush
 //! leaves a chunk that [`crate::repository::recover_chunk`] makes readable.
 //!
+//! # Events and constants
+//!
+//! The chunk belongs to one epoch. Drained bytes are copied into it as they
+//! are: the commit path writes final JFR, start times included, and no
+//! record is decoded here. Its constants are the threads and stack traces
+//! tagged with its epoch (see [`crate::cpool::threads`] and
+//! [`crate::cpool::stacks`]), plus the methods, classes, packages and
+//! symbols those stacks resolve to: every flush writes the ones tagged since
+//! the last. A constant is tagged before the event referencing it is
+//! committed, and a flush drains before it collects the tags, so the
+//! checkpoint after a drained event holds its constants.
+//!
 //! Invariant: every constant referenced by an event before the header's size
 //! is defined in a checkpoint before it, and no key is defined twice with
 //! different values (a key, once written in this chunk, is not written again;
@@ -31,7 +43,6 @@ use crate::clock;
 use crate::cpool::methods::FrameTables;
 use crate::loss::LossReporter;
 use crate::runtime::{Runtime, registry};
-use crate::scan::{Referenced, Scanner};
 use crate::settings;
 
 /// The chunk being written.
@@ -39,7 +50,8 @@ use crate::settings;
 pub(crate) struct ChunkAssembler {
     writer: ChunkWriter<BufWriter<File>>,
     start: clock::Instant,
-    refs: Referenced,
+    /// The epoch whose events and constants the chunk holds.
+    epoch: u64,
     written_threads: BTreeSet<u64>,
     written_stacks: BTreeSet<u64>,
     statics_written: bool,
@@ -47,8 +59,6 @@ pub(crate) struct ChunkAssembler {
     sites_written: usize,
     /// Registered-type count described by the last metadata written, if any.
     metadata_types: Option<usize>,
-    scanner: Scanner,
-    known_types: usize,
     scratch: Vec<u8>,
     /// Events and bytes handed to the file since the last successful flush:
     /// lost if the file fails before the next one.
@@ -58,8 +68,8 @@ pub(crate) struct ChunkAssembler {
 }
 
 impl ChunkAssembler {
-    /// Starts a chunk at the current position of `out`.
-    pub(crate) fn begin(out: BufWriter<File>) -> io::Result<Self> {
+    /// Starts the chunk of `epoch` at the current position of `out`.
+    pub(crate) fn begin(out: BufWriter<File>, epoch: u64) -> io::Result<Self> {
         let start = clock::now();
         let writer = ChunkWriter::begin(
             out,
@@ -72,14 +82,12 @@ impl ChunkAssembler {
         Ok(Self {
             writer,
             start,
-            refs: Referenced::default(),
+            epoch,
             written_threads: BTreeSet::new(),
             written_stacks: BTreeSet::new(),
             statics_written: false,
             sites_written: 0,
             metadata_types: None,
-            scanner: Scanner::default(),
-            known_types: usize::MAX, // forces the first refresh
             scratch: Vec::new(),
             pending: (0, 0),
             records: 0,
@@ -107,48 +115,23 @@ impl ChunkAssembler {
         self.writer.len()
     }
 
-    /// Writes the complete, unflushed events of `block` into the chunk.
-    pub(crate) fn add_block(&mut self, block: &Block) -> io::Result<usize> {
-        self.refresh_layouts();
-        let (scanner, refs, writer, pending, scratch, total) = (
-            &self.scanner,
-            &mut self.refs,
-            &mut self.writer,
-            &mut self.pending,
-            &mut self.scratch,
-            &mut self.records,
-        );
-        let written = block.drain_with(|bytes| {
-            // The walk rewrites start times (see `crate::scan`): on a copy,
-            // the block's bytes are never written by this thread.
-            scratch.clear();
-            scratch.extend_from_slice(bytes);
-            let bytes = match scanner.scan(scratch, refs) {
-                Ok(records) => {
-                    pending.0 += records as u64;
-                    *total += records as u64;
-                    pending.1 += scratch.len() as u64;
-                    &scratch[..]
-                }
-                Err(bad) => {
-                    // Our own encoder wrote these bytes; a walk failure is a
-                    // bug. Keep the file readable: write the records before it.
-                    debug_assert!(false, "malformed record at {}", bad.at);
-                    &scratch[..bad.at]
-                }
-            };
-            writer.write_events(bytes).map(|_| bytes.len())
-        });
-        written.unwrap_or(Ok(0))
+    /// The epoch the chunk belongs to.
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch
     }
 
-    fn refresh_layouts(&mut self) {
-        let reg = registry();
-        let n = reg.type_count();
-        if n != self.known_types {
-            self.scanner.update(reg.layouts());
-            self.known_types = n;
-        }
+    /// Writes the complete, unflushed events of `block` into the chunk, as
+    /// they are (see the module docs). Returns the bytes written.
+    pub(crate) fn add_block(&mut self, block: &Block) -> io::Result<usize> {
+        let (writer, pending, total) = (&mut self.writer, &mut self.pending, &mut self.records);
+        let written = block.drain_with(|bytes, records| {
+            writer.write_events(bytes)?;
+            pending.0 += records;
+            *total += records;
+            pending.1 += bytes.len() as u64;
+            Ok(bytes.len())
+        });
+        written.unwrap_or(Ok(0))
     }
 
     /// Makes everything written so far readable: metadata if types were
@@ -205,17 +188,17 @@ impl ChunkAssembler {
         frames: &mut FrameTables,
         ticks: i64,
     ) -> io::Result<()> {
-        let threads: Vec<u64> = self
-            .refs
+        let threads: Vec<u64> = rt
             .threads
-            .difference(&self.written_threads)
-            .copied()
+            .tagged(self.epoch)
+            .into_iter()
+            .filter(|k| !self.written_threads.contains(k))
             .collect();
-        let stacks: Vec<u64> = self
-            .refs
+        let stacks: Vec<u64> = rt
             .stacks
-            .difference(&self.written_stacks)
-            .copied()
+            .tagged(self.epoch)
+            .into_iter()
+            .filter(|k| !self.written_stacks.contains(k))
             .collect();
         let mut cp = Checkpoint::new(chunk_writer::checkpoint::FLAG_FLUSH);
         rt.threads.write_pool(&mut cp, &threads);
@@ -230,8 +213,8 @@ impl ChunkAssembler {
             self.sites_written = crate::timing::write_site_constants(&mut cp, self.sites_written);
         }
         if !self.statics_written {
-            // Small and always written: samples refer to thread states
-            // without the scan collecting them.
+            // Small and always written: samples refer to thread states,
+            // which are not tagged.
             {
                 let mut pool = cp.pool(TypeId::FRAME_TYPE);
                 for (k, name) in frame_type::ALL {

@@ -54,7 +54,6 @@ pub mod repository;
 mod rotation;
 mod runtime;
 pub mod sampler;
-mod scan;
 pub mod settings;
 #[doc(hidden)]
 pub mod stack;

@@ -61,7 +61,11 @@ pub(crate) fn exit(rt: &Runtime, slot: &ThreadSlot) {
 
 /// Registers a writer slot for the thread with constant key `key`.
 pub(crate) fn register(rt: &Runtime, key: u64) -> Arc<ThreadSlot> {
-    let slot = Arc::new(ThreadSlot::new(key));
+    let tags = rt
+        .threads
+        .tags_of(key)
+        .unwrap_or_else(|| Arc::new(Default::default()));
+    let slot = Arc::new(ThreadSlot::new(key, tags));
     rt.slots.lock().push(slot.clone());
     slot
 }

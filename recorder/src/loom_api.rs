@@ -1,6 +1,7 @@
 //! Hooks for the loom models in `loom-tests/`: thin handles over the
 //! recorder's real protocol code (the runtime, writer slots, the rotation
-//! core, the scanner, the registry's settings words, the sampler's queue).
+//! core, the constants' epoch tags, the registry's settings words, the
+//! sampler's queue).
 //! Built only under `cfg(flightrec_loom)`; not part of the API, no semver.
 //!
 //! Everything here is created inside a `loom::model` closure: the loom
@@ -12,15 +13,14 @@ use chunk_writer::encode::Sink;
 use chunk_writer::record::EventEncoder;
 
 use crate::buffer::block::Block;
-use crate::buffer::slot::{Emitted, ThreadSlot};
+use crate::buffer::slot::{Emitted, Encode, ThreadSlot};
 use crate::config::{DEFAULT_MAX_MEMORY, DEFAULT_THREAD_BUFFER};
 use crate::event::descriptor::{EventKind, EventType};
 use crate::loss::LossCounts;
 use crate::sampler::queue;
-use crate::scan::{Layout, Referenced, Scanner};
 use crate::settings::{self as settings_word, Settings};
 use crate::sync::{Arc, Ordering};
-use crate::{FieldKind, local, rotation, runtime};
+use crate::{local, rotation, runtime};
 
 /// Bytes per block in the models (the shrunk default thread buffer).
 pub const BLOCK_SIZE: usize = DEFAULT_THREAD_BUFFER;
@@ -46,31 +46,6 @@ fn encode(buf: &mut [u8], type_id: u64, thread: u64, stack: u64, value: u64) -> 
     e.put_varint(stack);
     e.put_varint(value);
     e.finish()
-}
-
-/// The field layout of [`record`]s, for [`scan`].
-pub fn record_layout() -> Vec<FieldKind> {
-    vec![FieldKind::Thread, FieldKind::StackTrace, FieldKind::I64]
-}
-
-/// What the recorder's scanner finds in `bytes` (records of type `type_id`
-/// laid out as [`record_layout`]): thread keys, stack keys, record count.
-pub fn scan(bytes: &[u8], type_id: u64) -> (Vec<u64>, Vec<u64>, usize) {
-    let mut scanner = Scanner::default();
-    scanner.update(vec![Layout {
-        id: TypeId(type_id),
-        raw_start: false,
-        kinds: record_layout(),
-    }]);
-    let mut refs = Referenced::default();
-    let n = scanner
-        .scan(&mut bytes.to_vec(), &mut refs)
-        .unwrap_or_else(|bad| panic!("malformed record at {}", bad.at));
-    (
-        refs.threads.into_iter().collect(),
-        refs.stacks.into_iter().collect(),
-        n,
-    )
 }
 
 /// Splits drained bytes into [`record`]s and returns their `value`s, with
@@ -173,6 +148,33 @@ impl Runtime {
         self.0.stacks.intern(frames, false, epoch).unwrap_or(0)
     }
 
+    /// What the commit path does for an event with a stack trace before its
+    /// write section (`capture_stack`, `stack_keys`): interns `frames` with
+    /// the epoch read now and notes the stack in `writer`'s slot. Returns
+    /// its key.
+    pub fn intern_stack_for(&self, writer: &Writer, frames: &[u64]) -> u64 {
+        let epoch = self.0.epoch.load(Ordering::Relaxed);
+        let key = self.0.stacks.intern(frames, false, epoch).unwrap_or(0);
+        writer.0.note_stack(key, epoch);
+        key
+    }
+
+    /// The threads tagged with `epoch`: what the chunk of `epoch` writes.
+    pub fn tagged_threads(&self, epoch: u64) -> Vec<u64> {
+        self.0.threads.tagged(epoch)
+    }
+
+    /// The stacks tagged with `epoch`: what the chunk of `epoch` writes.
+    pub fn tagged_stacks(&self, epoch: u64) -> Vec<u64> {
+        self.0.stacks.tagged(epoch)
+    }
+
+    /// What `Recorder::rotate` does once the chunk of `closed` is written:
+    /// releases the stacks not tagged since the flip.
+    pub fn release_stacks_after(&self, closed: u64) {
+        self.0.stacks.release_before(closed + 1);
+    }
+
     /// True if the stack repository can resolve `key` (what the chunk's
     /// stack-trace pool is written from).
     pub fn stack_known(&self, key: u64) -> bool {
@@ -208,7 +210,7 @@ impl Runtime {
 
 fn collect(b: &Block, chunk: &mut Vec<Drained>) {
     let block_epoch = b.epoch();
-    let _ = b.drain_with(|bytes| {
+    let _ = b.drain_with(|bytes, _| {
         chunk.push(Drained {
             block_epoch,
             bytes: bytes.to_vec(),
@@ -239,10 +241,49 @@ impl Writer {
         matches!(r, Emitted::Written(_))
     }
 
+    /// Commits a model event (thread, stack, `value`, as [`record`] lays
+    /// it out) of type `type_id` through the real write section, as the
+    /// commit path's `EventRecord` does: its stack, noted by
+    /// [`Runtime::intern_stack_for`], goes through the section's stack tag
+    /// (`ThreadSlot::stack_in_section`), and the writer's thread is tagged
+    /// by its slot. Returns whether it was written (the stack key written
+    /// is 0 if the stack was released before the section).
+    pub fn emit_event(&self, rt: &Runtime, type_id: u64, stack: u64, value: u64) -> bool {
+        let ev = ModelEvent {
+            rt: &rt.0,
+            slot: &self.0,
+            type_id,
+            stack,
+            value,
+        };
+        let r = self.0.emit(&rt.0.epoch, &rt.0.pool, &rt.0.losses, &ev);
+        matches!(r, Emitted::Written(_))
+    }
+
     /// The thread exits (its handle's destructor): thread constant marked
     /// exited, block sealed, slot retired.
     pub fn exit(self, rt: &Runtime) {
         local::exit(&rt.0, &self.0);
+    }
+}
+
+/// A model event with the commit path's constant handling.
+struct ModelEvent<'a> {
+    rt: &'a runtime::Runtime,
+    slot: &'a ThreadSlot,
+    type_id: u64,
+    stack: u64,
+    value: u64,
+}
+
+impl Encode for ModelEvent<'_> {
+    fn encode(&self, buf: &mut [u8], epoch: u64) -> Option<usize> {
+        let stack = if self.stack != 0 {
+            self.slot.stack_in_section(self.rt, self.stack, epoch)
+        } else {
+            0
+        };
+        encode(buf, self.type_id, self.slot.thread_key, stack, self.value)
     }
 }
 

@@ -36,7 +36,8 @@ use std::panic::PanicHookInfo;
 use chunk_writer::TypeId;
 use chunk_writer::encode::Sink;
 
-use crate::periodic::system::{emit, enabled};
+use crate::event::commit::BuiltinRefs;
+use crate::periodic::system::{emit_with, enabled};
 use crate::runtime::{self, registry};
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
 
@@ -123,13 +124,22 @@ fn cut(stack: &[u64]) -> &[u64] {
 }
 
 /// The machinery frames of the calibration stack: those above the frame
-/// of [`calibration_panic`] (whose return address lies a few bytes into
-/// it). Empty if that frame is not found.
+/// of [`calibration_panic`], found by the function the unwinder says the
+/// frame is in (not by distance from its start address: the hook's own
+/// functions may be laid out just after it). Called inside the calibration
+/// panic. Empty if that frame is not found.
 fn machinery(frames: &[u64]) -> Vec<u64> {
-    let f = calibration_panic as fn() as usize as u64;
-    frames
-        .iter()
-        .position(|&ip| ip > f && ip - f < 512)
+    let f = calibration_panic as fn() as usize;
+    let mut at = None;
+    backtrace::trace(|frame| {
+        if frame.symbol_address() as usize == f {
+            // As `stack::capture` stores it: the call instruction.
+            at = Some(frame.ip() as u64 - 1);
+            return false;
+        }
+        true
+    });
+    at.and_then(|ip| frames.iter().position(|&x| x == ip))
         .map_or_else(Vec::new, |k| frames[..k].to_vec())
 }
 
@@ -164,16 +174,23 @@ fn record(info: &PanicHookInfo<'_>, frames: &[u64], truncated: bool) {
         .and_then(|s| s.stack_trace)
         .unwrap_or(true);
     let site = cut(frames);
+    // Read before the write section loads it (see `cpool::stacks`).
+    let epoch = rt.epoch.load(Ordering::Relaxed);
     let stack = if with_stack && !site.is_empty() {
-        let epoch = rt.epoch.load(Ordering::Relaxed);
         rt.stacks.intern(site, truncated, epoch).unwrap_or(0)
     } else {
         0
     };
+    // This thread's own key: its slot tags it.
     let thread = crate::local::current_thread_key(rt).unwrap_or(0);
     let message = message(info);
     let ticks = crate::clock::ticks();
-    emit(TypeId::JAVA_ERROR_THROW, ticks, |e| {
+    let refs = BuiltinRefs {
+        thread: None,
+        stack,
+        stack_epoch: epoch,
+    };
+    emit_with(TypeId::JAVA_ERROR_THROW, ticks, refs, |e, stack| {
         e.put_varint(thread);
         e.put_varint(stack);
         e.put_str(&message);

@@ -54,7 +54,6 @@ use crate::recording::{RecordingError, RecordingSummary};
 use crate::repository::{ChunkFile, Repository, write_private_file};
 use crate::rotation;
 use crate::runtime::{Runtime, registry};
-use crate::scan::{Referenced, Scanner};
 use crate::settings::Settings;
 use crate::sync::Ordering;
 
@@ -148,8 +147,13 @@ impl Recorder {
     fn open_chunk(&mut self) -> io::Result<()> {
         let (path, file) = self.repo.create_chunk(clock::wall_nanos())?;
         // No loss snapshot here: the chunk's first flush reports every drop
-        // since the previous chunk's last report (see `crate::loss`).
-        let mut chunk = ChunkAssembler::begin(BufWriter::with_capacity(1 << 20, file))?;
+        // since the previous chunk's last report (see `crate::loss`). Only
+        // this thread flips the epoch: the chunk opened now holds the epoch
+        // current until its rotation.
+        let mut chunk = ChunkAssembler::begin(
+            BufWriter::with_capacity(1 << 20, file),
+            self.rt.epoch.load(Ordering::Acquire),
+        )?;
         let mut first = Vec::new();
         write_active_recording(&mut first, clock::ticks(), &self.info);
         chunk.write_records(&first)?;
@@ -453,21 +457,14 @@ impl Recorder {
         self.discard_all();
     }
 
-    /// Drops (and counts) every buffered event after a failure.
+    /// Drops (and counts) every buffered event after a failure: the blocks
+    /// count their records (see [`crate::buffer::block`]).
     fn discard_all(&mut self) {
-        let mut scanner = Scanner::default();
-        scanner.update(registry().layouts());
-        let mut copy = Vec::new();
-        let mut count = |b: &crate::buffer::block::Block| {
-            let _ = b.drain_with(|bytes| {
-                copy.clear();
-                copy.extend_from_slice(bytes);
-                let n = scanner
-                    .scan(&mut copy, &mut Referenced::default())
-                    .unwrap_or(0);
+        let count = |b: &crate::buffer::block::Block| {
+            let _ = b.drain_with(|bytes, records| {
                 self.rt
                     .losses
-                    .record_many(LossCause::WriteError, n as u64, bytes.len() as u64);
+                    .record_many(LossCause::WriteError, records, bytes.len() as u64);
                 Ok::<(), ()>(())
             });
         };
@@ -510,6 +507,7 @@ impl Recorder {
         // The end-of-chunk periodic events belong to the chunk that ends.
         crate::periodic::end_chunk();
         let old = rotation::rotate(rt, |b| self.chunk_mut()?.add_block(b).map(drop))?;
+        debug_assert_eq!(self.chunk.as_ref().map(|(c, _)| c.epoch()), Some(old));
         let (chunk, path) = self
             .chunk
             .take()
@@ -532,7 +530,7 @@ impl Recorder {
         self.repo
             .apply_retention(end_nanos, self.config.max_age, self.config.max_size);
         self.rt.threads.prune_exited_before(old);
-        // The chunk of `old` is written: stacks not interned since the flip
+        // The chunk of `old` is written: stacks not tagged since the flip
         // are referenced by no unwritten event (see `cpool::stacks`).
         frames.release(&self.rt.stacks.release_before(old + 1));
         self.rt.stacks.set_resolved_bytes(frames.bytes());

@@ -24,9 +24,7 @@ use crate::clock;
 use crate::cpool::stacks::StackRepository;
 use crate::cpool::threads::ThreadRegistry;
 use crate::event::descriptor::{EventKind, EventType};
-use crate::event::field::FieldKind;
 use crate::loss::Losses;
-use crate::scan::Layout;
 use crate::settings::{self, EnabledWord, Settings};
 use crate::sync::{Arc, ArcSwap, AtomicU64, AtomicUsize, Mutex, OnceLock, Ordering, StdArc};
 
@@ -225,15 +223,6 @@ impl Registry {
         }
         (m, types.len() as u64 + 1)
     }
-
-    /// The full field layout (implicit fields first) of every registered
-    /// type and of the built-in events the recorder emits, for scanning
-    /// records.
-    pub(crate) fn layouts(&self) -> Vec<Layout> {
-        let mut all = builtin_layouts();
-        all.extend(self.types().iter().map(|ty| layout(ty)));
-        all
-    }
 }
 
 /// The word bits the hot path branches on instead of loading them: the
@@ -251,55 +240,6 @@ fn fixed_bits(ty: &EventType, enabled: bool) -> u64 {
         0
     };
     kind | tsc
-}
-
-/// Layouts of the built-in event types (`jdk.CPUTimeSample`, …), from the
-/// chunk-writer's table. Pooled fields other than threads and stack traces
-/// (thread states) are walked as plain varints: their pools are written in
-/// every chunk.
-fn builtin_layouts() -> Vec<Layout> {
-    chunk_writer::builtin::builtin_types()
-        .iter()
-        .filter(|t| t.is_event())
-        .map(|t| {
-            let kinds = t
-                .fields
-                .iter()
-                .map(|f| match f.type_id {
-                    TypeId::THREAD if f.constant_pool => FieldKind::Thread,
-                    TypeId::STACK_TRACE if f.constant_pool => FieldKind::StackTrace,
-                    TypeId::BOOLEAN => FieldKind::Bool,
-                    TypeId::BYTE => FieldKind::I8,
-                    TypeId::FLOAT => FieldKind::F32,
-                    TypeId::DOUBLE => FieldKind::F64,
-                    TypeId::STRING => FieldKind::String,
-                    _ => FieldKind::I64,
-                })
-                .collect();
-            Layout {
-                id: t.id,
-                raw_start: false,
-                kinds,
-            }
-        })
-        .collect()
-}
-
-/// How `ty`'s records are laid out as the commit path writes them: a raw
-/// start time (see [`crate::scan`]), then the other fields in payload order.
-pub(crate) fn layout(ty: &EventType) -> Layout {
-    let mut kinds = Vec::with_capacity(ty.info.fields.len() + 3);
-    if ty.info.kind == EventKind::Duration {
-        kinds.push(FieldKind::I64);
-    }
-    kinds.push(FieldKind::Thread);
-    kinds.push(FieldKind::StackTrace);
-    kinds.extend(ty.info.fields.iter().map(|f| f.kind));
-    Layout {
-        id: ty.id(),
-        raw_start: true,
-        kinds,
-    }
 }
 
 /// Buffers, threads, constants and losses, shared by the emitting threads

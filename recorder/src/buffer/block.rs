@@ -13,6 +13,13 @@
 //!   then read every byte below it.
 //! * `flushed` is advanced only by the recorder thread.
 //!
+//! Both words pack a byte position (low 32 bits) with the number of records
+//! below it (high 32 bits), so one store publishes a record and counts it:
+//! the recorder learns how many events it drains, or discards after a write
+//! error, without decoding a record, and the owner pays no extra store (the
+//! counter rides in the word it stores anyway). Blocks are smaller than
+//! 4 GiB, and a record is at least three bytes, so neither half overflows.
+//!
 //! # States
 //!
 //! ```text
@@ -31,7 +38,12 @@
 //! blocks, so a block it is reading is never recycled under it.
 
 use crate::buffer::slot::Encode;
-use crate::sync::{AtomicU64, AtomicUsize, ByteCell as UnsafeCell, ByteShadow, Ordering};
+use crate::sync::{AtomicU64, ByteCell as UnsafeCell, ByteShadow, Ordering};
+
+/// The byte-position half of a `committed` or `flushed` word.
+const POS_MASK: u64 = (1 << 32) - 1;
+/// One record in the count half of a `committed` or `flushed` word.
+const ONE_RECORD: u64 = 1 << 32;
 
 /// The ordering that publishes `committed`. Release; the loom negative
 /// control `--cfg flightrec_loom_weaken="relaxed_commit"` weakens it to
@@ -55,10 +67,12 @@ const COMMIT_ORDER: Ordering = if cfg!(all(
 #[repr(align(128))]
 pub(crate) struct Block {
     data: Box<[UnsafeCell]>,
-    /// End of the complete events (owner: Release store; readers: Acquire).
-    committed: AtomicUsize,
-    /// End of what the recorder has written out (recorder only).
-    flushed: AtomicUsize,
+    /// End of the complete events and their count (owner: Release store;
+    /// readers: Acquire). See the module docs for the packing.
+    committed: AtomicU64,
+    /// End of what the recorder has written out, and its count (recorder
+    /// only).
+    flushed: AtomicU64,
     /// The epoch whose events this block holds (set while Free or by the
     /// owner before its first event).
     epoch: AtomicU64,
@@ -75,10 +89,11 @@ unsafe impl Sync for Block {}
 impl Block {
     /// A zeroed block of `capacity` bytes.
     pub(crate) fn new(capacity: usize) -> Self {
+        assert!((capacity as u64) < POS_MASK, "a block is under 4 GiB");
         Self {
             data: (0..capacity).map(|_| UnsafeCell::new(0)).collect(),
-            committed: AtomicUsize::new(0),
-            flushed: AtomicUsize::new(0),
+            committed: AtomicU64::new(0),
+            flushed: AtomicU64::new(0),
             epoch: AtomicU64::new(0),
             shadow: ByteShadow::new(capacity),
         }
@@ -102,22 +117,22 @@ impl Block {
         self.epoch.store(epoch, Ordering::Relaxed);
     }
 
-    /// The owner's write position (= committed: the owner is the only writer).
-    #[inline]
-    pub(crate) fn write_pos(&self) -> usize {
-        self.committed.load(Ordering::Relaxed)
-    }
-
-    /// Encodes `record` into the free space above `committed` (owner only);
-    /// the bytes it wrote are published with Release.
+    /// Encodes `record` into the free space above `committed` (owner only),
+    /// in the write section of `epoch`; the bytes it wrote are published
+    /// with Release.
     ///
     /// # Safety
     ///
     /// Only the owning thread of an Owned block may call this, and not
     /// reentrantly (the slot's section guard ensures both).
     #[inline(always)]
-    pub(crate) unsafe fn write_with<E: Encode + ?Sized>(&self, record: &E) -> Option<usize> {
-        let pos = self.write_pos();
+    pub(crate) unsafe fn write_with<E: Encode + ?Sized>(
+        &self,
+        record: &E,
+        epoch: u64,
+    ) -> Option<usize> {
+        let word = self.committed.load(Ordering::Relaxed);
+        let pos = (word & POS_MASK) as usize;
         debug_assert!(pos <= self.capacity());
         let free = self.capacity() - pos;
         // SAFETY: `committed` never exceeds the capacity (it only advances
@@ -129,25 +144,31 @@ impl Block {
         // (= pos) until the Release store below. `UnsafeCell<u8>` has the
         // layout of `u8`, so the cells form one contiguous byte slice.
         let space = unsafe { std::slice::from_raw_parts_mut(UnsafeCell::raw_get(base), free) };
-        let n = record.encode(space)?;
+        let n = record.encode(space, epoch)?;
         debug_assert!(n <= free);
         self.shadow.wrote(pos..pos + n);
-        self.committed.store(pos + n, COMMIT_ORDER);
+        self.committed
+            .store(word + n as u64 + ONE_RECORD, COMMIT_ORDER);
         Some(n)
     }
 
-    /// Hands the not-yet-flushed complete events to `f` and marks them
-    /// flushed if `f` succeeds. Returns `None` when there was nothing new.
-    /// Recorder thread only.
+    /// Hands the not-yet-flushed complete events to `f`, with how many
+    /// records they are, and marks them flushed if `f` succeeds. Returns
+    /// `None` when there was nothing new. Recorder thread only.
     pub(crate) fn drain_with<R, E>(
         &self,
-        f: impl FnOnce(&[u8]) -> Result<R, E>,
+        f: impl FnOnce(&[u8], u64) -> Result<R, E>,
     ) -> Option<Result<R, E>> {
-        let end = self.committed.load(Ordering::Acquire);
-        let start = self.flushed.load(Ordering::Relaxed);
+        let end_word = self.committed.load(Ordering::Acquire);
+        let start_word = self.flushed.load(Ordering::Relaxed);
+        let (end, start) = (
+            (end_word & POS_MASK) as usize,
+            (start_word & POS_MASK) as usize,
+        );
         if end <= start {
             return None;
         }
+        let records = (end_word >> 32) - (start_word >> 32);
         self.shadow.read(start..end);
         let cells = &self.data[start..end];
         // SAFETY: `[start, end)` lies below `committed` (loaded with Acquire,
@@ -159,9 +180,9 @@ impl Block {
                 end - start,
             )
         };
-        let r = f(bytes);
+        let r = f(bytes, records);
         if r.is_ok() {
-            self.flushed.store(end, Ordering::Relaxed);
+            self.flushed.store(end_word, Ordering::Relaxed);
         }
         Some(r)
     }

@@ -36,15 +36,28 @@
 //! usual. A section is therefore never left open by a thread that has
 //! left `emit`, which is what lets the rotation's wait for open sections end.
 //!
+//! # Constant tags
+//!
+//! The record is encoded with the epoch the section loaded, and tags the
+//! constants it references with it before it is committed (see
+//! [`crate::cpool::threads`] and [`crate::cpool::stacks`]). The writer's own
+//! thread is tagged when the slot takes a block of a new epoch, which every
+//! thread's first event of an epoch does: the hot path's block-epoch check
+//! is the tag check, and costs nothing more.
+//!
 //! Invariant: an event is in a block tagged with the epoch its writer loaded
-//! inside the section, and once the rotating thread has seen every section
-//! closed after the flip, no event of the old epoch is still being written.
+//! inside the section, the constants it references are tagged with that
+//! epoch before it is committed, and once the rotating thread has seen every
+//! section closed after the flip, no event of the old epoch is still being
+//! written.
 
 use crate::buffer::block::Block;
 use crate::buffer::pool::{BlockPtr, BufferPool};
+use crate::cpool::threads::ThreadTags;
 use crate::event::sink::Packed;
 use crate::loss::{LossCause, Losses};
-use crate::sync::{AtomicPtr, AtomicU64, Ordering, compiler_fence};
+use crate::runtime::Runtime;
+use crate::sync::{Arc, AtomicPtr, AtomicU64, Ordering, compiler_fence};
 
 /// One registered writer thread.
 ///
@@ -66,6 +79,36 @@ pub(crate) struct ThreadSlot {
     pub(crate) thread_no_stack: u64,
     /// Set when the owner exits; its block was sealed.
     pub(crate) exited: AtomicU64,
+    /// The epochs the owner's thread constant was used in, shared with the
+    /// thread registry.
+    tags: Arc<ThreadTags>,
+    /// The stack the owner interned last for an event's implicit stack
+    /// trace, and the epoch it was tagged with there (owner only; see
+    /// [`ThreadSlot::stack_in_section`]).
+    stack_key: AtomicU64,
+    stack_epoch: AtomicU64,
+}
+
+/// Skips the section's stack tag: the loom negative control
+/// `--cfg flightrec_loom_weaken="skip_stack_tag"` (see `loom-tests/`).
+const SKIP_STACK_TAG: bool = cfg!(all(
+    flightrec_loom,
+    flightrec_loom_weaken = "skip_stack_tag"
+));
+
+/// Tags stack `key` with `epoch`, the epoch of the caller's open write
+/// section; the key the event may reference: `key`, or 0 (counted as a
+/// dropped stack) if the stack was released since it was interned (see
+/// [`crate::cpool::stacks`]).
+#[cold]
+#[inline(never)]
+pub(crate) fn tag_stack(rt: &Runtime, key: u64, epoch: u64) -> u64 {
+    if SKIP_STACK_TAG || rt.stacks.tag(key, epoch) {
+        key
+    } else {
+        rt.losses.record(LossCause::StackDropped, 0);
+        0
+    }
 }
 
 /// A record that encodes itself into a thread's block: the whole record at
@@ -75,13 +118,16 @@ pub(crate) struct ThreadSlot {
 /// A trait rather than a closure so the hot path's encoder can be forced
 /// inline (`#[inline(always)]` cannot be put on a closure).
 pub(crate) trait Encode {
-    /// Encodes the record at the start of `buf`.
-    fn encode(&self, buf: &mut [u8]) -> Option<usize>;
+    /// Encodes the record at the start of `buf`, in the write section of
+    /// `epoch`: the constants it references other than the writer's own
+    /// thread are tagged with `epoch` (see the module docs).
+    fn encode(&self, buf: &mut [u8], epoch: u64) -> Option<usize>;
 }
 
 impl<F: Fn(&mut [u8]) -> Option<usize>> Encode for F {
+    /// A record that references no constant but the writer's thread.
     #[inline(always)]
-    fn encode(&self, buf: &mut [u8]) -> Option<usize> {
+    fn encode(&self, buf: &mut [u8], _epoch: u64) -> Option<usize> {
         self(buf)
     }
 }
@@ -117,15 +163,46 @@ impl Drop for OpenSection<'_> {
 }
 
 impl ThreadSlot {
-    /// A slot for the thread with constant key `thread_key`.
-    pub(crate) fn new(thread_key: u64) -> Self {
+    /// A slot for the thread with constant key `thread_key`, whose epoch
+    /// tags are `tags`.
+    pub(crate) fn new(thread_key: u64, tags: Arc<ThreadTags>) -> Self {
         Self {
+            tags,
             section: AtomicU64::new(0),
             current: AtomicPtr::new(std::ptr::null_mut()),
             thread_key,
             thread_no_stack: Packed::varints(&[thread_key, 0]).map_or(0, Packed::to_bits),
             exited: AtomicU64::new(0),
+            stack_key: AtomicU64::new(0),
+            stack_epoch: AtomicU64::new(0),
         }
+    }
+
+    /// Notes the stack just interned, in `epoch`, for the owner's next
+    /// event (before its write section). Owner only.
+    #[inline]
+    pub(crate) fn note_stack(&self, key: u64, epoch: u64) {
+        self.stack_key.store(key, Ordering::Relaxed);
+        self.stack_epoch.store(epoch, Ordering::Relaxed);
+    }
+
+    /// In the write section of `epoch`: the key the event may reference for
+    /// stack `key`, noted by [`note_stack`](Self::note_stack). The stack
+    /// is tagged with `epoch` already unless a flip fell between its intern
+    /// and the section; then it is tagged now ([`tag_stack`]). A signal
+    /// handler's event between the two overwrites the note: the keys then
+    /// differ and the stack is tagged, or they match and the handler's
+    /// intern, no earlier than ours, tagged it with an epoch no earlier than
+    /// ours either. Owner only.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn stack_in_section(&self, rt: &Runtime, key: u64, epoch: u64) -> u64 {
+        if self.stack_key.load(Ordering::Relaxed) == key
+            && self.stack_epoch.load(Ordering::Relaxed) == epoch
+        {
+            return key;
+        }
+        tag_stack(rt, key, epoch)
     }
 
     /// True while the owner is inside a write section.
@@ -200,7 +277,7 @@ impl ThreadSlot {
             // SAFETY: this thread owns `current` (only the owner stores it,
             // and `fresh_block` acquired it for this thread) and the section
             // guard rules out reentrancy.
-            if let Some(n) = unsafe { BlockPtr(current).get().write_with(record) } {
+            if let Some(n) = unsafe { BlockPtr(current).get().write_with(record, epoch) } {
                 return Emitted::Written(n);
             }
             if fresh {
@@ -214,11 +291,14 @@ impl ThreadSlot {
     }
 
     /// The block is missing, full, or of an older epoch: seals it and takes
-    /// a fresh one tagged `epoch` (null if the pool is exhausted). Runs once
-    /// per block-full of events.
+    /// a fresh one tagged `epoch` (null if the pool is exhausted), and tags
+    /// the owner's thread constant with `epoch` (see the module docs). Runs
+    /// once per block-full of events, and at each thread's first event of
+    /// an epoch.
     #[cold]
     #[inline(never)]
     fn fresh_block(&self, epoch: u64, pool: &BufferPool) -> *mut Block {
+        self.tags.tag(epoch);
         self.seal_current(pool);
         match pool.acquire(epoch) {
             Some(block) => {

@@ -10,19 +10,32 @@
 //! allocation; a new stack allocates its entry once. Each intern stamps the
 //! entry with the epoch the interning thread reads (`used_in`).
 //!
+//! # Epoch tags
+//!
+//! Each entry carries the epochs it was used in, one word per epoch parity
+//! (`used[e & 1] == e` once used in `e`; see [`crate::cpool::threads`] for
+//! why two words suffice and none needs clearing), and chunk *e* writes
+//! exactly the entries tagged *e*. The intern tags the entry with the epoch
+//! the interning thread reads before its write section; the event's section
+//! compares the epoch it loads with that one and, in the rare case a flip
+//! fell in between (intern and section are microseconds apart, a flip
+//! happens once a chunk), tags the entry with the section's epoch too
+//! ([`StackRepository::tag`], cold), before the event is committed. So
+//! every event's stack is tagged with the epoch of the chunk the event lands
+//! in; the intern's own tag then only costs chunk *e* one constant it may
+//! not need. A stack held by the caller across epochs (a
+//! [`crate::StackTrace`] value) is re-tagged the same way when an event
+//! uses it.
+//!
 //! # Release
 //!
-//! An event's write section loads the epoch after its stack was interned,
-//! so the event lands in the chunk of `used_in` or a later one, almost
-//! always the same one: intern and section are microseconds apart, a flip
-//! happens once a chunk. When the recorder has finished the chunk of epoch
-//! *e* it releases every entry with `used_in <= e`, i.e. every stack not
-//! interned since the flip: their events were in chunk *e* or earlier, all
-//! written. The rare event whose flip fell between its intern and its
-//! section lands in chunk *e + 1* with a released key; that chunk then gets
-//! an empty stack trace for it, counted as a dropped stack, so the
-//! reference still resolves. (Keeping entries one chunk longer would avoid
-//! that, at the price of half the pools' capacity.)
+//! When the recorder has finished the chunk of epoch *e* it releases every
+//! entry not tagged *e + 1*: no event of a later chunk can reference it
+//! without tagging it first, and a tag finding the entry released fails,
+//! so the event is written without a stack trace and counted as a dropped
+//! stack instead of referencing a key no chunk defines. (That needs the
+//! flip, the drains and the whole chunk end to fall between an intern and
+//! its section.)
 //!
 //! # Bound
 //!
@@ -38,9 +51,8 @@
 //!
 //! Invariant: keys are never reused, so a key written in any chunk names the
 //! stack that was captured; every key referenced by an event of epoch *e*
-//! resolves until the chunk of *e* is finished (but for the flip-in-between
-//! case above, where it resolves to an empty stack), and the bytes held
-//! stay under the limit.
+//! is tagged *e* before the event is committed and resolves until the chunk
+//! of *e* is finished, and the bytes held stay under the limit.
 //!
 //! [`LossCause::StackDropped`]: crate::LossCause::StackDropped
 
@@ -50,6 +62,13 @@ use std::hash::{BuildHasher, Hash, Hasher};
 use crate::sync::{AtomicU64, AtomicUsize, Mutex, Ordering};
 
 const SHARDS: usize = 16;
+
+/// The shards' hasher: random per process, fixed under loom, whose models
+/// must lock the same shards in every execution.
+#[cfg(not(flightrec_loom))]
+type ShardHasher = std::collections::hash_map::RandomState;
+#[cfg(flightrec_loom)]
+type ShardHasher = std::hash::BuildHasherDefault<std::collections::hash_map::DefaultHasher>;
 
 /// Bytes an entry costs besides its frames: the `Arc` headers, the two map
 /// slots and their control bytes, the entry itself, and the recorder's map
@@ -86,7 +105,7 @@ pub(crate) struct StackEntry {
 #[derive(Debug)]
 pub(crate) struct StackRepository {
     next_key: AtomicU64,
-    hasher: std::collections::hash_map::RandomState,
+    hasher: ShardHasher,
     shards: [Mutex<Shard>; SHARDS],
     /// Bytes held by the entries.
     bytes: AtomicUsize,
@@ -99,8 +118,8 @@ pub(crate) struct StackRepository {
 #[derive(Debug)]
 struct Interned {
     entry: crate::sync::StdArc<StackEntry>,
-    /// The latest epoch an emitting thread interned it in.
-    used_in: u64,
+    /// The epochs it was used in, by parity (see the module docs).
+    used: [u64; 2],
     cost: usize,
 }
 
@@ -140,7 +159,7 @@ impl StackRepository {
         let mut s = self.shards[shard].lock();
         if let Some(&k) = s.by_frames[truncated as usize].get(frames) {
             if let Some(i) = s.by_key.get_mut(&k) {
-                i.used_in = i.used_in.max(epoch);
+                i.used[(epoch & 1) as usize] = epoch;
             }
             return Some(k);
         }
@@ -159,7 +178,11 @@ impl StackRepository {
             key,
             Interned {
                 entry: crate::sync::StdArc::new(StackEntry { frames, truncated }),
-                used_in: epoch,
+                used: {
+                    let mut used = [0; 2];
+                    used[(epoch & 1) as usize] = epoch;
+                    used
+                },
                 cost,
             },
         );
@@ -176,16 +199,51 @@ impl StackRepository {
             .map(|i| i.entry.clone())
     }
 
-    /// Releases every stack last interned before `epoch` (the recorder,
-    /// after finishing the chunk of `epoch - 1`; see the module docs).
-    /// Returns the released keys.
+    /// Tags `key` with `epoch`, the epoch of the caller's open write
+    /// section, when it differs from the epoch the stack was interned or
+    /// last tagged in (see the module docs). False if the stack was
+    /// released: the caller then writes no stack trace.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn tag(&self, key: u64, epoch: u64) -> bool {
+        let shard = (key % SHARDS as u64) as usize;
+        match self.shards[shard].lock().by_key.get_mut(&key) {
+            Some(i) => {
+                i.used[(epoch & 1) as usize] = epoch;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The keys tagged with `epoch`, in key order: the stacks chunk
+    /// `epoch` must hold.
+    pub(crate) fn tagged(&self, epoch: u64) -> Vec<u64> {
+        let mut keys = Vec::new();
+        for shard in &self.shards {
+            let s = shard.lock();
+            keys.extend(
+                s.by_key
+                    .iter()
+                    .filter(|(_, i)| i.used[(epoch & 1) as usize] == epoch)
+                    .map(|(&k, _)| k),
+            );
+        }
+        keys.sort_unstable();
+        keys
+    }
+
+    /// Releases every stack not tagged with `epoch` or later (the
+    /// recorder, after finishing the chunk of `epoch - 1`, when no epoch
+    /// after `epoch` has begun; see the module docs). Returns the released
+    /// keys.
     pub(crate) fn release_before(&self, epoch: u64) -> Vec<u64> {
         let mut released = Vec::new();
         for shard in &self.shards {
             let mut s = shard.lock();
             let Shard { by_frames, by_key } = &mut *s;
             by_key.retain(|&key, i| {
-                if i.used_in >= epoch {
+                if i.used[0].max(i.used[1]) >= epoch {
                     return true;
                 }
                 by_frames[i.entry.truncated as usize].remove(&*i.entry.frames);
@@ -263,6 +321,30 @@ mod tests {
         assert_eq!(repo.held_bytes(), 0);
         let b = repo.intern(&[1, 2, 3], false, 3).unwrap();
         assert_ne!(a, b, "keys are never reused");
+    }
+
+    #[test]
+    fn a_stack_is_in_the_chunks_of_the_epochs_it_was_tagged_in() {
+        let repo = StackRepository::new(1 << 20);
+        let a = repo.intern(&[1, 2, 3], false, 4).unwrap();
+        let b = repo.intern(&[4, 5], false, 5).unwrap();
+        assert_eq!(repo.tagged(4), vec![a]);
+        assert_eq!(repo.tagged(5), vec![b]);
+        // Interned in 4, its event's section loaded 5: tagged for chunk 5,
+        // and still in chunk 4 (used there by the intern's epoch).
+        assert!(repo.tag(a, 5));
+        assert_eq!(repo.tagged(5), vec![a.min(b), a.max(b)]);
+        assert_eq!(repo.tagged(4), vec![a]);
+        // Chunk 4 finished: both are tagged 5, neither is released.
+        assert!(repo.release_before(5).is_empty());
+        // Epoch 6 reuses the parity of 4: `b`'s word of it now says 6.
+        assert!(repo.tag(b, 6));
+        assert_eq!(repo.tagged(6), vec![b]);
+        assert!(repo.intern(&[4, 5], false, 6) == Some(b));
+        assert_eq!(repo.tagged(4), vec![a]);
+        // Chunk 5 finished: `a` was not used in 6.
+        assert_eq!(repo.release_before(6), vec![a]);
+        assert!(!repo.tag(a, 6), "a released stack cannot be tagged");
     }
 
     #[test]

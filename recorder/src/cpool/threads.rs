@@ -5,19 +5,61 @@
 //! its thread-local destructor. Its constant stays until the chunk that holds
 //! its last events is finished, then it is pruned.
 //!
+//! # Epoch tags
+//!
+//! Each thread carries [`ThreadTags`]: two words, one per epoch parity, the
+//! word of parity `e & 1` holding `e` once the thread was used in epoch `e`.
+//! A thread is tagged inside the write section of an event that references
+//! it, with the epoch the section loaded, before the event is committed:
+//! by its own writer slot when it takes a block of a new epoch (every
+//! thread's first event of an epoch does, so the hot path pays nothing), and
+//! by a writer that references another thread (CPU samples, a
+//! [`crate::ThreadRef`] of another thread) through the thread's tags. The
+//! chunk of epoch `e` writes exactly the threads whose tag of parity `e & 1`
+//! is `e`. Only sections of epoch `e` store `e`, and they have all closed
+//! before the recorder finishes chunk `e` and flips to `e + 1`, so the word
+//! of `e`'s parity is not overwritten (by `e + 2`) while chunk `e` reads it,
+//! and no word needs clearing: the stores never race a reset.
+//!
 //! Invariant: a key, once handed out, names the same thread for the life of
 //! the process (the JDK reuses a key's value from the previous chunk of a
-//! file), and it stays resolvable while any unwritten event references it.
+//! file); a thread referenced by an event committed in epoch `e` is tagged
+//! `e` before that event is committed (so before the recorder can drain it),
+//! and stays resolvable until chunk `e` is finished.
 
 use std::collections::HashMap;
 
 use chunk_writer::constants::{ThreadValue, write_thread};
 use chunk_writer::{Checkpoint, TypeId};
 
-use crate::sync::{AtomicU64, Mutex, Ordering};
+use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
+
+/// The epochs a thread was used in, one word per epoch parity (see the
+/// module docs).
+#[derive(Debug, Default)]
+pub(crate) struct ThreadTags([AtomicU64; 2]);
+
+impl ThreadTags {
+    /// True if the thread is tagged with `epoch`.
+    #[inline]
+    pub(crate) fn has(&self, epoch: u64) -> bool {
+        self.0[(epoch & 1) as usize].load(Ordering::Relaxed) == epoch
+    }
+
+    /// Tags the thread with `epoch`, the epoch of the caller's open write
+    /// section. A plain store (Relaxed: the event's commit, a Release store
+    /// after it, publishes it to the recorder): every writer of the word in
+    /// one epoch stores the same value.
+    #[inline]
+    pub(crate) fn tag(&self, epoch: u64) {
+        if !self.has(epoch) {
+            self.0[(epoch & 1) as usize].store(epoch, Ordering::Relaxed);
+        }
+    }
+}
 
 /// What is written for one thread.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub(crate) struct ThreadInfo {
     /// The thread's name (Rust name, else the OS name).
     pub(crate) name: String,
@@ -29,6 +71,8 @@ pub(crate) struct ThreadInfo {
     /// another thread reading `/proc` (which may see the name it inherited
     /// before it set its own).
     pub(crate) named_by_owner: bool,
+    /// The epochs it was used in.
+    pub(crate) tags: Arc<ThreadTags>,
 }
 
 /// All threads that emitted.
@@ -88,6 +132,7 @@ impl ThreadRegistry {
                 os_tid,
                 exited_in: None,
                 named_by_owner: own,
+                tags: Arc::new(ThreadTags::default()),
             },
         );
         t.live_by_tid.insert(os_tid, key);
@@ -107,13 +152,49 @@ impl ThreadRegistry {
         }
     }
 
+    /// The tags of `key` (none if it was pruned).
+    pub(crate) fn tags_of(&self, key: u64) -> Option<Arc<ThreadTags>> {
+        self.threads.lock().by_key.get(&key).map(|t| t.tags.clone())
+    }
+
+    /// Tags `key` with `epoch` (see the module docs): for a writer that
+    /// references a thread other than its own and holds no [`ThreadTags`]
+    /// of it. Takes the registry's lock.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn tag_key(&self, key: u64, epoch: u64) {
+        if let Some(t) = self.threads.lock().by_key.get(&key) {
+            t.tags.tag(epoch);
+        }
+    }
+
+    /// The keys tagged with `epoch`, in key order: the threads chunk
+    /// `epoch` must hold.
+    pub(crate) fn tagged(&self, epoch: u64) -> Vec<u64> {
+        let t = self.threads.lock();
+        // In key order, not the map's: the loads of the tags are then in
+        // the same order in every execution of a loom model.
+        let mut keys: Vec<u64> = t.by_key.keys().copied().collect();
+        keys.sort_unstable();
+        keys.retain(|k| t.by_key[k].tags.has(epoch));
+        keys
+    }
+
     /// Forgets threads that exited before `epoch` (their events are all in
-    /// finished chunks).
+    /// finished chunks), unless tagged with `epoch + 1`, the epoch whose
+    /// chunk is being written (a CPU sample written after the thread
+    /// exited).
     pub(crate) fn prune_exited_before(&self, epoch: u64) {
-        self.threads
-            .lock()
-            .by_key
-            .retain(|_, t| t.exited_in.is_none_or(|e| e >= epoch));
+        let mut t = self.threads.lock();
+        // In key order (see `tagged`).
+        let mut keys: Vec<u64> = t.by_key.keys().copied().collect();
+        keys.sort_unstable();
+        for k in keys {
+            let info = &t.by_key[&k];
+            if info.exited_in.is_some_and(|e| e < epoch) && !info.tags.has(epoch + 1) {
+                t.by_key.remove(&k);
+            }
+        }
     }
 
     /// Holds the registry's lock across a `fork()`.

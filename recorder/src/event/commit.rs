@@ -17,7 +17,8 @@ use chunk_writer::encode::Sink;
 use super::descriptor::EventType;
 use super::field::{FieldKind, FieldValue, FieldWriter};
 use super::sink::{Packed, RecordSink};
-use crate::buffer::slot::{Emitted, Encode};
+use crate::buffer::slot::{Emitted, Encode, ThreadSlot, tag_stack};
+use crate::cpool::threads::ThreadTags;
 use crate::loss::LossCause;
 use crate::settings::EnabledWord;
 use crate::{local, runtime};
@@ -204,7 +205,7 @@ pub(crate) fn emit(
     // valid for this frame (see `local::current_slot`).
     let slot = unsafe { slot.as_ref() };
     let keys = if word.stack_trace() {
-        stack_keys(rt, slot.thread_key)
+        stack_keys(rt, slot)
     } else {
         Keys {
             packed: slot.thread_no_stack,
@@ -215,7 +216,8 @@ pub(crate) fn emit(
         ty,
         start,
         duration,
-        thread: slot.thread_key,
+        rt,
+        slot,
         keys,
         fields,
     };
@@ -232,10 +234,11 @@ pub(crate) fn emit(
 /// it is enabled.
 #[cold]
 #[inline(never)]
-fn stack_keys(rt: &'static runtime::Runtime, thread: u64) -> Keys {
-    let stack = capture_stack(rt);
+fn stack_keys(rt: &'static runtime::Runtime, slot: &ThreadSlot) -> Keys {
+    let (stack, epoch) = capture_stack(rt);
+    slot.note_stack(stack, epoch);
     Keys {
-        packed: Packed::varints(&[thread, stack]).map_or(0, Packed::to_bits),
+        packed: Packed::varints(&[slot.thread_key, stack]).map_or(0, Packed::to_bits),
         stack,
     }
 }
@@ -263,27 +266,46 @@ struct EventRecord<'a, F: ?Sized> {
     ty: &'static EventType,
     start: i64,
     duration: Option<i64>,
-    /// The thread key, for `keys.packed == 0`.
-    thread: u64,
+    rt: &'static runtime::Runtime,
+    /// The writer's slot: its thread key, for `keys.packed == 0`, and the
+    /// note of the stack it interned.
+    slot: &'a ThreadSlot,
     keys: Keys,
     fields: &'a F,
 }
 
 impl<F: Fields + ?Sized> Encode for EventRecord<'_, F> {
     #[inline(always)]
-    fn encode(&self, buf: &mut [u8]) -> Option<usize> {
+    fn encode(&self, buf: &mut [u8], epoch: u64) -> Option<usize> {
         let mut w = FieldWriter {
             enc: RecordSink::begin(buf, self.ty.header().ok_or_else(|| self.ty.id().0)),
+            epoch,
+            own_thread: self.slot.thread_key,
         };
-        // Raw: the recorder thread rewrites it as a varint when it drains
-        // the block (see `crate::scan`), so the clock value is stored as read.
-        w.enc.put_raw_start(self.start as u64);
+        // Final JFR (a padded varint): the recorder copies the record as
+        // it is.
+        w.enc.put_start(self.start as u64);
         if let Some(d) = self.duration {
             w.enc.put_i64(d);
         }
-        match Packed::from_bits(self.keys.packed) {
+        let keys = if self.keys.stack != 0 {
+            // Stack-traced: the stack's tag for this section's epoch (see
+            // `ThreadSlot::stack_in_section`).
+            let stack = self.slot.stack_in_section(self.rt, self.keys.stack, epoch);
+            if stack == self.keys.stack {
+                self.keys
+            } else {
+                Keys {
+                    packed: self.slot.thread_no_stack,
+                    stack: 0,
+                }
+            }
+        } else {
+            self.keys
+        };
+        match Packed::from_bits(keys.packed) {
             Some(both) => w.enc.put_packed(both),
-            None => w.enc.put_varints_cold([self.thread, self.keys.stack]),
+            None => w.enc.put_varints_cold([self.slot.thread_key, keys.stack]),
         }
         if !self.fields.write(&mut w) {
             // Abandoned: nothing is committed; the bytes written past the
@@ -294,17 +316,65 @@ impl<F: Fields + ?Sized> Encode for EventRecord<'_, F> {
     }
 }
 
+/// The constants a built-in record references (see [`emit_builtin`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct BuiltinRefs<'a> {
+    /// The thread it references, if any.
+    pub(crate) thread: Option<&'a ThreadTags>,
+    /// The stack trace it references (0: none), interned in `stack_epoch`.
+    pub(crate) stack: u64,
+    pub(crate) stack_epoch: u64,
+}
+
+/// A built-in record: its references and its encoder.
+pub(crate) struct Builtin<'a, F> {
+    rt: &'a runtime::Runtime,
+    refs: BuiltinRefs<'a>,
+    encode: F,
+}
+
+/// A built-in record for a caller that holds its slot already and emits it
+/// with [`ThreadSlot::emit`]: tags `refs` as [`emit_builtin`] does.
+pub(crate) fn builtin<'a, F: Fn(&mut [u8], u64) -> Option<usize>>(
+    rt: &'a runtime::Runtime,
+    refs: BuiltinRefs<'a>,
+    encode: F,
+) -> Builtin<'a, F> {
+    Builtin { rt, refs, encode }
+}
+
+impl<F: Fn(&mut [u8], u64) -> Option<usize>> Encode for Builtin<'_, F> {
+    #[inline]
+    fn encode(&self, buf: &mut [u8], epoch: u64) -> Option<usize> {
+        if let Some(t) = self.refs.thread {
+            t.tag(epoch);
+        }
+        let mut stack = self.refs.stack;
+        if stack != 0 && self.refs.stack_epoch != epoch {
+            stack = tag_stack(self.rt, stack, epoch);
+        }
+        (self.encode)(buf, stack)
+    }
+}
+
 /// Writes one pre-encoded record (a built-in event such as a CPU sample,
 /// whose thread and stack keys the caller chose) into the calling thread's
-/// buffer. `encode` must write a whole record into the slice it is given,
-/// e.g. with [`chunk_writer::record::EventEncoder`], and return its length, or `None` if it does
-/// not fit. Returns false if the event was dropped (and counted).
-pub(crate) fn emit_record(encode: impl Fn(&mut [u8]) -> Option<usize>) -> bool {
+/// buffer, tagging the constants in `refs` with the section's epoch.
+/// `encode` must write a whole record into the slice it is given, e.g. with
+/// [`chunk_writer::record::EventEncoder`], with the stack key it is given
+/// (`refs.stack`, or 0 if that stack was released since), and return its
+/// length, or `None` if it does not fit. Returns false if the event was
+/// dropped (and counted).
+pub(crate) fn emit_builtin(
+    refs: BuiltinRefs<'_>,
+    encode: impl Fn(&mut [u8], u64) -> Option<usize>,
+) -> bool {
     let Some(rt) = runtime::get() else {
         return false;
     };
+    let record = builtin(rt, refs, encode);
     match local::with_slot(rt, |slot| {
-        slot.emit(&rt.epoch, &rt.pool, &rt.losses, &encode)
+        slot.emit(&rt.epoch, &rt.pool, &rt.losses, &record)
     }) {
         Some(Emitted::Written(_)) => true,
         Some(Emitted::Dropped) => false,
@@ -315,16 +385,17 @@ pub(crate) fn emit_record(encode: impl Fn(&mut [u8]) -> Option<usize>) -> bool {
     }
 }
 
-/// Captures the caller's stack and interns it; returns its key.
+/// Captures the caller's stack and interns it; returns its key and the
+/// epoch the intern tagged it with.
 #[cold]
 #[inline(never)]
-fn capture_stack(rt: &'static runtime::Runtime) -> u64 {
+fn capture_stack(rt: &'static runtime::Runtime) -> (u64, u64) {
     let mut frames = [0u64; 128];
     let depth = rt.max_stack_depth.min(frames.len());
     // Skips this function and `emit`'s caller chain inside the recorder.
     let captured = crate::stack::capture(1, &mut frames[..depth]);
     if captured.len == 0 {
-        return 0;
+        return (0, 0);
     }
     // Read before the write section loads it (see `cpool::stacks`).
     let epoch = rt.epoch.load(crate::sync::Ordering::Relaxed);
@@ -332,37 +403,48 @@ fn capture_stack(rt: &'static runtime::Runtime) -> u64 {
         .stacks
         .intern(&frames[..captured.len], captured.truncated, epoch)
     {
-        Some(key) => key,
+        Some(key) => (key, epoch),
         None => {
             rt.losses.record(LossCause::StackDropped, 0);
-            0
+            (0, 0)
         }
     }
 }
 
 /// A stack trace captured now, for a field of kind [`FieldKind::StackTrace`].
+/// An event that uses it in a later epoch tags it for that epoch's chunk;
+/// if it was released meanwhile (no event used it in the epoch after the
+/// one it was last used in), the event gets no stack trace, counted as a
+/// dropped stack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StackTrace(u64);
+pub struct StackTrace {
+    key: u64,
+    /// The epoch the intern tagged it with.
+    epoch: u64,
+}
 
 impl StackTrace {
     /// Captures the calling thread's stack (no-op key 0 when nothing records).
     #[inline(never)]
     pub fn capture() -> Self {
         match runtime::get() {
-            Some(rt) if runtime::registry().is_recording() => Self(capture_stack(rt)),
-            _ => Self(0),
+            Some(rt) if runtime::registry().is_recording() => {
+                let (key, epoch) = capture_stack(rt);
+                Self { key, epoch }
+            }
+            _ => Self::NONE,
         }
     }
 
     /// No stack trace.
-    pub const NONE: Self = Self(0);
+    pub const NONE: Self = Self { key: 0, epoch: 0 };
 }
 
 impl FieldValue for StackTrace {
     const KIND: FieldKind = FieldKind::StackTrace;
     #[inline]
     fn write(&self, w: &mut FieldWriter<'_>) {
-        w.key(self.0);
+        w.stack_key(self.key, self.epoch);
     }
 }
 
@@ -388,6 +470,6 @@ impl FieldValue for ThreadRef {
     const KIND: FieldKind = FieldKind::Thread;
     #[inline]
     fn write(&self, w: &mut FieldWriter<'_>) {
-        w.key(self.0);
+        w.thread_key(self.0);
     }
 }

@@ -150,6 +150,11 @@ impl ContentType {
 #[derive(Debug)]
 pub struct FieldWriter<'a> {
     pub(crate) enc: RecordSink<'a>,
+    /// The epoch of the write section the record is encoded in: constants
+    /// the fields reference are tagged with it.
+    pub(crate) epoch: u64,
+    /// The writer's own thread key (tagged by its slot).
+    pub(crate) own_thread: u64,
 }
 
 impl FieldWriter<'_> {
@@ -207,10 +212,53 @@ impl FieldWriter<'_> {
         self.enc.put_opt_str(v);
     }
 
-    /// Writes a constant-pool key.
+    /// Writes a constant-pool key as it is. The chunk holds the constant
+    /// only if something tagged it for the event's epoch: [`crate::ThreadRef`]
+    /// and [`crate::StackTrace`] values do (see
+    /// [`crate::cpool::threads`]).
     #[inline(always)]
     pub fn key(&mut self, key: u64) {
         self.enc.put_varint(key);
+    }
+
+    /// Writes a thread key, tagging the thread with the section's epoch if
+    /// it is not the writer's own (which its slot tags).
+    #[inline(always)]
+    pub(crate) fn thread_key(&mut self, key: u64) {
+        if key != 0 && key != self.own_thread {
+            tag_other_thread(key, self.epoch);
+        }
+        self.enc.put_varint(key);
+    }
+
+    /// Writes a stack-trace key interned (or last tagged) in `tagged_in`,
+    /// tagging it with the section's epoch if that differs; a stack
+    /// released meanwhile is written as none, counted as dropped.
+    #[inline(always)]
+    pub(crate) fn stack_key(&mut self, key: u64, tagged_in: u64) {
+        let key = if key != 0 && tagged_in != self.epoch {
+            retag_stack(key, self.epoch)
+        } else {
+            key
+        };
+        self.enc.put_varint(key);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn tag_other_thread(key: u64, epoch: u64) {
+    if let Some(rt) = crate::runtime::get() {
+        rt.threads.tag_key(key, epoch);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn retag_stack(key: u64, epoch: u64) -> u64 {
+    match crate::runtime::get() {
+        Some(rt) => crate::buffer::slot::tag_stack(rt, key, epoch),
+        None => 0,
     }
 }
 

@@ -22,13 +22,11 @@
 //! exactly one well-formed record (`size:varint typeId:varint payload`, with
 //! `size` counting itself), and no byte at or past `buf.len()` was touched.
 
-use chunk_writer::encode::{MAX_VARINT_LEN, Sink, encode_varint};
+use chunk_writer::encode::{MAX_VARINT_LEN, Sink, encode_varint, encode_varint_fixed9};
 use chunk_writer::record::frame_large;
 
-use crate::scan::RAW_START_LEN;
-
 /// Free bytes that make a fixed-size write unchecked. Covers the widest such
-/// write (a nine-byte varint or start slot, or an eight-byte word store).
+/// write (a nine-byte varint or start time, or an eight-byte word store).
 pub(crate) const SLACK: usize = 16;
 
 /// Up to seven bytes of varints, pre-encoded: bytes in the low seven bytes
@@ -144,20 +142,22 @@ impl<'a> RecordSink<'a> {
         self.put_word_prefix(p.0.to_le_bytes(), p.len());
     }
 
-    /// Fills a raw start slot: `v` as eight little-endian bytes, and one
-    /// byte left unwritten (not a JFR encoding: the recorder thread rewrites
-    /// the slot, see [`crate::scan`]).
+    /// Writes a start time as the nine-byte padded varint of `v`
+    /// (`encode_varint_fixed9`): a fixed spread of its bits (three rounds
+    /// of mask, shift and or, no branch and no loop), one word store and one
+    /// byte store. What the commit writes is final JFR, so the recorder
+    /// copies records without touching them; every `u64` fits (a TSC passes
+    /// 2^56 after some 300 days of uptime, so eight bytes would not).
     #[inline(always)]
-    pub(crate) fn put_raw_start(&mut self, v: u64) {
+    pub(crate) fn put_start(&mut self, v: u64) {
+        let nine = encode_varint_fixed9(v);
         if self.pos < self.fast_below {
-            // SAFETY: `pos < fast_below` leaves SLACK ≥ RAW_START_LEN bytes
+            // SAFETY: `pos < fast_below` leaves SLACK ≥ MAX_VARINT_LEN bytes
             // at `pos` (see `fast_below`).
-            unsafe { self.store_word(v.to_le_bytes()) };
-            self.pos += RAW_START_LEN;
+            unsafe { *self.nine_at_pos() = nine };
+            self.pos += MAX_VARINT_LEN;
         } else {
-            let mut slot = [0u8; RAW_START_LEN];
-            slot[..8].copy_from_slice(&v.to_le_bytes());
-            self.put_slice_checked(&slot);
+            self.put_slice_checked(&nine);
         }
     }
 
@@ -408,21 +408,21 @@ mod tests {
         }
     }
 
-    /// The sink's own writes (raw start slot, out-of-line varints) at every
+    /// The sink's own writes (start time, out-of-line varints) at every
     /// capacity: the whole record or nothing, never a byte past `cap`.
     #[test]
-    fn raw_start_and_cold_varints_fit_or_drop_whole() {
+    fn start_and_cold_varints_fit_or_drop_whole() {
         let expected: Vec<u8> = [3u8, 0xe8, 0x07]
             .into_iter()
-            .chain(0x0102_0304_0506_0708u64.to_le_bytes())
-            .chain([0]) // the slot's ninth byte (not compared)
+            // 0x0102_0304_0506_0708 in 7-bit groups, low first, padded.
+            .chain([0x88, 0x8e, 0x98, 0xa8, 0xc0, 0xe0, 0x80, 0x81, 0x01])
             .chain([0xac, 0x02, 0x80, 0x80, 0x01, 5])
             .collect();
         for cap in 0..40 {
             let mut a = vec![0xEEu8; cap + 32];
             let header = Packed::header(1000).ok_or(1000);
             let mut s = RecordSink::begin(&mut a[..cap], header);
-            s.put_raw_start(0x0102_0304_0506_0708);
+            s.put_start(0x0102_0304_0506_0708);
             s.put_varints_cold([300, 1 << 14]);
             s.put_u8(5);
             let n = s.finish();
@@ -430,7 +430,6 @@ mod tests {
             if cap >= expected.len() {
                 let mut want = expected.clone();
                 want[0] = want.len() as u8;
-                want[11] = a[11]; // unwritten or zero: the drain overwrites it
                 assert_eq!(
                     (n, &a[..want.len()]),
                     (Some(want.len()), &want[..]),

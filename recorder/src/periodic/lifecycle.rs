@@ -24,8 +24,9 @@ use std::time::Instant;
 use chunk_writer::TypeId;
 use chunk_writer::encode::Sink;
 
-use super::system::emit;
+use super::system::emit_with;
 use crate::clock;
+use crate::event::commit::BuiltinRefs;
 use crate::runtime::Runtime;
 use crate::sampler::threads;
 use crate::sync::Ordering;
@@ -173,7 +174,7 @@ impl Lifecycle {
             })
         });
         if start {
-            write_thread_start(key, 0, 0);
+            write_thread_start(rt, key);
         }
     }
 
@@ -189,27 +190,38 @@ impl Lifecycle {
                 .key_for_tid(tid as i64, || format!("thread-{tid}"))
         });
         if end {
-            write_thread_end(key);
+            write_thread_end(rt, key);
         }
         rt.threads.exited(key, rt.epoch.load(Ordering::Acquire));
     }
 }
 
-/// `jdk.ThreadStart`: ts, eventThread, stackTrace, thread, parentThread.
-pub(crate) fn write_thread_start(key: u64, stack: u64, parent: u64) {
+/// `jdk.ThreadStart`: ts, eventThread, stackTrace, thread, parentThread
+/// (no stack trace, no parent: the thread is found by polling).
+pub(crate) fn write_thread_start(rt: &Runtime, key: u64) {
     let ticks = clock::ticks();
-    emit(TypeId::THREAD_START, ticks, |e| {
+    let tags = rt.threads.tags_of(key);
+    let refs = BuiltinRefs {
+        thread: tags.as_deref(),
+        ..BuiltinRefs::default()
+    };
+    emit_with(TypeId::THREAD_START, ticks, refs, |e, _| {
         e.put_varint(key);
-        e.put_varint(stack);
+        e.put_varint(0);
         e.put_varint(key);
-        e.put_varint(parent);
+        e.put_varint(0);
     });
 }
 
 /// `jdk.ThreadEnd`: ts, eventThread, thread.
-pub(crate) fn write_thread_end(key: u64) {
+pub(crate) fn write_thread_end(rt: &Runtime, key: u64) {
     let ticks = clock::ticks();
-    emit(TypeId::THREAD_END, ticks, |e| {
+    let tags = rt.threads.tags_of(key);
+    let refs = BuiltinRefs {
+        thread: tags.as_deref(),
+        ..BuiltinRefs::default()
+    };
+    emit_with(TypeId::THREAD_END, ticks, refs, |e, _| {
         e.put_varint(key);
         e.put_varint(key);
     });

@@ -28,8 +28,10 @@
 //!
 //! Events go through the same commit path as every other event (user
 //! closures commit with the event API; built-in events through
-//! `emit_record` into this thread's own buffer), so whatever makes a chunk
-//! include the constants its events reference applies to them too.
+//! `emit_builtin` into this thread's own buffer, which tags the threads and
+//! stacks they reference with the epoch of the chunk they land in), so
+//! whatever makes a chunk include the constants its events reference
+//! applies to them too.
 //!
 //! Invariant: a task runs only on this thread, only while a recording runs,
 //! and at most once per due time: events of a periodic type are never

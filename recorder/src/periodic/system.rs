@@ -32,7 +32,7 @@ use chunk_writer::record::EventEncoder;
 use super::lifecycle::Lifecycle;
 use super::procfs::{self, Cgroup};
 use crate::clock;
-use crate::event::commit::emit_record;
+use crate::event::commit::{BuiltinRefs, emit_builtin};
 use crate::runtime::Runtime;
 use crate::settings::{Period, Settings};
 
@@ -124,13 +124,26 @@ pub(crate) fn enabled(settings: &Settings, event: &str) -> bool {
         .unwrap_or(default)
 }
 
-/// Writes one record of `ty` at `ticks`, its other fields by `fields`,
-/// through the commit path (this thread's buffer). False if dropped.
+/// Writes one record of `ty` at `ticks` that references no thread or
+/// stack constant, its other fields by `fields`, through the commit path
+/// (this thread's buffer). False if dropped.
 pub(crate) fn emit(ty: TypeId, ticks: i64, fields: impl Fn(&mut EventEncoder<'_>)) -> bool {
-    emit_record(|buf| {
+    emit_with(ty, ticks, BuiltinRefs::default(), |e, _| fields(e))
+}
+
+/// [`emit`] for a record that references the constants in `refs`: they are
+/// tagged with the epoch of the chunk the record lands in, and `fields` is
+/// given the stack key to write (`refs.stack`, or 0 if it was released).
+pub(crate) fn emit_with(
+    ty: TypeId,
+    ticks: i64,
+    refs: BuiltinRefs<'_>,
+    fields: impl Fn(&mut EventEncoder<'_>, u64),
+) -> bool {
+    emit_builtin(refs, |buf, stack| {
         let mut e = EventEncoder::begin(buf, ty);
         e.put_i64(ticks);
-        fields(&mut e);
+        fields(&mut e, stack);
         e.finish()
     })
 }
@@ -213,6 +226,7 @@ impl SystemEvents {
         if !enabled(&settings, "jdk.Shutdown") {
             return;
         }
+        // This thread's own key: its slot tags it.
         let key = crate::local::current_thread_key(self.rt).unwrap_or(0);
         let ticks = clock::ticks();
         emit(TypeId::SHUTDOWN, ticks, |e| {
@@ -294,7 +308,12 @@ impl SystemEvents {
             let Some(key) = self.lifecycle.key(self.rt, tid) else {
                 continue;
             };
-            emit(TypeId::THREAD_CPU_LOAD, ticks, |e| {
+            let tags = self.rt.threads.tags_of(key);
+            let refs = BuiltinRefs {
+                thread: tags.as_deref(),
+                ..BuiltinRefs::default()
+            };
+            emit_with(TypeId::THREAD_CPU_LOAD, ticks, refs, |e, _| {
                 e.put_varint(key);
                 e.put_f32(user as f32);
                 e.put_f32(system as f32);

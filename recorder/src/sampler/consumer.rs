@@ -17,8 +17,9 @@
 //! 4. *Bounds*: for slots whose stack bounds are unknown, look up the
 //!    mapping around the last reported stack pointer.
 //!
-//! Events go through [`emit_record`] into this thread's own buffer; the
-//! thread never samples itself.
+//! Events go through [`emit_builtin`] into this thread's own buffer, which
+//! tags the sampled thread and the sample's stack with the epoch of the
+//! chunk the event lands in; the thread never samples itself.
 //!
 //! # Cadence
 //!
@@ -55,12 +56,13 @@ use super::signal::{self, SLOTS};
 use super::threads;
 use super::unwind::{self, ModuleWatch};
 use crate::clock;
-use crate::event::commit::emit_record;
+use crate::cpool::threads::ThreadTags;
+use crate::event::commit::{BuiltinRefs, emit_builtin};
 use crate::loss::LossCause;
 use crate::panic_guard::{self, Place};
 use crate::runtime::Runtime;
 use crate::statistics;
-use crate::sync::{AtomicBool, Ordering};
+use crate::sync::{Arc, AtomicBool, Ordering};
 
 /// Longest time between two passes, hence how long a new thread may run
 /// before it is sampled (module docs, "Cadence").
@@ -74,8 +76,9 @@ const BOUNDS_TRIES: u8 = 3;
 struct Tracked {
     index: usize,
     generation: u64,
-    /// Registered at its first sample, when the thread has named itself.
-    key: Option<u64>,
+    /// Registered at its first sample, when the thread has named itself;
+    /// with the thread's epoch tags, which its samples set.
+    key: Option<(u64, Arc<ThreadTags>)>,
     bounds_tries: u8,
     /// The thread's CPU time when lost samples were last counted, while a
     /// foreign handler holds the signal.
@@ -252,12 +255,13 @@ impl Consumer {
             // Keep the remainder for the next pass.
             t.foreign_cpu_seen = Some(seen + lost * period);
             if lost > 0 {
-                let key = *t.key.get_or_insert_with(|| {
-                    self.rt
-                        .threads
-                        .key_for_tid(tid as i64, || threads::name(tid))
-                });
-                write_lost(lost, key);
+                let rt = self.rt;
+                let (key, tags) = t.key.get_or_insert_with(|| register(rt, tid));
+                let refs = BuiltinRefs {
+                    thread: Some(tags),
+                    ..BuiltinRefs::default()
+                };
+                write_lost(lost, refs, *key);
             }
         }
     }
@@ -371,10 +375,10 @@ impl Consumer {
         let Some(t) = self.tracked.remove(&tid) else {
             return;
         };
-        if let Some(key) = t.key {
+        if let Some((key, _)) = &t.key {
             self.rt
                 .threads
-                .exited(key, self.rt.epoch.load(Ordering::Relaxed));
+                .exited(*key, self.rt.epoch.load(Ordering::Relaxed));
         }
     }
 
@@ -385,7 +389,7 @@ impl Consumer {
         let Some(slot) = self.slots.get(t.index) else {
             return;
         };
-        let mut key = t.key;
+        let mut key = t.key.clone();
         let (cpu_period, wall_on) = match &self.config {
             Some(c) => (
                 self.cpu
@@ -405,9 +409,12 @@ impl Consumer {
         // SAFETY: this thread is the only consumer of every queue.
         unsafe {
             slot.queue.drain(|s: &RawSample| {
-                let key = *key.get_or_insert_with(|| {
-                    rt.threads.key_for_tid(tid as i64, || threads::name(tid))
-                });
+                let (key, tags) = key.get_or_insert_with(|| register(rt, tid));
+                let thread = BuiltinRefs {
+                    thread: Some(tags),
+                    stack: 0,
+                    stack_epoch: 0,
+                };
                 for &pc in s.frames() {
                     if watch.check(pc, slots) {
                         break;
@@ -437,9 +444,14 @@ impl Consumer {
                         rt.losses.record(LossCause::StackDropped, 0);
                         0
                     });
+                let refs = BuiltinRefs {
+                    stack,
+                    stack_epoch: epoch,
+                    ..thread
+                };
                 let wrote = match (s.kind, cpu_period) {
-                    (SampleKind::CpuTime, Some(period)) => write_cpu_sample(s, stack, key, period),
-                    _ => write_execution_sample(s, stack, key),
+                    (SampleKind::CpuTime, Some(period)) => write_cpu_sample(s, refs, *key, period),
+                    _ => write_execution_sample(s, refs, *key),
                 };
                 written += u64::from(wrote);
             })
@@ -447,12 +459,15 @@ impl Consumer {
         statistics::add_samples(handler_ticks, written);
         let lost = slot.queue.take_lost();
         if lost > 0 {
-            let key = *key.get_or_insert_with(|| {
-                self.rt
-                    .threads
-                    .key_for_tid(tid as i64, || threads::name(tid))
-            });
-            write_lost(lost, key);
+            let (key, tags) = key.get_or_insert_with(|| register(self.rt, tid));
+            write_lost(
+                lost,
+                BuiltinRefs {
+                    thread: Some(tags),
+                    ..BuiltinRefs::default()
+                },
+                *key,
+            );
         }
         if let Some(t) = self.tracked.get_mut(&tid) {
             t.key = key;
@@ -505,12 +520,23 @@ impl Consumer {
     }
 }
 
+/// Registers thread `tid` (at its first sample, when it has named itself):
+/// its key and its epoch tags, which its samples set.
+fn register(rt: &Runtime, tid: u64) -> (u64, Arc<ThreadTags>) {
+    let key = rt.threads.key_for_tid(tid as i64, || threads::name(tid));
+    let tags = rt
+        .threads
+        .tags_of(key)
+        .unwrap_or_else(|| Arc::new(ThreadTags::default()));
+    (key, tags)
+}
+
 /// `jdk.CPUTimeSample`: ts, stackTrace, eventThread, failed,
 /// samplingPeriod (ticks), biased. The period covers the expiries the
 /// signal stands for (1 + overruns): the CPU time the sample represents.
-fn write_cpu_sample(s: &RawSample, stack: u64, thread: u64, period_ticks: i64) -> bool {
+fn write_cpu_sample(s: &RawSample, refs: BuiltinRefs<'_>, thread: u64, period_ticks: i64) -> bool {
     let period_ticks = period_ticks.saturating_mul(1 + i64::from(s.overrun));
-    emit_record(|buf| {
+    emit_builtin(refs, |buf, stack| {
         let mut e = EventEncoder::begin(buf, TypeId::CPU_TIME_SAMPLE);
         e.put_i64(s.ticks);
         e.put_varint(stack);
@@ -523,13 +549,13 @@ fn write_cpu_sample(s: &RawSample, stack: u64, thread: u64, period_ticks: i64) -
 }
 
 /// `jdk.ExecutionSample`: ts, sampledThread, stackTrace, state.
-fn write_execution_sample(s: &RawSample, stack: u64, thread: u64) -> bool {
+fn write_execution_sample(s: &RawSample, refs: BuiltinRefs<'_>, thread: u64) -> bool {
     let state = if s.running {
         thread_state::RUNNABLE.0
     } else {
         thread_state::SLEEPING.0
     };
-    emit_record(|buf| {
+    emit_builtin(refs, |buf, stack| {
         let mut e = EventEncoder::begin(buf, TypeId::EXECUTION_SAMPLE);
         e.put_i64(s.ticks);
         e.put_varint(thread);
@@ -540,8 +566,8 @@ fn write_execution_sample(s: &RawSample, stack: u64, thread: u64) -> bool {
 }
 
 /// `jdk.CPUTimeSamplesLost`: ts, lostSamples, eventThread.
-fn write_lost(lost: u64, thread: u64) {
-    emit_record(|buf| {
+fn write_lost(lost: u64, refs: BuiltinRefs<'_>, thread: u64) {
+    emit_builtin(refs, |buf, _| {
         let mut e = EventEncoder::begin(buf, TypeId::CPU_TIME_SAMPLES_LOST);
         e.put_i64(clock::ticks());
         e.put_i32(lost.min(i32::MAX as u64) as i32);
@@ -552,7 +578,7 @@ fn write_lost(lost: u64, thread: u64) {
 
 /// `jdk.ActiveSetting`: ts, id (the event type's id), name, value.
 fn write_setting(ty: TypeId, name: &str, value: &str) {
-    emit_record(|buf| {
+    emit_builtin(BuiltinRefs::default(), |buf, _| {
         let mut e = EventEncoder::begin(buf, TypeId::ACTIVE_SETTING);
         e.put_i64(clock::ticks());
         e.put_i64(ty.0 as i64);

@@ -11,7 +11,8 @@
 //! the `()V` descriptor. A key means the same in every chunk of the process
 //! (docs/jfr-format.md §6.4 rule 5), and every chunk defines the constants of
 //! every site registered before each of its checkpoints, so a MethodTiming
-//! or MethodTrace record always resolves, whatever the drain scanned.
+//! or MethodTrace record always resolves, whatever stacks the chunk's epoch
+//! tagged.
 //!
 //! # A trace's stack
 //!
@@ -35,6 +36,7 @@ use chunk_writer::{Checkpoint, TypeId};
 use super::accum;
 use super::guard::TRACE_STACK;
 use super::sites::{SITES, TRACE_THRESHOLD};
+use crate::event::commit::{BuiltinRefs, builtin};
 use crate::loss::LossCause;
 use crate::sync::Ordering;
 use crate::{local, runtime};
@@ -66,15 +68,22 @@ pub(super) fn trace(w: u64, index: usize, start: i64, d: u64) {
     let Some(rt) = runtime::get() else {
         return;
     };
-    let stack = if w & TRACE_STACK != 0 {
+    let (stack, stack_epoch) = if w & TRACE_STACK != 0 {
         capture_caller_stack(rt, index)
     } else {
-        0
+        (0, 0)
     };
     let method = method_key(index);
     let written = local::with_slot(rt, |slot| {
         let thread = slot.thread_key;
-        let encode = |buf: &mut [u8]| {
+        // The writer's own thread (its slot tags it) and the stack, tagged
+        // with the section's epoch if a flip fell after the intern.
+        let refs = BuiltinRefs {
+            thread: None,
+            stack,
+            stack_epoch,
+        };
+        let encode = |buf: &mut [u8], stack: u64| {
             let mut e = EventEncoder::begin(buf, TypeId::METHOD_TRACE);
             e.put_i64(start);
             e.put_varint(d);
@@ -83,33 +92,35 @@ pub(super) fn trace(w: u64, index: usize, start: i64, d: u64) {
             e.put_varint(method);
             e.finish()
         };
-        slot.emit(&rt.epoch, &rt.pool, &rt.losses, &encode);
+        slot.emit(&rt.epoch, &rt.pool, &rt.losses, &builtin(rt, refs, encode));
     });
     if written.is_none() {
         rt.losses.record(LossCause::ThreadExiting, 0);
     }
 }
 
-/// Captures the stack (marker first) and interns it; 0 if dropped.
+/// Captures the stack (marker first) and interns it; its key (0 if
+/// dropped) and the epoch the intern tagged it with.
 #[cold]
 #[inline(never)]
-fn capture_caller_stack(rt: &'static runtime::Runtime, index: usize) -> u64 {
+fn capture_caller_stack(rt: &'static runtime::Runtime, index: usize) -> (u64, u64) {
     let mut frames = [0u64; 129];
     frames[0] = MARKER | index as u64;
     let depth = rt.max_stack_depth.min(128);
     let captured = crate::stack::capture(0, &mut frames[1..=depth]);
     if captured.len == 0 {
-        return 0;
+        return (0, 0);
     }
+    // Read before the write section loads it (see `cpool::stacks`).
     let epoch = rt.epoch.load(Ordering::Relaxed);
     match rt
         .stacks
         .intern(&frames[..=captured.len], captured.truncated, epoch)
     {
-        Some(key) => key,
+        Some(key) => (key, epoch),
         None => {
             rt.losses.record(LossCause::StackDropped, 0);
-            0
+            (0, 0)
         }
     }
 }

@@ -41,7 +41,7 @@
 //! starts over under a new generation). Each chunk defines the method,
 //! class, package and symbol constants of every registered site itself,
 //! under keys of its own range (see `emit`), so the events do not depend on
-//! which records the drain scanned.
+//! which stacks the chunk's epoch tagged.
 //!
 //! Invariant: a word with the timing or tracing bit is stored only while a
 //! recording runs (so the runtime exists and the clock is calibrated), and
