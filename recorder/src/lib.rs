@@ -37,6 +37,8 @@ mod local;
 #[doc(hidden)]
 pub mod loom_api;
 mod loss;
+#[cfg(not(flightrec_loom))]
+mod member;
 mod membarrier;
 pub mod options;
 #[cfg(not(flightrec_loom))]
@@ -46,6 +48,8 @@ pub mod panic_guard;
 mod panics;
 #[cfg(not(flightrec_loom))]
 pub mod periodic;
+#[cfg(not(flightrec_loom))]
+mod physical;
 #[cfg(not(flightrec_loom))]
 mod recorder_thread;
 #[cfg(not(flightrec_loom))]
@@ -60,6 +64,7 @@ pub mod settings;
 pub mod stack;
 mod stale;
 pub(crate) mod sync;
+mod union;
 pub mod timing;
 
 #[cfg(not(flightrec_loom))]
