@@ -282,3 +282,20 @@ fn an_async_fn_is_timed_from_first_poll_to_completion() {
     let summary = flightrec_testkit::summary(&path);
     assert_eq!(summary.counts.get("jdk.MethodTrace").copied(), Some(5));
 }
+
+#[test]
+fn two_recordings_time_the_union_of_their_filters() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (pa, pb) = (out("two_a"), out("two_b"));
+    let a = start(&pa, "::alpha");
+    let b = start(&pb, "method_filters::a::Thing::two");
+    workload(4); // both run: alpha and Thing::two timed
+    a.stop().unwrap();
+    workload(5); // only b's filter applies
+    b.stop().unwrap();
+    // a's last batch: its own sites and its partner's, while both ran.
+    assert_eq!(last_batch(&pa), expect(&[("alpha", 4), ("Thing::two", 4)]));
+    // b's last batch: cumulative since selection; alpha deselected at a's
+    // stop, so only Thing::two goes on (4 + 5).
+    assert_eq!(last_batch(&pb), expect(&[("Thing::two", 9)]));
+}

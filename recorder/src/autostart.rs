@@ -248,8 +248,8 @@ fn start(
 }
 
 /// The automatic recordings of this process (none in a forked child).
-fn autos() -> Option<std::sync::MutexGuard<'static, Vec<(Recording, bool, crate::settings::Settings)>>>
-{
+fn autos()
+-> Option<std::sync::MutexGuard<'static, Vec<(Recording, bool, crate::settings::Settings)>>> {
     if AUTO_PID.load(Ordering::Relaxed) != u64::from(std::process::id()) {
         return None; // none, or the parent's (in a forked child)
     }
@@ -304,10 +304,7 @@ fn stop(id: Option<u64>, write: bool) -> Option<Result<RecordingSummary, Recordi
 }
 
 /// [`stop`]'s work: `None` if that automatic recording does not run.
-fn take_and_stop(
-    id: Option<u64>,
-    write: bool,
-) -> Option<Result<RecordingSummary, RecordingError>> {
+fn take_and_stop(id: Option<u64>, write: bool) -> Option<Result<RecordingSummary, RecordingError>> {
     let (rec, dump_on_exit, settings) = {
         let mut auto = autos()?;
         let at = match id {

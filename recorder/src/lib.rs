@@ -37,9 +37,9 @@ mod local;
 #[doc(hidden)]
 pub mod loom_api;
 mod loss;
+mod membarrier;
 #[cfg(not(flightrec_loom))]
 mod member;
-mod membarrier;
 pub mod options;
 #[cfg(not(flightrec_loom))]
 #[doc(hidden)]
@@ -64,8 +64,8 @@ pub mod settings;
 pub mod stack;
 mod stale;
 pub(crate) mod sync;
-mod union;
 pub mod timing;
+mod union;
 
 #[cfg(not(flightrec_loom))]
 pub use autostart::{AutoStartError, start_from_env};

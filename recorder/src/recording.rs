@@ -419,24 +419,28 @@ impl Recording {
         };
         let (tx, rx) = mpsc::channel();
         if p.members.iter().any(|(i, _)| *i != self.id) {
-            // Others record on: the union without this one applies, then
-            // the chunk ends (its last) and its file is written.
+            // Others record on: the chunk ends (its last, with the
+            // end-of-chunk events its settings select, such as
+            // jdk.MethodTiming), its file is written, then the union of the
+            // others applies.
             p.members.retain(|(i, _)| *i != self.id);
             crate::attach::control::stopped(self.id);
-            registry().remove_live(self.id);
-            crate::sampler::reconcile();
-            crate::periodic::wake();
             let stop = Command::Stop {
                 id: self.id,
                 write,
                 last: false,
                 reply: tx,
             };
-            p.commands
-                .send(stop)
-                .map_err(|_| RecordingError::RecorderGone)?;
+            let sent = p.commands.send(stop);
             p.rt.pool.wakeup.notify_all();
-            return rx.recv().unwrap_or(Err(RecordingError::RecorderGone));
+            let result = match sent {
+                Ok(()) => rx.recv().unwrap_or(Err(RecordingError::RecorderGone)),
+                Err(_) => Err(RecordingError::RecorderGone),
+            };
+            registry().remove_live(self.id);
+            crate::sampler::reconcile();
+            crate::periodic::wake();
+            return result;
         }
         let p = physical.take().expect("checked above");
         // Periodic events first: their last round (end-of-chunk events,

@@ -323,7 +323,11 @@ impl Repository {
         max_size: Option<u64>,
     ) -> Vec<ChunkFile> {
         let mut removed = Vec::new();
-        let mut total: u64 = list.iter().filter_map(|s| self.chunk(*s)).map(|c| c.size).sum();
+        let mut total: u64 = list
+            .iter()
+            .filter_map(|s| self.chunk(*s))
+            .map(|c| c.size)
+            .sum();
         // Never the newest: a recording always keeps its latest chunk.
         while list.len() > 1 {
             let Some(oldest) = list.front().and_then(|s| self.chunk(*s)).cloned() else {
