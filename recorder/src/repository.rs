@@ -33,15 +33,20 @@
 //!
 //! # Retention and clean-up
 //!
-//! Retention drops the oldest finished chunks while the repository is older
-//! than `max_age` or larger than `max_size`; the chunk being written and the
-//! newest finished chunk are never dropped, so a `max_size` below one
-//! chunk still leaves the newest chunk to dump or write at the stop. A dump concatenates finished chunks (optionally only those that
-//! overlap a time window) into one `.jfr` file. At a clean stop, once the
-//! destination is written, the chunk files are removed, and the directory
-//! too if this recording created it, unless the user asked to keep the
-//! repository (`keep_repository`, `preserve-repository=true`). A recording
-//! without a destination keeps its repository: it is the only copy.
+//! Finished chunks are shared by the recordings live when they ended and
+//! reference-counted: each recording keeps its own list
+//! ([`crate::member`]) and applies its own retention to it, dropping its
+//! oldest chunks while they are older than `max_age` or larger than
+//! `max_size`, never its newest one (so a `max_size` below one chunk still
+//! leaves the newest chunk to dump or write at the stop). A chunk file is
+//! deleted (its memory freed) when no recording holds it. A dump
+//! concatenates one recording's chunks (optionally only those that overlap
+//! a time window) into one `.jfr` file. At a clean stop, once the
+//! destination is written, the recording lets go of its chunks, and the
+//! last stop removes the directory if this repository created it and
+//! nothing is left in it, unless the user asked to keep the repository
+//! (`keep_repository`, `preserve-repository=true`). A recording without a
+//! destination keeps its chunk files on disk: they are the only copy.
 //!
 //! # In memory (`disk=false`)
 //!
@@ -57,8 +62,9 @@
 //! before its stop) is named on stderr when the next recording starts, with
 //! the call that turns it into a file ([`assemble`]); `stale.rs` finds them.
 //!
-//! Invariant: every file in `finished` holds one complete chunk (state 0) and
-//! they are listed in start-time order; every file this module creates is
+//! Invariant: every file in `finished` holds one complete chunk (state 0),
+//! is held by at least one recording, and sequence numbers follow start
+//! time; every file this module creates is
 //! new (`O_EXCL`), so no path an attacker prepared is ever opened for writing.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
