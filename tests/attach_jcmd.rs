@@ -256,7 +256,7 @@ fn the_always_on_recording_keeps_a_bounded_window_and_dumps_it() {
 fn jcmd_25_runs_two_named_recordings_at_once() {
     let home = jdk25();
     let dir = testkit::temp_dir("attach-two");
-    let svc = Service::start(&["--seconds", "600", "--threads", "1", "--no-recording"]);
+    let svc = Service::start(&["--seconds", "3600", "--threads", "1", "--no-recording"]);
     let pid = svc.pid;
     ok(
         &home,

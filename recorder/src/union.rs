@@ -192,7 +192,7 @@ mod tests {
         assert_eq!(x.enabled, Some(true));
         assert_eq!(x.threshold, Some(Duration::from_millis(5)));
         let y = u.get("x.B").unwrap();
-        assert_eq!((y.enabled, y.stack_trace), (Some(false), None));
+        assert_eq!((y.enabled, y.stack_trace), (Some(false), Some(true)));
         assert_eq!(
             u.get_method_filter("jdk.MethodTiming").as_deref(),
             Some("::f;::g")
