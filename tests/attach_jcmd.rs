@@ -269,9 +269,78 @@ fn the_always_on_recording_keeps_a_bounded_window_and_dumps_it() {
         !success && err.contains("only the program can stop it"),
         "{err}"
     );
-    // A second recording is refused, naming the running one.
-    let (success, _, err) = jcmd(&home, svc.pid, "JFR.start name=b");
-    assert!(!success && err.contains("one recording at a time"), "{err}");
+    // A second recording with the running one's name is refused, naming it.
+    let (success, _, err) = jcmd(&home, svc.pid, "JFR.start name=always-on");
+    assert!(
+        !success && err.contains("recording 1 is named always-on"),
+        "{err}"
+    );
+}
+
+#[test]
+fn jcmd_25_runs_two_named_recordings_at_once() {
+    let home = jdk25();
+    let dir = testkit::temp_dir("attach-two");
+    let svc = Service::start(&["--seconds", "3600", "--threads", "1", "--no-recording"]);
+    let pid = svc.pid;
+    ok(
+        &home,
+        pid,
+        "JFR.start name=a settings=default disk=false maxage=30s",
+    );
+    ok(
+        &home,
+        pid,
+        "JFR.start name=b settings=none disk=false com.example.Request#enabled=true",
+    );
+    let check = ok(&home, pid, "JFR.check");
+    assert!(
+        check.contains("name=a maxage=30s disk=false (running)"),
+        "{check}"
+    );
+    assert!(check.contains("name=b disk=false (running)"), "{check}");
+    // Each with its own settings: a records jdk.CPULoad, b does not.
+    let verbose = ok(&home, pid, "JFR.check name=b verbose=true");
+    assert!(
+        verbose.contains("(com.example.Request)") || verbose.contains("Request"),
+        "{verbose}"
+    );
+    // Without a name, a dump must say which.
+    let (success, _, err) = jcmd(&home, pid, "JFR.dump");
+    assert!(
+        !success && err.contains("Several recordings are running"),
+        "{err}"
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let file = dir.join("a.jfr");
+    ok(
+        &home,
+        pid,
+        &format!("JFR.dump name=a filename={}", file.display()),
+    );
+    let summary = testkit::summary(&file);
+    assert!(summary.counts["com.example.Request"] > 0, "{summary:?}");
+    assert!(
+        summary.counts.get("jdk.CPULoad").copied().unwrap_or(0) > 0,
+        "{summary:?}"
+    );
+    let stopped = ok(&home, pid, "JFR.stop name=a");
+    assert!(stopped.contains("Stopped recording \"a\""), "{stopped}");
+    let check = ok(&home, pid, "JFR.check");
+    assert!(!check.contains("name=a "), "{check}");
+    assert!(check.contains("name=b disk=false (running)"), "{check}");
+    // b records on: a dump after a's stop still has its events.
+    std::thread::sleep(Duration::from_secs(1));
+    let file = dir.join("b.jfr");
+    ok(
+        &home,
+        pid,
+        &format!("JFR.dump name=b filename={}", file.display()),
+    );
+    let summary = testkit::summary(&file);
+    assert!(summary.counts["com.example.Request"] > 0, "{summary:?}");
+    ok(&home, pid, "JFR.stop name=b");
+    assert!(ok(&home, pid, "JFR.check").contains("No available recordings."));
 }
 
 #[test]

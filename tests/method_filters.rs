@@ -354,4 +354,20 @@ fn a_filter_matching_nothing_is_named_once_and_a_later_site_is_then_timed() {
     let counts: Vec<Option<u64>> = b.iter().map(|m| m.get(&gamma).copied()).collect();
     assert_eq!(counts, [Some(9), Some(14)], "{b:?}");
     assert!(b.iter().all(|m| m.keys().all(|k| *k == gamma)), "{b:?}");
+
+#[test]
+fn two_recordings_time_the_union_of_their_filters() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (pa, pb) = (out("two_a"), out("two_b"));
+    let a = start(&pa, "::alpha");
+    let b = start(&pb, "method_filters::a::Thing::two");
+    workload(4); // both run: alpha and Thing::two timed
+    a.stop().unwrap();
+    workload(5); // only b's filter applies
+    b.stop().unwrap();
+    // a's last batch: its own sites and its partner's, while both ran.
+    assert_eq!(last_batch(&pa), expect(&[("alpha", 4), ("Thing::two", 4)]));
+    // b's last batch: cumulative since selection; alpha deselected at a's
+    // stop, so only Thing::two goes on (4 + 5).
+    assert_eq!(last_batch(&pb), expect(&[("Thing::two", 9)]));
 }

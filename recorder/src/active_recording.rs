@@ -1,10 +1,11 @@
 //! `jdk.ActiveRecording`: what the recording was asked for, written at the
-//! start of every chunk so that `jfr view active-recordings` on any chunk
+//! start of every chunk (one per live recording) so that `jfr view active-recordings` on any chunk
 //! (or on a dump of some of them) shows its name, destination, retention,
 //! flush interval, start and requested duration.
 //!
-//! Invariant: every chunk's first event is one `jdk.ActiveRecording`
-//! describing the recording as configured at its start (fields in JDK 25's
+//! Invariant: every chunk's first events are one `jdk.ActiveRecording`
+//! per recording live when it started, each describing its recording as
+//! configured at its start (fields in JDK 25's
 //! order; see `chunk_writer::builtin`).
 
 use chunk_writer::TypeId;
@@ -16,6 +17,11 @@ use crate::sync::{AtomicU64, Ordering};
 
 /// Recording ids, as the JDK numbers them: 1, 2, ... in the process.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The next recording id.
+pub(crate) fn next_id() -> u64 {
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+}
 
 /// The values of `jdk.ActiveRecording`, fixed at the start.
 #[derive(Debug, Clone)]
@@ -32,12 +38,11 @@ pub(crate) struct RecordingInfo {
 }
 
 impl RecordingInfo {
-    /// The next recording id, described by `config`, starting at
-    /// `start_nanos` (wall clock). Limits not set are written as 0, as the
-    /// JDK writes "no limit".
-    pub(crate) fn new(config: &RecordingConfig, start_nanos: i64) -> Self {
+    /// Recording `id` (from [`next_id`]), described by `config`, starting
+    /// at `start_nanos` (wall clock). Limits not set are written as 0, as
+    /// the JDK writes "no limit".
+    pub(crate) fn new(id: u64, config: &RecordingConfig, start_nanos: i64) -> Self {
         let ms = |d: std::time::Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
-        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         Self {
             id,
             name: config.name.clone().unwrap_or_else(|| id.to_string()),

@@ -18,9 +18,14 @@
 //! the option and why) and nothing is started; programs that want the error
 //! call [`start_from_env`] themselves.
 //!
-//! Invariant: at most one automatic recording exists, held in [`AUTO`]; the
-//! exit handler and a `duration` timer both stop it through that slot, so it
-//! is stopped exactly once.
+//! `FLIGHTREC`, [`start_from_options`] and the C ABI start one automatic
+//! recording (a second is refused with `AlreadyRecording`); `jcmd`'s
+//! `JFR.start` may add more beside it, each stopped by its own `JFR.stop`,
+//! `duration` or the exit.
+//!
+//! Invariant: every automatic recording is held in [`AUTO`] (start order);
+//! the exit handler, a `duration` timer and `JFR.stop` all stop one by
+//! taking it out of that list, so each is stopped exactly once.
 
 use crate::sync::Mutex;
 use std::time::Duration;
@@ -30,17 +35,14 @@ use crate::options::{self, OptionError, StartOptions};
 use crate::recording::{Recording, RecordingError, RecordingSummary};
 use crate::sync::{AtomicU64, Ordering};
 
-/// The automatic recording, if one runs, whether it writes its file at exit
+/// The automatic recordings, each with whether it writes its file at exit
 /// (`dumponexit`), and the settings it was given (for the stop's report of
 /// event types that never registered).
-static AUTO: Mutex<Option<(Recording, bool, crate::settings::Settings)>> = Mutex::new(None);
+static AUTO: Mutex<Vec<(Recording, bool, crate::settings::Settings)>> = Mutex::new(Vec::new());
 /// The process that started [`AUTO`]'s recording: a forked child's exit
 /// handler leaves the parent's recording alone (and its lock, which a
 /// parent thread may have held when the child was copied).
 static AUTO_PID: AtomicU64 = AtomicU64::new(0);
-/// Counts automatic recordings started: a `duration` timer stops only the
-/// recording it was set for.
-static AUTO_GENERATION: AtomicU64 = AtomicU64::new(0);
 
 /// Why the `FLIGHTREC` recording did not start.
 #[derive(Debug)]
@@ -136,7 +138,7 @@ pub fn start_from_env() -> Result<bool, AutoStartError> {
     let Some(opts) = options::from_env().map_err(AutoStartError::Options)? else {
         return Ok(false);
     };
-    start_with(&opts, config_from_options(&opts))?;
+    start_first(&opts)?;
     Ok(true)
 }
 
@@ -144,10 +146,11 @@ pub fn start_from_env() -> Result<bool, AutoStartError> {
 /// describes (e.g. `settings=default,disk=false,maxage=5m,attach=true`), as
 /// if it had been given in `FLIGHTREC`: it is stopped at exit (writing
 /// `filename` unless `dumponexit=false`), and `jcmd <pid> JFR.stop` may
-/// stop it. Fails if a recording already runs.
+/// stop it. Fails if an automatic recording already runs (a recording
+/// started with [`Recording::start`] may run beside it).
 pub fn start_from_options(text: &str) -> Result<(), AutoStartError> {
     let opts = options::parse(text).map_err(AutoStartError::Options)?;
-    start_with(&opts, config_from_options(&opts))
+    start_first(&opts)
 }
 
 /// Starts the automatic recording from options already parsed in the
@@ -155,15 +158,24 @@ pub fn start_from_options(text: &str) -> Result<(), AutoStartError> {
 /// them: `delay`, `duration` and `dumponexit` apply, and the file is
 /// written at exit. The C ABI's `flightrec_start` is this function.
 pub fn start_from_parsed(opts: &StartOptions) -> Result<(), AutoStartError> {
-    start_with(opts, config_from_options(opts))
+    start_first(opts)
 }
 
-/// Starts `config` as the automatic recording, with `opts`' signal, delay,
-/// duration, `dumponexit` and `attach`.
+/// Starts the one automatic recording `opts` describe, unless one runs.
+fn start_first(opts: &StartOptions) -> Result<(), AutoStartError> {
+    if holds_any() {
+        return Err(AutoStartError::Start(StartError::AlreadyRecording));
+    }
+    start_with(opts, config_from_options(opts)).map(drop)
+}
+
+/// Starts `config` as an automatic recording, with `opts`' signal, delay,
+/// duration, `dumponexit` and `attach`. Returns its id, or `None` when it
+/// starts after a `delay`.
 pub(crate) fn start_with(
     opts: &StartOptions,
     config: RecordingConfig,
-) -> Result<(), AutoStartError> {
+) -> Result<Option<u64>, AutoStartError> {
     if let Some(signal) = opts.signal {
         crate::sampler::set_signal(signal).map_err(|e| {
             AutoStartError::Options(OptionError::BadSignal {
@@ -199,87 +211,105 @@ pub(crate) fn start_with(
                     })
                 })?;
         }
-        _ => start(config, opts.duration, dump_on_exit)?,
+        _ => {
+            let id = start(config, opts.duration, dump_on_exit)?;
+            register_exit_handler();
+            return Ok(Some(id));
+        }
     }
     register_exit_handler();
-    Ok(())
+    Ok(None)
 }
 
 fn start(
     config: RecordingConfig,
     duration: Option<Duration>,
     dump_on_exit: bool,
-) -> Result<(), AutoStartError> {
+) -> Result<u64, AutoStartError> {
     let settings = config.settings.clone();
     let rec = Recording::start(config).map_err(AutoStartError::Start)?;
+    let id = rec.id();
     AUTO_PID.store(u64::from(std::process::id()), Ordering::Relaxed);
-    let generation = AUTO_GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
-    *AUTO.lock() = Some((rec, dump_on_exit, settings));
+    AUTO.lock().push((rec, dump_on_exit, settings));
     if let Some(d) = duration.filter(|d| !d.is_zero()) {
         let _ = std::thread::Builder::new()
             .name("flightrec-duration".into())
             .spawn(move || {
                 std::thread::sleep(d);
-                // Not a later recording (stopped and restarted by jcmd).
-                if AUTO_GENERATION.load(Ordering::Relaxed) == generation {
-                    let _ = stop(true);
-                }
+                // Only this recording, if it still runs.
+                let _ = stop(Some(id), true);
             });
     }
-    Ok(())
+    Ok(id)
 }
 
-/// Whether the automatic recording runs (in this process).
-pub(crate) fn holds_recording() -> bool {
-    AUTO_PID.load(Ordering::Relaxed) == u64::from(std::process::id()) && AUTO.lock().is_some()
-}
-
-/// Stops the automatic recording (writing its file), if one runs.
-pub fn stop_auto() {
-    let _ = stop(true);
-}
-
-/// Stops the automatic recording (writing its file) for `jcmd`'s
-/// `JFR.stop`: `None` if none runs, else how the stop went.
-pub(crate) fn stop_now() -> Option<Result<crate::RecordingSummary, crate::RecordingError>> {
-    stop(true)
-}
-
-/// Stops the automatic recording and writes its file; `Ok(None)` if none
-/// runs. Unlike [`stop_auto`] it returns the error instead of printing it
-/// (the C ABI's `flightrec_stop`).
-pub fn stop_auto_checked() -> Result<Option<RecordingSummary>, RecordingError> {
-    take_and_stop(true).transpose()
-}
-
-/// Runs `f` on the automatic recording, if one runs in this process (the C
-/// ABI's dump, flush and settings). The recording cannot stop meanwhile.
-pub fn with_auto<R>(f: impl FnOnce(&Recording) -> R) -> Option<R> {
+/// The automatic recordings of this process (none in a forked child).
+fn autos()
+-> Option<crate::sync::MutexGuard<'static, Vec<(Recording, bool, crate::settings::Settings)>>> {
     if AUTO_PID.load(Ordering::Relaxed) != u64::from(std::process::id()) {
-        return None;
+        return None; // none, or the parent's (in a forked child)
     }
-    let auto = AUTO.lock();
-    auto.as_ref().map(|(rec, _, _)| f(rec))
+    Some(AUTO.lock())
 }
 
-/// Stops the automatic recording; writes its file if `write` (the
-/// `duration` ran out) or it was started with `dumponexit` (at exit).
-/// Errors are also reported on stderr.
-fn stop(write: bool) -> Option<Result<RecordingSummary, RecordingError>> {
-    let result = take_and_stop(write)?;
+/// Whether an automatic recording runs (in this process).
+fn holds_any() -> bool {
+    autos().is_some_and(|a| !a.is_empty())
+}
+
+/// Whether automatic recording `id` runs (in this process).
+pub(crate) fn holds(id: u64) -> bool {
+    autos().is_some_and(|a| a.iter().any(|(r, _, _)| r.id() == id))
+}
+
+/// Stops every automatic recording (writing their files).
+pub fn stop_auto() {
+    while stop(None, true).is_some() {}
+}
+
+/// Stops automatic recording `id` (writing its file) for `jcmd`'s
+/// `JFR.stop`: `None` if it does not run, else how the stop went.
+pub(crate) fn stop_now(id: u64) -> Option<Result<crate::RecordingSummary, crate::RecordingError>> {
+    stop(Some(id), true)
+}
+
+/// Stops the (oldest) automatic recording and writes its file; `Ok(None)`
+/// if none runs. Unlike [`stop_auto`] it returns the error instead of
+/// printing it (the C ABI's `flightrec_stop`).
+pub fn stop_auto_checked() -> Result<Option<RecordingSummary>, RecordingError> {
+    take_and_stop(None, true).transpose()
+}
+
+/// Runs `f` on the (oldest) automatic recording, if one runs in this
+/// process (the C ABI's dump, flush and settings). The recording cannot
+/// stop meanwhile.
+pub fn with_auto<R>(f: impl FnOnce(&Recording) -> R) -> Option<R> {
+    let auto = autos()?;
+    auto.first().map(|(rec, _, _)| f(rec))
+}
+
+/// Stops automatic recording `id` (the oldest if `None`); writes its file
+/// if `write` (the `duration` ran out) or it was started with `dumponexit`
+/// (at exit). Errors are also reported on stderr.
+fn stop(id: Option<u64>, write: bool) -> Option<Result<RecordingSummary, RecordingError>> {
+    let result = take_and_stop(id, write)?;
     if let Err(e) = &result {
         eprintln!("flightrec: {e}");
     }
     Some(result)
 }
 
-/// [`stop`]'s work: `None` if no automatic recording runs.
-fn take_and_stop(write: bool) -> Option<Result<RecordingSummary, RecordingError>> {
-    if AUTO_PID.load(Ordering::Relaxed) != u64::from(std::process::id()) {
-        return None; // none, or the parent's (in a forked child)
-    }
-    let auto = AUTO.lock().take();
-    let (rec, dump_on_exit, settings) = auto?;
+/// [`stop`]'s work: `None` if that automatic recording does not run.
+fn take_and_stop(id: Option<u64>, write: bool) -> Option<Result<RecordingSummary, RecordingError>> {
+    let (rec, dump_on_exit, settings) = {
+        let mut auto = autos()?;
+        let at = match id {
+            Some(id) => auto.iter().position(|(r, _, _)| r.id() == id)?,
+            None if auto.is_empty() => return None,
+            None => 0,
+        };
+        auto.remove(at)
+    };
     let unused = crate::runtime::registry().unregistered(&settings);
     if !unused.is_empty() {
         let shown: Vec<String> = unused.iter().take(5).map(|e| format!("`{e}`")).collect();
@@ -307,7 +337,7 @@ fn take_and_stop(write: bool) -> Option<Result<RecordingSummary, RecordingError>
 
 extern "C" fn at_exit() {
     // Never unwind into libc.
-    let _ = std::panic::catch_unwind(|| drop(stop(false)));
+    let _ = std::panic::catch_unwind(|| while stop(None, false).is_some() {});
 }
 
 fn register_exit_handler() {

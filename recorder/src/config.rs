@@ -351,8 +351,16 @@ fn check_destination(path: &std::path::Path) -> Result<(), StartError> {
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum StartError {
-    /// Another recording is running (one at a time per process).
+    /// An automatic recording (`FLIGHTREC`, `start_from_options`, the C
+    /// ABI's `flightrec_start`) is already running: those start one.
     AlreadyRecording,
+    /// A running recording already has this name.
+    NameInUse {
+        /// The name asked for.
+        name: String,
+        /// The id of the recording that has it.
+        id: u64,
+    },
     /// A configuration value is out of range.
     InvalidConfig {
         /// The option.
@@ -393,6 +401,10 @@ impl std::fmt::Display for StartError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::AlreadyRecording => f.write_str("a recording is already running in this process"),
+            Self::NameInUse { name, id } => write!(
+                f,
+                "a recording named `{name}` is already running (recording {id}); choose another name"
+            ),
             Self::InvalidConfig {
                 what,
                 value,

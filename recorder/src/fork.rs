@@ -10,14 +10,14 @@
 //! # Handlers (`pthread_atfork`, installed by the first recording)
 //!
 //! * *prepare* (parent, before the copy): takes every lock of the runtime,
-//!   in the order the code nests them: sampler control → registry → slots →
+//!   in the order the code nests them: physical recorder → sampler control → registry → slots →
 //!   threads → stack shards → pool. The copy therefore sees no lock held by
 //!   a thread that will not exist in the child.
 //! * *parent*: releases them.
 //! * *child* (the only thread): turns recording off (every type disabled),
 //!   empties every buffer into the free list (the parent's events are the
 //!   parent's to write), marks every other thread exited and closes their
-//!   write sections, forgets the parent's sampler thread and membarrier
+//!   write sections, forgets the parent's recorder, sampler thread and membarrier
 //!   registration, then releases the locks.
 //!
 //! A [`Recording`](crate::Recording) handle copied into the child belongs
@@ -52,6 +52,7 @@ pub(crate) fn install() {
 static LOCKED: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
 
 extern "C" fn prepare() {
+    crate::physical::fork_lock();
     sampler::fork_lock();
     runtime::registry().fork_lock();
     if let Some(rt) = runtime::get() {
@@ -89,6 +90,7 @@ unsafe fn unlock(in_child: bool) {
         }
         runtime::registry().fork_unlock();
         sampler::fork_unlock(in_child);
+        crate::physical::fork_unlock();
     }
 }
 
@@ -103,6 +105,7 @@ extern "C" fn child() {
     // every lock, on the only thread of the child: the contract of each
     // `*_in_child`, `fork_data` and `unlock` below.
     unsafe {
+        crate::physical::forget_in_child();
         runtime::registry().stop_in_child();
         if let Some(rt) = locked() {
             let own = local::own_slot_ptr();

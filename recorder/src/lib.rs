@@ -38,6 +38,8 @@ mod local;
 pub mod loom_api;
 mod loss;
 mod membarrier;
+#[cfg(not(flightrec_loom))]
+mod member;
 pub mod options;
 #[cfg(not(flightrec_loom))]
 #[doc(hidden)]
@@ -46,6 +48,8 @@ pub mod panic_guard;
 mod panics;
 #[cfg(not(flightrec_loom))]
 pub mod periodic;
+#[cfg(not(flightrec_loom))]
+mod physical;
 #[cfg(not(flightrec_loom))]
 mod recorder_thread;
 #[cfg(not(flightrec_loom))]
@@ -62,6 +66,7 @@ mod stale;
 mod statistics;
 pub(crate) mod sync;
 pub mod timing;
+mod union;
 
 #[cfg(not(flightrec_loom))]
 pub use autostart::{AutoStartError, start_from_env};

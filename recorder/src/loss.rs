@@ -219,11 +219,6 @@ impl LossReporter {
         }
     }
 
-    /// The counters' growth since the recording started.
-    pub(crate) fn since_start(&self, now: &LossCounts) -> LossCounts {
-        now.since(&self.at_start)
-    }
-
     /// Notes `events` written in `bytes` (for the size estimate).
     pub(crate) fn note_written(&mut self, events: u64, bytes: u64) {
         self.written.0 += events;

@@ -32,6 +32,14 @@
 //!    last), record it in the repository, apply retention, open the next
 //!    chunk file. Emitting threads never wait for any of this.
 //!
+//! # Several recordings
+//!
+//! The thread serves every live recording ([`crate::member`]): a start
+//! while it runs ([`Command::Add`]) or a stop that leaves others
+//! ([`Command::Stop`] without `last`) rotates, so each recording's chunks
+//! span its life; a finished chunk goes to the list of every member live
+//! when it ended.
+//!
 //! Invariant: every event committed in epoch *e* is written to the chunk of
 //! epoch *e*, exactly once: blocks hold one epoch each, `flushed` positions
 //! make every drain resume where the last stopped, and after step 3 no block
@@ -42,13 +50,14 @@ use std::io::{self, BufWriter, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::active_recording::{RecordingInfo, write_active_recording};
+use crate::active_recording::write_active_recording;
 use crate::buffer::pool::BufferPool;
 use crate::chunk::ChunkAssembler;
 use crate::clock;
-use crate::config::RecordingConfig;
+use crate::config::StartError;
 use crate::cpool::methods::FrameTables;
 use crate::loss::{LossCause, LossReporter};
+use crate::member::{Member, Stream};
 use crate::panic_guard::{self, Place};
 use crate::recording::{RecordingError, RecordingSummary};
 use crate::repository::{ChunkFile, Repository, write_private_file};
@@ -63,6 +72,8 @@ pub(crate) enum Command {
     Flush(mpsc::Sender<Result<(), RecordingError>>),
     Rotate(mpsc::Sender<Result<(), RecordingError>>),
     Dump {
+        /// The recording whose chunks are written.
+        id: u64,
         path: PathBuf,
         from: Option<i64>,
         to: Option<i64>,
@@ -70,10 +81,21 @@ pub(crate) enum Command {
         max_size: Option<u64>,
         reply: mpsc::Sender<Result<(), RecordingError>>,
     },
-    /// Stop; with `write: false` the destination is not written (a
-    /// `FLIGHTREC` recording with `dumponexit=false`, at exit).
+    /// A recording starts while others run: rotate, then it holds the
+    /// chunks from the next one on.
+    Add {
+        member: Box<Member>,
+        /// The repository directory (empty in memory).
+        reply: mpsc::Sender<Result<PathBuf, StartError>>,
+    },
+    /// Stop recording `id`; with `write: false` the destination is not
+    /// written (a `FLIGHTREC` recording with `dumponexit=false`, at exit).
+    /// With `last` the thread finishes the last chunk and exits; else it
+    /// rotates and records on for the others.
     Stop {
+        id: u64,
         write: bool,
+        last: bool,
         reply: mpsc::Sender<Result<RecordingSummary, RecordingError>>,
     },
 }
@@ -99,15 +121,16 @@ impl Failure {
 #[derive(Debug)]
 pub(crate) struct Recorder {
     rt: &'static Runtime,
-    config: RecordingConfig,
+    /// The live recordings, in start order.
+    members: Vec<Member>,
+    /// Chunk limits and flush interval over `members`.
+    stream: Stream,
     repo: Repository,
     chunk: Option<(ChunkAssembler, PathBuf)>,
     chunk_opened: Instant,
     /// When committed events were last written out (periodic or asked for).
     last_flush: Instant,
     failure: Option<Failure>,
-    /// What every chunk's `jdk.ActiveRecording` says.
-    info: RecordingInfo,
     /// What the file has been told of the losses (see [`crate::loss`]).
     losses: LossReporter,
     /// Bytes and event records of the chunks finished so far (for
@@ -116,21 +139,15 @@ pub(crate) struct Recorder {
 }
 
 impl Recorder {
-    /// Opens the repository's first chunk.
-    pub(crate) fn new(
-        rt: &'static Runtime,
-        config: RecordingConfig,
-        repo: Repository,
-    ) -> io::Result<Self> {
-        let info = RecordingInfo::new(&config, clock::wall_nanos());
-        let losses = LossReporter::new(rt.losses.snapshot(), rt.pool.block_size());
-        // Small batches for small chunks: the size is checked per drain.
-        rt.pool
-            .set_drain_batch(usize::try_from(config.max_chunk_size / 16).unwrap_or(usize::MAX));
+    /// Opens the repository's first chunk, for the first recording.
+    pub(crate) fn new(rt: &'static Runtime, first: Member, repo: Repository) -> io::Result<Self> {
+        let losses = LossReporter::new(first.losses_at_start, rt.pool.block_size());
+        let members = vec![first];
+        let stream = Stream::of(&members);
         let mut r = Self {
-            info,
             rt,
-            config,
+            members,
+            stream,
             repo,
             chunk: None,
             chunk_opened: Instant::now(),
@@ -139,13 +156,25 @@ impl Recorder {
             losses,
             finished: (0, 0),
         };
+        r.members_changed();
         r.open_chunk()?;
         r.publish_statistics();
         Ok(r)
     }
 
+    /// Recomputes what the chunk stream follows after a start or a stop.
+    fn members_changed(&mut self) {
+        self.stream = Stream::of(&self.members);
+        // Small batches for small chunks: the size is checked per drain.
+        self.rt.pool.set_drain_batch(
+            usize::try_from(self.stream.max_chunk_size / 16).unwrap_or(usize::MAX),
+        );
+    }
+
     fn open_chunk(&mut self) -> io::Result<()> {
-        let (path, file) = self.repo.create_chunk(clock::wall_nanos())?;
+        let (path, file) = self
+            .repo
+            .create_chunk(clock::wall_nanos(), self.stream.on_disk)?;
         // No loss snapshot here: the chunk's first flush reports every drop
         // since the previous chunk's last report (see `crate::loss`). Only
         // this thread flips the epoch: the chunk opened now holds the epoch
@@ -155,7 +184,10 @@ impl Recorder {
             self.rt.epoch.load(Ordering::Acquire),
         )?;
         let mut first = Vec::new();
-        write_active_recording(&mut first, clock::ticks(), &self.info);
+        let ticks = clock::ticks();
+        for m in &self.members {
+            write_active_recording(&mut first, ticks, &m.info);
+        }
         chunk.write_records(&first)?;
         self.chunk = Some((chunk, path));
         self.chunk_opened = Instant::now();
@@ -189,9 +221,17 @@ impl Recorder {
                 Command::Flush(reply) | Command::Rotate(reply) | Command::Dump { reply, .. } => {
                     let _ = reply.send(Err(error()));
                 }
-                Command::Stop { reply, .. } => {
+                Command::Add { reply, .. } => {
+                    let _ = reply.send(Err(StartError::Io {
+                        path: PathBuf::from("<recorder thread>"),
+                        source: io::Error::other(error().to_string()),
+                    }));
+                }
+                Command::Stop { reply, last, .. } => {
                     let _ = reply.send(Err(error()));
-                    return;
+                    if last {
+                        return;
+                    }
                 }
             }
         }
@@ -239,7 +279,14 @@ impl Recorder {
                         // The handle stopped waiting for us (a panic here
                         // lost its Stop's reply): finish as a stop would.
                         let (reply, _) = mpsc::channel();
-                        self.command(Command::Stop { write: true, reply }, &mut frames);
+                        let id = self.members.first().map_or(0, |m| m.id);
+                        let stop = Command::Stop {
+                            id,
+                            write: true,
+                            last: true,
+                            reply,
+                        };
+                        self.command(stop, &mut frames);
                         return;
                     }
                 }
@@ -248,7 +295,7 @@ impl Recorder {
                 self.discard_all();
                 continue;
             }
-            let flush_due = self.last_flush.elapsed() >= self.config.flush_interval;
+            let flush_due = self.last_flush.elapsed() >= self.stream.flush_interval;
             if flush_due {
                 self.last_flush = Instant::now();
             }
@@ -263,13 +310,13 @@ impl Recorder {
     /// answers commands, both of which wake it): it sleeps a flush interval.
     fn until_next_timer(&self) -> Duration {
         if self.failure.is_some() {
-            return self.config.flush_interval;
+            return self.stream.flush_interval;
         }
         let flush = self
-            .config
+            .stream
             .flush_interval
             .saturating_sub(self.last_flush.elapsed());
-        match self.config.max_chunk_age {
+        match self.stream.max_chunk_age {
             Some(age) => flush.min(age.saturating_sub(self.chunk_opened.elapsed())),
             None => flush,
         }
@@ -302,10 +349,10 @@ impl Recorder {
         }
         let len = self.chunk.as_ref().map_or(0, |(c, _)| c.len());
         let too_old = self
-            .config
+            .stream
             .max_chunk_age
             .is_some_and(|a| self.chunk_opened.elapsed() >= a);
-        if len >= self.config.max_chunk_size || too_old {
+        if len >= self.stream.max_chunk_size || too_old {
             self.rotate(false, frames)?;
         }
         self.publish_statistics();
@@ -326,7 +373,7 @@ impl Recorder {
     fn full_with_sealed(&self) -> bool {
         let len = self.chunk.as_ref().map_or(0, |(c, _)| c.len());
         let sealed = self.rt.pool.full_queue().len() as u64;
-        len + (sealed + 1) * self.rt.pool.block_size() as u64 >= self.config.max_chunk_size
+        len + (sealed + 1) * self.rt.pool.block_size() as u64 >= self.stream.max_chunk_size
     }
 
     /// Handles one command; true when the thread should exit.
@@ -344,6 +391,7 @@ impl Recorder {
                 false
             }
             Command::Dump {
+                id,
                 path,
                 from,
                 to,
@@ -353,27 +401,99 @@ impl Recorder {
                 let r = self
                     .checked(|me| me.rotate(false, frames), "rotating for a dump")
                     .and_then(|()| {
-                        self.write_file(&path, from, to, max_size)
+                        self.write_file(id, &path, from, to, max_size)
                             .map(drop)
                             .map_err(|source| RecordingError::Dump { path, source })
                     });
                 let _ = reply.send(r);
                 false
             }
-            Command::Stop { write, reply } => {
+            Command::Add { member, reply } => {
+                let _ = reply.send(self.add(*member, frames));
+                false
+            }
+            Command::Stop {
+                id,
+                write,
+                last: false,
+                reply,
+            } => {
+                let _ = reply.send(self.stop_member(id, write, frames));
+                false
+            }
+            Command::Stop {
+                id,
+                write,
+                last: true,
+                reply,
+            } => {
                 registry().apply(Settings::clone(&registry().settings.load()), false);
-                if !write {
-                    self.config.destination = None;
-                }
                 let r = self
                     .checked(|me| me.rotate(true, frames), "finishing the last chunk")
-                    .and_then(|()| self.summary());
-                self.repo
-                    .clean_up_at_stop(self.config.destination.is_some() && r.is_ok());
+                    .and_then(|()| self.summary(id, write));
+                // Every member goes (normally the one left).
+                for mut m in std::mem::take(&mut self.members) {
+                    let written = m.id == id && write && m.config.destination.is_some();
+                    let keep = m.config.keep_repository || self.repo.keeps();
+                    self.repo
+                        .release_at_stop(&mut m.chunks, keep || !(written && r.is_ok()));
+                }
+                self.repo.close();
+                registry().clear_live();
                 let _ = reply.send(r);
                 true
             }
         }
+    }
+
+    /// A recording starts while others run: the current chunk ends (it is
+    /// not the newcomer's), the newcomer joins, the next chunk starts.
+    fn add(&mut self, member: Member, frames: &mut FrameTables) -> Result<PathBuf, StartError> {
+        let failed = |e: RecordingError| StartError::Io {
+            path: PathBuf::from("<recorder thread>"),
+            source: io::Error::other(e.to_string()),
+        };
+        if let Some(f) = &self.failure {
+            return Err(failed(f.to_error()));
+        }
+        if member.config.disk && !self.repo.has_dir() {
+            let c = &member.config;
+            self.repo
+                .add_dir(c.repository.as_deref(), c.keep_repository)?;
+        }
+        self.checked(|me| me.finish_chunk(false, frames), "rotating for a start")
+            .map_err(failed)?;
+        self.members.push(member);
+        self.members_changed();
+        self.checked(|me| me.open_next(), "rotating for a start")
+            .map_err(failed)?;
+        Ok(self.repo.dir().to_path_buf())
+    }
+
+    /// Recording `id` stops while others run: the current chunk ends (its
+    /// last), its file is written from its chunks, it lets go of them, and
+    /// the others record on in the next chunk.
+    fn stop_member(
+        &mut self,
+        id: u64,
+        write: bool,
+        frames: &mut FrameTables,
+    ) -> Result<RecordingSummary, RecordingError> {
+        let rotated = self.checked(|me| me.finish_chunk(false, frames), "rotating for a stop");
+        let r = rotated.and_then(|()| self.summary(id, write));
+        if let Some(at) = self.members.iter().position(|m| m.id == id) {
+            let mut m = self.members.remove(at);
+            let written = write && m.config.destination.is_some() && r.is_ok();
+            let keep = m.config.keep_repository || !written;
+            self.repo.release_at_stop(&mut m.chunks, keep);
+        }
+        self.members_changed();
+        if self.failure.is_none()
+            && let Err(e) = self.open_next()
+        {
+            self.fail("opening the next chunk", e);
+        }
+        r
     }
 
     /// Runs `f` unless the recording already failed; a new failure is
@@ -392,9 +512,14 @@ impl Recorder {
         })
     }
 
-    fn summary(&mut self) -> Result<RecordingSummary, RecordingError> {
-        let losses = self.losses.since_start(&self.rt.losses.snapshot());
-        let Some(dest) = self.config.destination.clone() else {
+    /// What recording `id` wrote at its stop (its destination, if `write`).
+    fn summary(&mut self, id: u64, write: bool) -> Result<RecordingSummary, RecordingError> {
+        let now = self.rt.losses.snapshot();
+        let Some(m) = self.members.iter().find(|m| m.id == id) else {
+            return Err(RecordingError::RecorderGone);
+        };
+        let losses = now.since(&m.losses_at_start);
+        let Some(dest) = m.config.destination.clone().filter(|_| write) else {
             return Ok(RecordingSummary {
                 destination: None,
                 chunks: 0,
@@ -402,7 +527,7 @@ impl Recorder {
                 losses,
             });
         };
-        match self.write_file(&dest, None, None, None) {
+        match self.write_file(id, &dest, None, None, None) {
             Ok((chunks, bytes)) => Ok(RecordingSummary {
                 destination: Some(dest),
                 chunks,
@@ -413,17 +538,25 @@ impl Recorder {
         }
     }
 
-    /// Concatenates the finished chunks into `path` (a new `0600` file
-    /// renamed into place: a link planted at `path` is not followed).
+    /// Concatenates recording `id`'s finished chunks into `path` (a new
+    /// `0600` file renamed into place: a link planted at `path` is not
+    /// followed).
     fn write_file(
         &self,
+        id: u64,
         path: &Path,
         from: Option<i64>,
         to: Option<i64>,
         max_size: Option<u64>,
     ) -> io::Result<(u64, u64)> {
+        let empty = std::collections::VecDeque::new();
+        let list = self
+            .members
+            .iter()
+            .find(|m| m.id == id)
+            .map_or(&empty, |m| &m.chunks);
         write_private_file(path, |out| {
-            let chunks = self.repo.concat_into(out, from, to, max_size)?;
+            let chunks = self.repo.concat_into(out, list, from, to, max_size)?;
             Ok((chunks as u64, out.stream_position()?))
         })
     }
@@ -503,6 +636,23 @@ impl Recorder {
     /// Finishes the current chunk after the safepoint and, unless `last`,
     /// starts the next one.
     fn rotate(&mut self, last: bool, frames: &mut FrameTables) -> io::Result<()> {
+        self.finish_chunk(last, frames)?;
+        if !last {
+            self.open_next()?;
+        }
+        Ok(())
+    }
+
+    /// Opens the next chunk and runs its beginning-of-chunk events.
+    fn open_next(&mut self) -> io::Result<()> {
+        self.open_chunk()?;
+        crate::periodic::begin_chunk();
+        Ok(())
+    }
+
+    /// Finishes the current chunk after the safepoint: it goes to every
+    /// live member's list, and each applies its retention.
+    fn finish_chunk(&mut self, last: bool, frames: &mut FrameTables) -> io::Result<()> {
         let rt = self.rt;
         // The end-of-chunk periodic events belong to the chunk that ends.
         crate::periodic::end_chunk();
@@ -521,23 +671,24 @@ impl Recorder {
         self.finished.0 += size;
         self.finished.1 += records;
         let end_nanos = clock::wall_nanos();
-        self.repo.add_finished(ChunkFile {
+        let chunk = ChunkFile {
             path,
             start_nanos,
             end_nanos,
             size,
-        });
-        self.repo
-            .apply_retention(end_nanos, self.config.max_age, self.config.max_size);
+        };
+        let seq = self.repo.add_finished(chunk, self.members.len());
+        for m in &mut self.members {
+            m.chunks.push_back(seq);
+            let (age, size) = (m.config.max_age, m.config.max_size);
+            self.repo
+                .apply_retention(&mut m.chunks, end_nanos, age, size);
+        }
         self.rt.threads.prune_exited_before(old);
         // The chunk of `old` is written: stacks not tagged since the flip
         // are referenced by no unwritten event (see `cpool::stacks`).
         frames.release(&self.rt.stacks.release_before(old + 1));
         self.rt.stacks.set_resolved_bytes(frames.bytes());
-        if !last {
-            self.open_chunk()?;
-            crate::periodic::begin_chunk();
-        }
         self.publish_statistics();
         Ok(())
     }

@@ -8,6 +8,8 @@
 //!
 //! The handle talks to the recorder thread ([`crate::recorder_thread`]) over
 //! a channel; every call that needs the file waits for the thread's answer.
+//! Several handles may be live at once: they share one recorder
+//! ([`crate::physical`]), each with its own settings and chunks.
 //! A disk error stops recording (all types disabled, further drops counted
 //! as [`LossCause::WriteError`](crate::LossCause::WriteError)) and every later
 //! call returns [`RecordingError::Failed`] with the cause; nothing panics or
@@ -18,11 +20,13 @@
 use crate::sync::mpsc;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::thread::JoinHandle;
 use std::time::SystemTime;
 
+use crate::active_recording;
 use crate::config::{RecordingConfig, StartError};
 use crate::loss::LossCounts;
+use crate::member::Member;
+use crate::physical::{PHYSICAL, Physical};
 use crate::recorder_thread::{Command, Recorder};
 use crate::repository::Repository;
 use crate::runtime::{self, Runtime, registry};
@@ -113,24 +117,37 @@ pub struct MemoryUse {
 
 /// A running recording. Dropping it stops it (use [`stop`](Self::stop) to
 /// see errors).
+///
+/// Several recordings may run at once, each with its own settings,
+/// destination and retention; events are recorded with the union of their
+/// settings, and each recording's file holds the chunks written during
+/// its life (see the crate's README, "Several recordings").
 #[derive(Debug)]
 pub struct Recording {
-    commands: mpsc::Sender<Command>,
-    thread: Option<JoinHandle<()>>,
+    /// 1, 2, ... in the process, as `jdk.ActiveRecording` and `jcmd` show.
+    id: u64,
     rt: &'static Runtime,
     repository: PathBuf,
     /// The process that started it: a forked child must not wait for the
     /// parent's recorder thread.
     pid: u32,
+    stopped: bool,
 }
 
 impl Recording {
-    /// Starts recording.
+    /// Starts recording. The first recording in the process starts the
+    /// recorder; a later one joins it (the current chunk ends, and the new
+    /// recording holds the chunks from the next one on). A name already in
+    /// use by a running recording is refused ([`StartError::NameInUse`]).
     pub fn start(config: RecordingConfig) -> Result<Recording, StartError> {
         config.validate()?;
         clock::init();
         crate::fork::install();
         membarrier::register();
+        let mut physical = PHYSICAL.lock();
+        if let Some(p) = physical.as_mut() {
+            return Self::join(p, config);
+        }
         let reg = registry();
         if !reg.claim_recording() {
             return Err(StartError::AlreadyRecording);
@@ -152,13 +169,15 @@ impl Recording {
             Repository::in_memory()
         };
         let repository = repo.dir().to_path_buf();
-        let recorder = Recorder::new(rt, config.clone(), repo).map_err(|source| {
+        let id = active_recording::next_id();
+        let member = Member::new(id, config.clone(), rt.losses.snapshot());
+        let recorder = Recorder::new(rt, member, repo).map_err(|source| {
             release(StartError::Io {
                 path: repository.clone(),
                 source,
             })
         })?;
-        reg.apply(config.settings.clone(), true);
+        reg.add_live(id, config.settings.clone());
         crate::statistics::reset();
         let (tx, rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
@@ -168,6 +187,7 @@ impl Recording {
                 recorder.run_guarded(rx)
             })
             .map_err(|source| {
+                reg.clear_live();
                 release(StartError::Io {
                     path: PathBuf::from("<recorder thread>"),
                     source,
@@ -176,17 +196,74 @@ impl Recording {
         crate::sampler::reconcile();
         crate::panics::start();
         crate::periodic::start(rt);
-        crate::attach::control::started(&config, &tx, rt);
+        crate::attach::control::started(id, &config, &tx, rt);
+        *physical = Some(Physical {
+            commands: tx,
+            thread,
+            rt,
+            members: vec![(id, config.name.clone())],
+        });
+        drop(physical);
         if let Err(e) = crate::attach::start(config.attach) {
             eprintln!("flightrec: attach: {e}");
         }
         Ok(Recording {
-            commands: tx,
-            thread: Some(thread),
+            id,
             rt,
             repository,
             pid: std::process::id(),
+            stopped: false,
         })
+    }
+
+    /// Starts a recording beside the running ones.
+    fn join(p: &mut Physical, config: RecordingConfig) -> Result<Recording, StartError> {
+        if let Some(name) = &config.name
+            && let Some(id) = p.named(name)
+        {
+            return Err(StartError::NameInUse {
+                name: name.clone(),
+                id,
+            });
+        }
+        let rt = p.rt;
+        let id = active_recording::next_id();
+        let member = Member::new(id, config.clone(), rt.losses.snapshot());
+        let (tx, rx) = mpsc::channel();
+        let gone = || StartError::Io {
+            path: PathBuf::from("<recorder thread>"),
+            source: io::Error::other("the recorder thread has stopped"),
+        };
+        p.commands
+            .send(Command::Add {
+                member: Box::new(member),
+                reply: tx,
+            })
+            .map_err(|_| gone())?;
+        rt.pool.wake_for_command();
+        let dir = rx.recv().map_err(|_| gone())??;
+        let repository = if config.disk { dir } else { PathBuf::new() };
+        registry().add_live(id, config.settings.clone());
+        crate::sampler::reconcile();
+        crate::periodic::wake();
+        crate::attach::control::started(id, &config, &p.commands, rt);
+        p.members.push((id, config.name.clone()));
+        if let Err(e) = crate::attach::start(config.attach) {
+            eprintln!("flightrec: attach: {e}");
+        }
+        Ok(Recording {
+            id,
+            rt,
+            repository,
+            pid: std::process::id(),
+            stopped: false,
+        })
+    }
+
+    /// The recording's id: 1, 2, ... in the process, as
+    /// `jdk.ActiveRecording` and `jcmd <pid> JFR.check` show it.
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     /// The repository directory (empty for a recording kept in memory,
@@ -195,30 +272,32 @@ impl Recording {
         &self.repository
     }
 
-    /// Changes one setting of one event type while recording, e.g.
-    /// `("com.example.Request", "threshold", "1 ms")`. Emitters see it at
-    /// their next event.
+    /// Changes one setting of one event type of this recording, e.g.
+    /// `("com.example.Request", "threshold", "1 ms")`; the union with the
+    /// other live recordings' settings is applied. Emitters see it at their
+    /// next event.
     pub fn set(&self, event: &str, setting: &str, value: &str) -> Result<(), SettingError> {
         if self.pid != std::process::id() {
             return Err(SettingError::InForkedChild);
         }
         let reg = registry();
-        let mut s = Settings::clone(&reg.settings.load());
+        let mut s = reg.live_settings(self.id).unwrap_or_default();
         s.set(event, setting, value)?;
         s.check_supported()?;
-        reg.apply(s, true);
+        reg.set_live(self.id, s);
         crate::sampler::reconcile();
         crate::periodic::wake();
         Ok(())
     }
 
-    /// Replaces all settings while recording. Does nothing on a parent's
-    /// recording in a forked child (where recording is off).
+    /// Replaces all of this recording's settings while recording (the
+    /// union with the other live recordings' applies). Does nothing on a
+    /// parent's recording in a forked child (where recording is off).
     pub fn apply_settings(&self, settings: Settings) {
         if self.pid != std::process::id() {
             return;
         }
-        registry().apply(settings, true);
+        registry().set_live(self.id, settings);
         crate::sampler::reconcile();
         crate::periodic::wake();
     }
@@ -237,7 +316,7 @@ impl Recording {
         self.request(Command::Rotate)
     }
 
-    /// Writes everything recorded so far (the repository's chunks, after
+    /// Writes everything this recording recorded so far (its chunks, after
     /// finishing the current one) as one `.jfr` file to `path`.
     pub fn dump(&self, path: impl AsRef<Path>) -> Result<(), RecordingError> {
         self.dump_window(path, None, None)
@@ -256,7 +335,9 @@ impl Recording {
         };
         let path = path.as_ref().to_owned();
         let (from, to) = (from.map(nanos), to.map(nanos));
+        let id = self.id;
         self.request(|reply| Command::Dump {
+            id,
             path,
             from,
             to,
@@ -299,11 +380,15 @@ impl Recording {
         if self.pid != std::process::id() {
             return Err(RecordingError::InForkedChild);
         }
+        if self.stopped {
+            return Err(RecordingError::RecorderGone);
+        }
+        let (commands, rt) = crate::physical::sender().ok_or(RecordingError::RecorderGone)?;
         let (tx, rx) = mpsc::channel();
-        self.commands
+        commands
             .send(cmd(tx))
             .map_err(|_| RecordingError::RecorderGone)?;
-        self.rt.pool.wake_for_command();
+        rt.pool.wake_for_command();
         rx.recv().map_err(|_| RecordingError::RecorderGone)?
     }
 
@@ -333,23 +418,56 @@ impl Recording {
         write: bool,
         reason: &str,
     ) -> Result<RecordingSummary, RecordingError> {
-        let Some(thread) = self.thread.take() else {
+        if std::mem::replace(&mut self.stopped, true) {
             return Err(RecordingError::RecorderGone);
-        };
+        }
         if self.pid != std::process::id() {
             // A copy in a forked child: the thread is the parent's.
-            std::mem::forget(thread);
             return Err(RecordingError::InForkedChild);
         }
+        let mut physical = PHYSICAL.lock();
+        let Some(p) = physical.as_mut() else {
+            return Err(RecordingError::RecorderGone);
+        };
+        let (tx, rx) = mpsc::channel();
+        if p.members.iter().any(|(i, _)| *i != self.id) {
+            // Others record on: the chunk ends (its last, with the
+            // end-of-chunk events its settings select, such as
+            // jdk.MethodTiming), its file is written, then the union of the
+            // others applies.
+            p.members.retain(|(i, _)| *i != self.id);
+            crate::attach::control::stopped(self.id);
+            let stop = Command::Stop {
+                id: self.id,
+                write,
+                last: false,
+                reply: tx,
+            };
+            let sent = p.commands.send(stop);
+            p.rt.pool.wake_for_command();
+            let result = match sent {
+                Ok(()) => rx.recv().unwrap_or(Err(RecordingError::RecorderGone)),
+                Err(_) => Err(RecordingError::RecorderGone),
+            };
+            registry().remove_live(self.id);
+            crate::sampler::reconcile();
+            crate::periodic::wake();
+            return result;
+        }
+        let p = physical.take().expect("checked above");
         // Periodic events first: their last round (end-of-chunk events,
         // jdk.Shutdown) lands in the last chunk, and none lands after it.
         crate::periodic::shutdown(reason);
         crate::panics::stop();
         // Before the hang-up below: the attach registry holds a sender too.
-        crate::attach::control::stopped();
+        crate::attach::control::stopped(self.id);
         crate::sampler::shutdown();
-        let (tx, rx) = mpsc::channel();
-        let sent = self.commands.send(Command::Stop { write, reply: tx });
+        let sent = p.commands.send(Command::Stop {
+            id: self.id,
+            write,
+            last: true,
+            reply: tx,
+        });
         self.rt.pool.wake_for_command();
         let result = match sent {
             Ok(()) => rx.recv().unwrap_or(Err(RecordingError::RecorderGone)),
@@ -357,16 +475,17 @@ impl Recording {
         };
         // Hang up, so a recorder thread that lost our Stop (a panic while
         // handling it) sees the channel close and finishes.
-        drop(std::mem::replace(&mut self.commands, mpsc::channel().0));
-        let _ = thread.join();
+        drop(p.commands);
+        let _ = p.thread.join();
         registry().apply(Settings::new(), false);
+        registry().clear_live();
         result
     }
 }
 
 impl Drop for Recording {
     fn drop(&mut self) {
-        if self.thread.is_some() {
+        if !self.stopped {
             let _ = self.stop_inner(true, "Recording dropped");
         }
     }

@@ -33,16 +33,21 @@
 //!
 //! # Retention and clean-up
 //!
-//! Retention drops the oldest finished chunks while the repository is older
-//! than `max_age` or larger than `max_size`; the chunk being written and the
-//! newest finished chunk are never dropped, so a `max_size` below one
-//! chunk still leaves the newest chunk to dump or write at the stop. A dump concatenates finished chunks (optionally only those that
-//! overlap a time window, and only as many whole chunks as fit a size, as
-//! the JDK's `JFR.dump` chooses them) into one `.jfr` file. At a clean stop, once the
-//! destination is written, the chunk files are removed, and the directory
-//! too if this recording created it, unless the user asked to keep the
-//! repository (`keep_repository`, `preserve-repository=true`). A recording
-//! without a destination keeps its repository: it is the only copy.
+//! Finished chunks are shared by the recordings live when they ended and
+//! reference-counted: each recording keeps its own list
+//! ([`crate::member`]) and applies its own retention to it, dropping its
+//! oldest chunks while they are older than `max_age` or larger than
+//! `max_size`, never its newest one (so a `max_size` below one chunk still
+//! leaves the newest chunk to dump or write at the stop). A chunk file is
+//! deleted (its memory freed) when no recording holds it. A dump
+//! concatenates one recording's chunks (optionally only those that overlap
+//! a time window, and only as many whole chunks as fit a size, as the JDK's
+//! `JFR.dump` chooses them) into one `.jfr` file. At a clean stop, once the
+//! destination is written, the recording lets go of its chunks, and the
+//! last stop removes the directory if this repository created it and
+//! nothing is left in it, unless the user asked to keep the repository
+//! (`keep_repository`, `preserve-repository=true`). A recording without a
+//! destination keeps its chunk files on disk: they are the only copy.
 //!
 //! # In memory (`disk=false`)
 //!
@@ -58,11 +63,12 @@
 //! before its stop) is named on stderr when the next recording starts, with
 //! the call that turns it into a file ([`assemble`]); `stale.rs` finds them.
 //!
-//! Invariant: every file in `finished` holds one complete chunk (state 0) and
-//! they are listed in start-time order; every file this module creates is
+//! Invariant: every file in `finished` holds one complete chunk (state 0),
+//! is held by at least one recording, and sequence numbers follow start
+//! time; every file this module creates is
 //! new (`O_EXCL`), so no path an attacker prepared is ever opened for writing.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ffi::{CString, OsStr};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Read, Write};
@@ -133,17 +139,27 @@ impl std::fmt::Display for RepositoryProblem {
 /// A repository directory (or memory) and the chunks in it.
 #[derive(Debug)]
 pub(crate) struct Repository {
-    /// The directory; empty in memory.
+    /// The directory; empty while chunks are kept in memory only.
     dir: PathBuf,
-    /// In memory: the chunk files by their `memory:` names (a second
-    /// descriptor of each, read with `pread` by dumps); `None` on disk.
-    memory: Option<std::collections::HashMap<PathBuf, File>>,
-    finished: VecDeque<ChunkFile>,
+    /// The chunk files kept in memory, by their `memory:` names (a second
+    /// descriptor of each, read with `pread` by dumps).
+    memory: HashMap<PathBuf, File>,
+    /// Finished chunks by sequence number (start order), each with the
+    /// number of recordings holding it.
+    finished: BTreeMap<u64, Held>,
+    next_seq: u64,
     /// This recording created the directory (the default one, or a named
     /// one that did not exist), so it removes it at a clean stop.
     created: bool,
     /// The user asked to keep chunks and directory after the stop.
     keep: bool,
+}
+
+/// A finished chunk and how many recordings hold it.
+#[derive(Debug)]
+struct Held {
+    chunk: ChunkFile,
+    refs: usize,
 }
 
 /// The template `mkdtemp(3)` completes for the default repository.
@@ -200,8 +216,9 @@ impl Repository {
         }
         Ok(Self {
             dir,
-            memory: None,
-            finished: VecDeque::new(),
+            memory: HashMap::new(),
+            finished: BTreeMap::new(),
+            next_seq: 0,
             created,
             keep,
         })
@@ -211,11 +228,28 @@ impl Repository {
     pub(crate) fn in_memory() -> Self {
         Self {
             dir: PathBuf::new(),
-            memory: Some(Default::default()),
-            finished: VecDeque::new(),
+            memory: HashMap::new(),
+            finished: BTreeMap::new(),
+            next_seq: 0,
             created: false,
             keep: false,
         }
+    }
+
+    /// Whether chunks can be written to a directory.
+    pub(crate) fn has_dir(&self) -> bool {
+        !self.dir.as_os_str().is_empty()
+    }
+
+    /// Gives an in-memory repository a directory (a recording asking for
+    /// disk joined recordings kept in memory): later chunks on disk go
+    /// there. Checked and created as [`create`](Self::create) does.
+    pub(crate) fn add_dir(&mut self, dir: Option<&Path>, keep: bool) -> Result<(), StartError> {
+        let made = Self::create(dir, keep)?;
+        self.dir = made.dir;
+        self.created = made.created;
+        self.keep = made.keep;
+        Ok(())
     }
 
     /// The directory.
@@ -223,13 +257,18 @@ impl Repository {
         &self.dir
     }
 
-    /// Creates the file for a chunk starting at `start_nanos`.
-    pub(crate) fn create_chunk(&mut self, start_nanos: i64) -> io::Result<(PathBuf, File)> {
-        if let Some(memory) = &mut self.memory {
+    /// Creates the file for a chunk starting at `start_nanos`: in the
+    /// directory if `on_disk` and there is one, else in memory.
+    pub(crate) fn create_chunk(
+        &mut self,
+        start_nanos: i64,
+        on_disk: bool,
+    ) -> io::Result<(PathBuf, File)> {
+        if !on_disk || !self.has_dir() {
             let name = chunk_file_name(start_nanos);
             let file = memory_file(&name)?;
             let path = PathBuf::from(format!("memory:{name}"));
-            memory.insert(path.clone(), file.try_clone()?);
+            self.memory.insert(path.clone(), file.try_clone()?);
             return Ok((path, file));
         }
         let path = self.dir.join(chunk_file_name(start_nanos));
@@ -242,50 +281,93 @@ impl Repository {
         Ok((path, file))
     }
 
-    /// Records a finished chunk file.
-    pub(crate) fn add_finished(&mut self, chunk: ChunkFile) {
-        self.finished.push_back(chunk);
+    /// Records a finished chunk file, held by `holders` recordings;
+    /// returns its sequence number.
+    pub(crate) fn add_finished(&mut self, chunk: ChunkFile, holders: usize) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        if holders == 0 {
+            self.remove(&chunk.path);
+        } else {
+            self.finished.insert(
+                seq,
+                Held {
+                    chunk,
+                    refs: holders,
+                },
+            );
+        }
+        seq
     }
 
-    /// Drops the oldest finished chunks while they are older than `max_age`
-    /// (measured from `now_nanos`) or their total exceeds `max_size`, but
-    /// never the newest one. Returns the chunks removed.
+    /// The finished chunk `seq`, while a recording holds it.
+    pub(crate) fn chunk(&self, seq: u64) -> Option<&ChunkFile> {
+        self.finished.get(&seq).map(|h| &h.chunk)
+    }
+
+    /// One recording lets go of chunk `seq`: the file is deleted (or its
+    /// memory freed) when no recording holds it.
+    pub(crate) fn release(&mut self, seq: u64) {
+        let Some(held) = self.finished.get_mut(&seq) else {
+            return;
+        };
+        held.refs -= 1;
+        if held.refs == 0 {
+            let held = self.finished.remove(&seq).expect("present");
+            self.remove(&held.chunk.path);
+        }
+    }
+
+    /// Drops the oldest chunks of one recording's `list` while they are
+    /// older than `max_age` (measured from `now_nanos`) or their total
+    /// exceeds `max_size`, but never the newest one. Returns the chunks
+    /// this recording let go of.
     pub(crate) fn apply_retention(
         &mut self,
+        list: &mut VecDeque<u64>,
         now_nanos: i64,
         max_age: Option<Duration>,
         max_size: Option<u64>,
     ) -> Vec<ChunkFile> {
         let mut removed = Vec::new();
-        let mut total: u64 = self.finished.iter().map(|c| c.size).sum();
+        let mut total: u64 = list
+            .iter()
+            .filter_map(|s| self.chunk(*s))
+            .map(|c| c.size)
+            .sum();
         // Never the newest: a recording always keeps its latest chunk.
-        while let Some(oldest) = self.finished.front().filter(|_| self.finished.len() > 1) {
+        while list.len() > 1 {
+            let Some(oldest) = list.front().and_then(|s| self.chunk(*s)).cloned() else {
+                list.pop_front();
+                continue;
+            };
             let too_old =
                 max_age.is_some_and(|a| now_nanos - oldest.end_nanos > a.as_nanos() as i64);
             let too_big = max_size.is_some_and(|m| total > m);
             if !too_old && !too_big {
                 break;
             }
-            let c = self.finished.pop_front().expect("front exists");
-            total -= c.size;
-            self.remove(&c.path);
-            removed.push(c);
+            let seq = list.pop_front().expect("front exists");
+            total -= oldest.size;
+            self.release(seq);
+            removed.push(oldest);
         }
         removed
     }
 
-    /// Writes the finished chunks [`Self::select`] takes into `out`, back
-    /// to back. Returns the number of chunks written.
+    /// Writes the chunks of `list` that [`Self::select`] takes into `out`,
+    /// back to back. Returns the number of chunks written.
     pub(crate) fn concat_into(
         &self,
         out: &mut impl Write,
+        list: &VecDeque<u64>,
         from: Option<i64>,
         to: Option<i64>,
         max_size: Option<u64>,
     ) -> io::Result<usize> {
         let mut n = 0;
-        for c in self.select(from, to, max_size) {
-            match self.memory.as_ref().and_then(|m| m.get(&c.path)) {
+        for c in self.select(list, from, to, max_size) {
+            match self.memory.get(&c.path) {
                 Some(f) => copy_at(f, c.size, out)?,
                 None => {
                     let mut f = open_options().read(true).open(&c.path)?;
@@ -297,15 +379,21 @@ impl Repository {
         Ok(n)
     }
 
-    /// The finished chunks a dump takes, oldest first, chosen as the JDK's
+    /// The chunks of `list` a dump takes, oldest first, chosen as the JDK's
     /// `JFR.dump` does: those overlapping `[from, to]` (ns since the epoch;
     /// `None` is open); then, if `max_size` is given, only as many whole
     /// chunks as fit in it, the newest, or the oldest when only `from` is
     /// given (`begin=` or `maxage=` without `end=`); and at least one.
-    fn select(&self, from: Option<i64>, to: Option<i64>, max_size: Option<u64>) -> Vec<&ChunkFile> {
-        let mut chosen: Vec<&ChunkFile> = self
-            .finished
+    fn select(
+        &self,
+        list: &VecDeque<u64>,
+        from: Option<i64>,
+        to: Option<i64>,
+        max_size: Option<u64>,
+    ) -> Vec<&ChunkFile> {
+        let mut chosen: Vec<&ChunkFile> = list
             .iter()
+            .filter_map(|s| self.chunk(*s))
             .filter(|c| {
                 !(from.is_some_and(|f| c.end_nanos < f) || to.is_some_and(|t| c.start_nanos > t))
             })
@@ -332,36 +420,45 @@ impl Repository {
         chosen
     }
 
-    /// At the stop: once the recording has been written to its destination
-    /// (`written_elsewhere`), removes the chunk files, and the directory if
-    /// this recording created it, unless the user asked to keep them. A
-    /// recording not written elsewhere keeps its repository (the only copy).
-    pub(crate) fn clean_up_at_stop(&mut self, written_elsewhere: bool) {
-        if let Some(memory) = &mut self.memory {
-            // Memory is freed when the recording ends, written or not.
-            memory.clear();
-            self.finished.clear();
-            return;
+    /// A recording stops: it lets go of the chunks of `list`. With
+    /// `keep_files` (on disk, the recording was not written elsewhere or
+    /// the user asked to keep the repository), chunk files on disk stay:
+    /// they are the only copy.
+    pub(crate) fn release_at_stop(&mut self, list: &mut VecDeque<u64>, keep_files: bool) {
+        for seq in list.drain(..) {
+            let on_disk = self
+                .chunk(seq)
+                .is_some_and(|c| !self.memory.contains_key(&c.path));
+            if !(keep_files && on_disk) {
+                self.release(seq);
+            }
         }
-        if self.keep || !written_elsewhere {
-            return;
-        }
-        for c in self.finished.drain(..) {
-            let _ = fs::remove_file(&c.path);
-        }
-        if self.created {
+    }
+
+    /// The last recording stopped: frees every chunk kept in memory, and
+    /// removes the directory if this repository created it, nothing is
+    /// left in it and the user did not ask to keep it.
+    pub(crate) fn close(&mut self) {
+        let memory = std::mem::take(&mut self.memory);
+        self.finished
+            .retain(|_, h| !memory.contains_key(&h.chunk.path));
+        if self.has_dir() && self.created && !self.keep && self.finished.is_empty() {
             // Fails, harmlessly, if someone else put files there.
             let _ = fs::remove_dir(&self.dir);
         }
+    }
+
+    /// The user asked to keep the chunks (`keep_repository`).
+    pub(crate) fn keeps(&self) -> bool {
+        self.keep
     }
 }
 
 impl Repository {
     /// Deletes a chunk file (on disk) or frees it (in memory).
     fn remove(&mut self, path: &Path) {
-        match &mut self.memory {
-            Some(memory) => drop(memory.remove(path)),
-            None => drop(fs::remove_file(path)),
+        if self.memory.remove(path).is_none() {
+            let _ = fs::remove_file(path);
         }
     }
 }
@@ -625,23 +722,37 @@ mod tests {
         );
         assert_eq!(mode(a.dir()), 0o700);
         for mut repo in [a, b] {
-            let (path, _f) = repo.create_chunk(42).unwrap();
+            let (path, _f) = repo.create_chunk(42, true).unwrap();
             assert_eq!(mode(&path), 0o600);
-            repo.add_finished(ChunkFile {
-                path,
-                start_nanos: 42,
-                end_nanos: 43,
-                size: 0,
-            });
-            repo.clean_up_at_stop(true);
+            let seq = repo.add_finished(
+                ChunkFile {
+                    path: path.clone(),
+                    start_nanos: 42,
+                    end_nanos: 43,
+                    size: 0,
+                },
+                1,
+            );
+            repo.release_at_stop(&mut VecDeque::from([seq]), false);
+            assert!(!path.exists());
+            repo.close();
             assert!(!repo.dir().exists(), "{}", repo.dir().display());
         }
         // Kept when asked, or when nothing was written elsewhere.
-        for (keep, written) in [(true, true), (false, false)] {
+        for keep in [true, false] {
             let mut repo = Repository::create(None, keep).unwrap();
-            repo.clean_up_at_stop(written);
-            assert!(repo.dir().is_dir());
-            fs::remove_dir(repo.dir()).unwrap();
+            let (path, _f) = repo.create_chunk(42, true).unwrap();
+            let chunk = ChunkFile {
+                path: path.clone(),
+                start_nanos: 42,
+                end_nanos: 43,
+                size: 0,
+            };
+            let seq = repo.add_finished(chunk, 1);
+            repo.release_at_stop(&mut VecDeque::from([seq]), true);
+            repo.close();
+            assert!(path.exists() && repo.dir().is_dir());
+            fs::remove_dir_all(repo.dir()).unwrap();
         }
     }
 
@@ -651,10 +762,10 @@ mod tests {
         let dir = base.join("repo");
         let mut repo = Repository::create(Some(&dir), false).unwrap();
         assert_eq!(mode(&dir), 0o700);
-        let (path, _f) = repo.create_chunk(42).unwrap();
+        let (path, _f) = repo.create_chunk(42, true).unwrap();
         assert_eq!(mode(&path), 0o600);
         // A second chunk with the same name is refused, not overwritten.
-        assert!(repo.create_chunk(42).is_err());
+        assert!(repo.create_chunk(42, true).is_err());
         let refused = |p: &Path| match Repository::create(Some(p), false) {
             Err(StartError::UnsafeRepository { path, problem }) => {
                 assert_eq!(path, p);
@@ -681,26 +792,30 @@ mod tests {
     fn in_memory_chunks_rotate_age_out_and_dump_like_files() {
         let mut repo = Repository::in_memory();
         assert_eq!(repo.dir(), Path::new(""));
+        let mut list = VecDeque::new();
         for (i, body) in [&b"first"[..], b"second", b"third"].into_iter().enumerate() {
-            let (path, mut f) = repo.create_chunk(i as i64).unwrap();
+            let (path, mut f) = repo.create_chunk(i as i64, true).unwrap();
             assert!(path.to_str().unwrap().starts_with("memory:"), "{path:?}");
             assert!(!path.exists());
             f.write_all(body).unwrap();
-            repo.add_finished(ChunkFile {
-                path,
-                start_nanos: i as i64,
-                end_nanos: i as i64 + 1,
-                size: body.len() as u64,
-            });
+            list.push_back(repo.add_finished(
+                ChunkFile {
+                    path,
+                    start_nanos: i as i64,
+                    end_nanos: i as i64 + 1,
+                    size: body.len() as u64,
+                },
+                1,
+            ));
         }
         let mut out = Vec::new();
-        assert_eq!(repo.concat_into(&mut out, None, None, None).unwrap(), 3);
+        assert_eq!(repo.concat_into(&mut out, &list, None, None, None).unwrap(), 3);
         assert_eq!(out, b"firstsecondthird");
         // A size limit takes whole chunks as the JDK does: the newest that
         // fit, the oldest with only a start, always one.
         let dump = |from, to, max| {
             let mut out = Vec::new();
-            repo.concat_into(&mut out, from, to, max).unwrap();
+            repo.concat_into(&mut out, &list, from, to, max).unwrap();
             String::from_utf8(out).unwrap()
         };
         assert_eq!(dump(None, None, Some(11)), "secondthird");
@@ -712,14 +827,46 @@ mod tests {
         assert_eq!(dump(Some(2), None, None), "secondthird");
         assert_eq!(dump(Some(5), None, Some(1)), "");
         // max_size drops the oldest, as on disk.
-        let removed = repo.apply_retention(10, None, Some(11));
+        let removed = repo.apply_retention(&mut list, 10, None, Some(11));
         assert_eq!(removed.len(), 1);
         out.clear();
-        repo.concat_into(&mut out, None, None, None).unwrap();
+        repo.concat_into(&mut out, &list, None, None, None).unwrap();
         assert_eq!(out, b"secondthird");
-        assert_eq!(repo.memory.as_ref().unwrap().len(), 2);
-        repo.clean_up_at_stop(false);
-        assert!(repo.memory.as_ref().unwrap().is_empty());
+        assert_eq!(repo.memory.len(), 2);
+        repo.release_at_stop(&mut list, true);
+        assert!(repo.memory.is_empty());
+    }
+
+    #[test]
+    fn a_chunk_held_by_two_recordings_goes_when_both_let_go() {
+        let mut repo = Repository::in_memory();
+        let chunk = |repo: &mut Repository, at: i64, holders| {
+            let (path, mut f) = repo.create_chunk(at, false).unwrap();
+            f.write_all(b"x").unwrap();
+            let c = ChunkFile {
+                path,
+                start_nanos: at,
+                end_nanos: at + 1,
+                size: 1,
+            };
+            repo.add_finished(c, holders)
+        };
+        // Chunk 0: only a; chunk 1: a and b; chunk 2: only b.
+        let s0 = chunk(&mut repo, 0, 1);
+        let s1 = chunk(&mut repo, 1, 2);
+        let s2 = chunk(&mut repo, 2, 1);
+        let mut a = VecDeque::from([s0, s1]);
+        let mut b = VecDeque::from([s1, s2]);
+        // a's max_size drops its chunk 0 only; chunk 1 stays for both.
+        repo.apply_retention(&mut a, 10, None, Some(1));
+        assert_eq!(a, [s1]);
+        assert_eq!(repo.memory.len(), 2);
+        repo.release_at_stop(&mut a, false);
+        assert!(repo.chunk(s1).is_some(), "b still holds chunk 1");
+        let mut out = Vec::new();
+        assert_eq!(repo.concat_into(&mut out, &b, None, None, None).unwrap(), 2);
+        repo.release_at_stop(&mut b, false);
+        assert!(repo.memory.is_empty() && repo.finished.is_empty());
     }
 
     #[test]

@@ -43,6 +43,9 @@ struct RegistryInner {
     types: Vec<&'static EventType>,
     next_id: u64,
     recording: bool,
+    /// Each live recording's own settings, by recording id, in start
+    /// order; [`Registry::settings`] holds their union.
+    live: Vec<(u64, Settings)>,
 }
 
 /// The global registry.
@@ -59,6 +62,7 @@ impl Registry {
                 types: Vec::new(),
                 next_id: TypeId::FIRST_DYNAMIC.0,
                 recording: false,
+                live: Vec::new(),
             }),
             settings: ArcSwap::from_pointee(Settings::new()),
             count: AtomicUsize::new(0),
@@ -84,6 +88,16 @@ impl Registry {
         let header = crate::event::sink::Packed::header(id);
         ty.header
             .store(header.map_or(0, |h| h.to_bits()), Ordering::Relaxed);
+        // The union used the type's defaults as unknown: recompute it now
+        // that they are known (only matters with several recordings).
+        if inner.live.len() > 1
+            && inner
+                .live
+                .iter()
+                .any(|(_, s)| s.types.contains_key(ty.info.name))
+        {
+            self.settings.store(StdArc::new(union_of(&inner)));
+        }
         let word = self.word_for(ty, inner.recording);
         ty.word.store(word, Ordering::Release);
         word
@@ -106,16 +120,7 @@ impl Registry {
     /// this stays what was asked for after the stop turned events off, so
     /// the last chunk reports the settings its events were recorded with.
     pub(crate) fn in_force(&self, ty: &EventType) -> (bool, bool, Option<std::time::Duration>) {
-        let d = ty.info.defaults;
-        let s = self.settings.load();
-        let o = s.get(ty.info.name);
-        let enabled = o.and_then(|o| o.enabled).unwrap_or(d.enabled);
-        let stack = o.and_then(|o| o.stack_trace).unwrap_or(d.stack_trace);
-        let threshold = match ty.info.kind {
-            EventKind::Duration => Some(o.and_then(|o| o.threshold).unwrap_or(d.threshold)),
-            EventKind::Instant => None,
-        };
-        (enabled, stack, threshold)
+        resolve(ty, &self.settings.load())
     }
 
     /// Installs `settings` and whether a recording runs, and recomputes every
@@ -126,6 +131,67 @@ impl Registry {
         #[cfg(not(flightrec_loom))]
         crate::timing::apply(&settings, recording);
         self.settings.store(StdArc::new(settings));
+        for ty in &inner.types {
+            ty.word
+                .store(self.word_for(ty, recording), Ordering::Release);
+        }
+    }
+
+    /// Adds recording `id`'s settings to the live ones and applies the
+    /// union (see [`crate::union`]) with recording on.
+    pub(crate) fn add_live(&self, id: u64, settings: Settings) {
+        let mut inner = self.inner.lock();
+        inner.live.retain(|(i, _)| *i != id);
+        inner.live.push((id, settings));
+        self.apply_union(inner);
+    }
+
+    /// Replaces recording `id`'s settings and applies the union; false if
+    /// `id` is not live.
+    pub(crate) fn set_live(&self, id: u64, settings: Settings) -> bool {
+        let mut inner = self.inner.lock();
+        let Some(slot) = inner.live.iter_mut().find(|(i, _)| *i == id) else {
+            return false;
+        };
+        slot.1 = settings;
+        self.apply_union(inner);
+        true
+    }
+
+    /// Recording `id`'s own settings, if it is live.
+    pub(crate) fn live_settings(&self, id: u64) -> Option<Settings> {
+        let inner = self.inner.lock();
+        inner
+            .live
+            .iter()
+            .find(|(i, _)| *i == id)
+            .map(|(_, s)| s.clone())
+    }
+
+    /// Removes recording `id` from the live ones and applies the union of
+    /// the others (recording stays on while one is left).
+    pub(crate) fn remove_live(&self, id: u64) {
+        let mut inner = self.inner.lock();
+        inner.live.retain(|(i, _)| *i != id);
+        if inner.live.is_empty() {
+            return;
+        }
+        self.apply_union(inner);
+    }
+
+    /// Forgets every live recording's settings (the last one stopped).
+    pub(crate) fn clear_live(&self) {
+        self.inner.lock().live.clear();
+    }
+
+    /// Applies the union of the live settings (recording stays as it is:
+    /// on since the first start's claim, off after a failure).
+    fn apply_union(&self, inner: crate::sync::MutexGuard<'_, RegistryInner>) {
+        let union = union_of(&inner);
+        let recording = inner.recording;
+        #[cfg(not(flightrec_loom))]
+        crate::timing::apply(&union, recording);
+        self.settings.store(StdArc::new(union));
         for ty in &inner.types {
             ty.word
                 .store(self.word_for(ty, recording), Ordering::Release);
@@ -162,6 +228,7 @@ impl Registry {
         // the only thread.
         let inner = unsafe { crate::sync::fork_data(&self.inner) };
         inner.recording = false;
+        inner.live.clear();
         for ty in &inner.types {
             ty.word.store(self.word_for(ty, false), Ordering::Release);
         }
@@ -223,6 +290,41 @@ impl Registry {
         }
         (m, types.len() as u64 + 1)
     }
+}
+
+/// `ty`'s `enabled`, `stackTrace` and, for a duration type, `threshold`
+/// under `s` (its values over the type's defaults).
+pub(crate) fn resolve(ty: &EventType, s: &Settings) -> (bool, bool, Option<std::time::Duration>) {
+    let d = ty.info.defaults;
+    let o = s.get(ty.info.name);
+    let enabled = o.and_then(|o| o.enabled).unwrap_or(d.enabled);
+    let stack = o.and_then(|o| o.stack_trace).unwrap_or(d.stack_trace);
+    let threshold = match ty.info.kind {
+        EventKind::Duration => Some(o.and_then(|o| o.threshold).unwrap_or(d.threshold)),
+        EventKind::Instant => None,
+    };
+    (enabled, stack, threshold)
+}
+
+/// The union of the live recordings' settings, with the registered types'
+/// defaults and the built-in types' taking part.
+fn union_of(inner: &RegistryInner) -> Settings {
+    let live: Vec<&Settings> = inner.live.iter().map(|(_, s)| s).collect();
+    crate::union::union(&live, |name| {
+        if let Some(ty) = inner.types.iter().find(|t| t.info.name == name) {
+            let d = ty.info.defaults;
+            return settings::TypeSettings {
+                enabled: Some(d.enabled),
+                stack_trace: Some(d.stack_trace),
+                threshold: (ty.info.kind == EventKind::Duration).then_some(d.threshold),
+                ..Default::default()
+            };
+        }
+        #[cfg(not(flightrec_loom))]
+        return crate::union::builtin_default(name);
+        #[cfg(flightrec_loom)]
+        settings::TypeSettings::default()
+    })
 }
 
 /// The word bits the hot path branches on instead of loading them: the

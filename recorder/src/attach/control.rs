@@ -1,6 +1,6 @@
-//! What `jcmd` can see of the running recording, whoever started it (the
-//! program, `FLIGHTREC`, or `jcmd` itself): its id, configuration and a
-//! sender to its recorder thread for dumps.
+//! What `jcmd` can see of the running recordings, whoever started them
+//! (the program, `FLIGHTREC`, or `jcmd` itself): each one's id,
+//! configuration and a sender to the recorder thread for dumps.
 //!
 //! [`started`] is called by `Recording::start` once the recorder thread
 //! runs, [`stopped`] by the stop before it hangs up on the thread (a sender
@@ -9,8 +9,8 @@
 //! with `RecorderGone` when the thread has gone: the reply is awaited at
 //! most [`DUMP_TIMEOUT`].
 //!
-//! Invariant: [`ACTIVE`] holds the recording that runs in this process, or
-//! nothing; an entry left by a parent (in a forked child) is ignored.
+//! Invariant: [`ACTIVE`] holds the recordings that run in this process, in
+//! start order; entries left by a parent (in a forked child) are ignored.
 
 use crate::sync::mpsc;
 use std::path::PathBuf;
@@ -20,15 +20,13 @@ use crate::config::RecordingConfig;
 use crate::recorder_thread::Command;
 use crate::recording::RecordingError;
 use crate::runtime::Runtime;
-use crate::sync::{AtomicU64, Mutex, Ordering};
+use crate::sync::Mutex;
 
 /// How long a dump requested by `jcmd` may take.
 pub(crate) const DUMP_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The running recording.
-static ACTIVE: Mutex<Option<Active>> = Mutex::new(None);
-/// Ids are 1, 2, ... in start order, as the JDK numbers recordings.
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+/// The running recordings.
+static ACTIVE: Mutex<Vec<Active>> = Mutex::new(Vec::new());
 
 /// Settings `JFR.configure` gave for the next recordings `jcmd` starts.
 pub(crate) static CONFIGURED: Mutex<Configured> = Mutex::new(Configured {
@@ -84,6 +82,7 @@ impl Active {
         self.remote
             .commands
             .send(Command::Dump {
+                id: self.id,
                 path,
                 from,
                 to,
@@ -104,14 +103,17 @@ struct Remote {
     rt: &'static Runtime,
 }
 
-/// Records the recording that just started.
+/// Records recording `id`, which just started.
 pub(crate) fn started(
+    id: u64,
     config: &RecordingConfig,
     commands: &mpsc::Sender<Command>,
     rt: &'static Runtime,
 ) {
-    *ACTIVE.lock() = Some(Active {
-        id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+    let mut active = ACTIVE.lock();
+    active.retain(|a| a.pid == std::process::id());
+    active.push(Active {
+        id,
         config: config.clone(),
         pid: std::process::id(),
         remote: Remote {
@@ -121,16 +123,17 @@ pub(crate) fn started(
     });
 }
 
-/// Forgets the recording (it is stopping).
-pub(crate) fn stopped() {
-    ACTIVE.lock().take();
+/// Forgets recording `id` (it is stopping).
+pub(crate) fn stopped(id: u64) {
+    ACTIVE.lock().retain(|a| a.id != id);
 }
 
-/// The running recording, if any.
-pub(crate) fn active() -> Option<Active> {
+/// The running recordings, in start order.
+pub(crate) fn list() -> Vec<Active> {
     ACTIVE
         .lock()
-        .as_ref()
+        .iter()
         .filter(|a| a.pid == std::process::id())
         .cloned()
+        .collect()
 }

@@ -3,8 +3,11 @@
 //! the JDK's arguments, output and error messages.
 //!
 //! Where flightrec differs from the JDK, the text says so:
-//! * one recording at a time: `JFR.start` while one runs is refused,
-//!   naming it;
+//! * several recordings run at once, as in the JDK (events are recorded
+//!   with the union of their settings; each recording's file holds the
+//!   chunks of its own life); a `name` already in use is refused, naming
+//!   the recording that has it, and `JFR.dump`/`JFR.stop` without `name`
+//!   act on the only recording, or ask for a name when several run;
 //! * a recording the program started with `Recording::start` can be
 //!   checked and dumped, not stopped (the program holds it);
 //! * errors answer with a non-zero status, so `jcmd` exits 1 (the JDK's
@@ -202,8 +205,14 @@ fn start(args: &[Arg]) -> Result<String, String> {
     if let Some(d) = configured.stack_depth {
         config = config.max_stack_depth(d);
     }
-    autostart::start_with(&opts, config).map_err(|e| match e {
-        AutoStartError::Start(StartError::AlreadyRecording) => already_recording(),
+    let id = autostart::start_with(&opts, config).map_err(|e| match e {
+        AutoStartError::Start(StartError::NameInUse { name, id }) => format!(
+            "Could not start recording: recording {id} is named {}. Choose another name, or \
+             stop it first: jcmd {} JFR.stop name={}",
+            quote(&name),
+            std::process::id(),
+            quote(&name)
+        ),
         e => {
             let e = e.to_string();
             format!(
@@ -221,7 +230,7 @@ fn start(args: &[Arg]) -> Result<String, String> {
         );
         return Ok(notes);
     }
-    let Some(active) = control::active() else {
+    let Some(active) = id.and_then(|id| control::list().into_iter().find(|a| a.id == id)) else {
         return Err("Could not start recording: it stopped at once.".to_owned());
     };
     let _ = write!(notes, "Started recording {}.", active.id);
@@ -253,35 +262,33 @@ fn start(args: &[Arg]) -> Result<String, String> {
     Ok(notes)
 }
 
-fn already_recording() -> String {
-    match control::active() {
-        Some(a) => format!(
-            "Could not start recording: flightrec runs one recording at a time, and \
-             recording {} (name={}) is running. Stop it first: jcmd {} JFR.stop name={}",
-            a.id,
-            quote(&a.name()),
-            std::process::id(),
-            quote(&a.name())
-        ),
-        None => "Could not start recording: another recording is starting.".to_owned(),
-    }
-}
-
 // === JFR.check ===
 
 fn check(args: &[Arg]) -> Result<String, String> {
     dcmd::check_unknown(args, &["name", "verbose"])?;
     let verbose = dcmd::boolean(args, "verbose")?.unwrap_or(false);
-    let active = match dcmd::get(args, "name") {
-        Some(name) => Some(find(name)?),
-        None => control::active(),
+    let recordings = match dcmd::get(args, "name") {
+        Some(name) => vec![find(name)?],
+        None => control::list(),
     };
-    let Some(a) = active else {
+    if recordings.is_empty() {
         return Ok(format!(
             "No available recordings.\n\nUse jcmd {} JFR.start to start a recording.\n",
             std::process::id()
         ));
-    };
+    }
+    let mut out = String::new();
+    for (i, a) in recordings.iter().enumerate() {
+        if i > 0 && verbose {
+            out.push('\n');
+        }
+        out.push_str(&check_one(a, verbose));
+    }
+    Ok(out)
+}
+
+/// One recording's lines of `JFR.check`.
+fn check_one(a: &Active, verbose: bool) -> String {
     let c = &a.config;
     let mut out = format!("Recording {}: name={}", a.id, a.name());
     if let Some(d) = c.duration {
@@ -299,20 +306,25 @@ fn check(args: &[Arg]) -> Result<String, String> {
     out.push_str(" (running)\n");
     if verbose {
         out.push('\n');
-        out.push_str(&settings_text(&a));
+        out.push_str(&settings_text(a));
     }
-    Ok(out)
+    out
 }
 
-/// Each registered event type's settings in force, sorted by name, as
-/// `JFR.check verbose=true` prints them.
+/// Each registered event type's settings as recording `a` asked for them
+/// (its own settings over the type's defaults; the union of all running
+/// recordings' applies to events), sorted by name, as `JFR.check
+/// verbose=true` prints them.
 fn settings_text(a: &Active) -> String {
     let reg = crate::runtime::registry();
+    let own = reg
+        .live_settings(a.id)
+        .unwrap_or_else(|| a.config.settings.clone());
     let mut types = reg.types();
     types.sort_by_key(|t| t.info.name);
     let mut out = String::new();
     for ty in types {
-        let (enabled, stack, threshold) = reg.in_force(ty);
+        let (enabled, stack, threshold) = crate::runtime::resolve(ty, &own);
         let mut s = format!("enabled={enabled},stackTrace={stack}");
         if let Some(t) = threshold {
             let _ = write!(s, ",threshold={}", crate::settings::format_duration(t));
@@ -320,9 +332,7 @@ fn settings_text(a: &Active) -> String {
         let label = ty.info.label.unwrap_or(ty.info.name);
         let _ = write!(out, " {label} ({})\n   [{s}]\n", ty.info.name);
     }
-    let mut builtin: Vec<_> = a
-        .config
-        .settings
+    let mut builtin: Vec<_> = own
         .types
         .iter()
         .filter(|(n, _)| !reg.types().iter().any(|t| t.info.name == n.as_str()))
@@ -380,10 +390,13 @@ fn period_text(p: crate::settings::Period) -> String {
     }
 }
 
-/// The running recording if `name` (a name or an id) selects it.
+/// The running recording `name` (a name or an id) selects.
 fn find(name: &str) -> Result<Active, String> {
-    control::active()
-        .filter(|a| a.is_named(name))
+    let list = control::list();
+    list.iter()
+        .find(|a| a.name() == name)
+        .or_else(|| list.iter().find(|a| a.is_named(name)))
+        .cloned()
         .ok_or_else(|| {
             format!(
                 "Could not find {name}.\n\nUse JFR.check without options to see list of all \
@@ -421,9 +434,7 @@ fn dump(args: &[Arg]) -> Result<String, String> {
     }
     let active = match dcmd::get(args, "name") {
         Some(name) => find(name)?,
-        None => control::active().ok_or_else(|| {
-            "No recordings to dump from. Use JFR.start to start a recording.".to_owned()
-        })?,
+        None => the_only("dump from")?,
     };
     let now = SystemTime::now();
     let from = match (begin, maxage) {
@@ -454,6 +465,24 @@ fn dump(args: &[Arg]) -> Result<String, String> {
         path.display()
     );
     Ok(notes)
+}
+
+/// The recording a command without `name` acts on: the only one running.
+fn the_only(what: &str) -> Result<Active, String> {
+    let mut list = control::list();
+    match list.len() {
+        0 => Err(format!(
+            "No recordings to {what}. Use JFR.start to start a recording."
+        )),
+        1 => Ok(list.remove(0)),
+        _ => {
+            let names: Vec<String> = list.iter().map(|a| quote(&a.name())).collect();
+            Err(format!(
+                "Several recordings are running ({}): choose one with name=.",
+                names.join(", ")
+            ))
+        }
+    }
 }
 
 /// `filename` (with `%p`, `%t`; a directory gets a generated name) as an
@@ -584,12 +613,10 @@ fn stop(args: &[Arg]) -> Result<String, String> {
     let name = dcmd::get(args, "name");
     let active = match name {
         Some(n) => find(n)?,
-        None => control::active().ok_or_else(|| {
-            "No recordings to stop. Use JFR.start to start a recording.".to_owned()
-        })?,
+        None => the_only("stop")?,
     };
     let label = active.name();
-    if !autostart::holds_recording() {
+    if !autostart::holds(active.id) {
         return Err(format!(
             "Could not stop recording \"{label}\": the program started it (Recording::start) \
              and only the program can stop it. JFR.dump copies its data."
@@ -605,7 +632,7 @@ fn stop(args: &[Arg]) -> Result<String, String> {
         }
         None => None,
     };
-    let summary = match autostart::stop_now() {
+    let summary = match autostart::stop_now(active.id) {
         Some(Ok(s)) => s,
         Some(Err(e)) => return Err(format!("Could not stop recording \"{label}\". {e}")),
         None => return Err(format!("Could not stop recording \"{label}\".")),

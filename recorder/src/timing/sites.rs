@@ -9,12 +9,12 @@
 //! start nothing is registered yet); a site registered later that it matches
 //! is selected then.
 //!
-//! Only one recording runs at a time (`StartError::AlreadyRecording`), so
-//! the union JEP 520 takes over recordings is taken over the filters given
-//! to the one recording: `method-timing=`/`method-trace=` in `FLIGHTREC`,
-//! `jdk.MethodTiming#filter`/`jdk.MethodTrace#filter` in `FLIGHTREC`, and
-//! in every settings file, are joined; `Recording::set` replaces the
-//! recording's filter (which is how a site is deselected).
+//! The filters here are those of the settings in force: the union over
+//! the live recordings (see `crate::union`) of the filters each was given
+//! (`method-timing=`/`method-trace=` and `jdk.MethodTiming#filter`/
+//! `jdk.MethodTrace#filter` in `FLIGHTREC` and in every settings file,
+//! joined); `Recording::set` replaces one recording's filter (which is how
+//! a site is deselected, once no other recording selects it).
 //!
 //! Invariant: `Sites::entries[i].site` is the site whose word holds index
 //! `i`, and a word has the timing or tracing bit only while `recording`.
