@@ -354,6 +354,7 @@ fn a_filter_matching_nothing_is_named_once_and_a_later_site_is_then_timed() {
     let counts: Vec<Option<u64>> = b.iter().map(|m| m.get(&gamma).copied()).collect();
     assert_eq!(counts, [Some(9), Some(14)], "{b:?}");
     assert!(b.iter().all(|m| m.keys().all(|k| *k == gamma)), "{b:?}");
+}
 
 #[test]
 fn two_recordings_time_the_union_of_their_filters() {

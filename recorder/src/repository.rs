@@ -809,7 +809,10 @@ mod tests {
             ));
         }
         let mut out = Vec::new();
-        assert_eq!(repo.concat_into(&mut out, &list, None, None, None).unwrap(), 3);
+        assert_eq!(
+            repo.concat_into(&mut out, &list, None, None, None).unwrap(),
+            3
+        );
         assert_eq!(out, b"firstsecondthird");
         // A size limit takes whole chunks as the JDK does: the newest that
         // fit, the oldest with only a start, always one.
