@@ -202,11 +202,16 @@ pub(crate) fn start(rt: &'static Runtime) {
             c.cv.notify_all();
         });
     if let Ok(thread) = spawned {
-        *r = Some(Running {
+        let parents = r.replace(Running {
             control,
             thread,
             pid: std::process::id(),
         });
+        // A forked child's copy of the parent's handle: dropping it would
+        // detach a `pthread_t` that names no thread here, and glibc reuses
+        // the dead threads' descriptors, so it may be one of ours (the
+        // child's own recorder thread, whose join then fails).
+        std::mem::forget(parents);
     }
 }
 
