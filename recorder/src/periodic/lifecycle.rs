@@ -6,12 +6,15 @@
 //! # Why polling, not a `pthread_create` hook
 //!
 //! Stable Rust has no spawn hook, and interposing `pthread_create` in a
-//! library changes every program that links it. Polling sees every thread
-//! that lives longer than one poll ([`super::POLL`], 10 ms) — and threads
-//! that start and end between two polls while another thread does the same
-//! in reverse within one 200 ms relisting window are missed. A thread first
-//! seen with the process's own name is given up to 200 ms to name itself
-//! (Rust's `Builder::name` takes effect in the new thread, once it runs).
+//! library changes every program that links it (the sampler does, only
+//! with the `thread-hook` feature: [`crate::sampler::birth`]). Polling sees
+//! every thread that lives longer than one poll ([`super::POLL`], 10 ms) —
+//! and threads that start and end between two polls while another thread
+//! does the same in reverse within one 200 ms relisting window are missed.
+//! A thread first seen with the process's own name, or with the name it
+//! inherited from its creator (known for threads the hook saw), is given up
+//! to 200 ms to name itself (Rust's `Builder::name` takes effect in the new
+//! thread, once it runs).
 //!
 //! Invariant: every thread that appears after the first listing gets one
 //! `jdk.ThreadStart` before its `jdk.ThreadEnd`, and every thread seen gets
@@ -106,7 +109,8 @@ impl Lifecycle {
             .filter(|(_, k)| k.pending.is_some())
             .filter_map(|(&t, k)| {
                 k.waited += 1;
-                (k.waited >= NAME_WAIT || threads::name(t) != self.process_name).then_some(t)
+                let seen = k.pending.as_deref().unwrap_or_default();
+                (k.waited >= NAME_WAIT || threads::name(t) != seen).then_some(t)
             })
             .collect();
         for tid in pending {
@@ -141,7 +145,8 @@ impl Lifecycle {
                 continue;
             }
             let name = threads::name(tid);
-            let unnamed = name == self.process_name && tid != self.pid;
+            let unnamed = (name == self.process_name && tid != self.pid)
+                || crate::sampler::birth::inherited_name(tid).is_some_and(|n| n == name);
             self.known.insert(
                 tid,
                 Known {
@@ -159,6 +164,7 @@ impl Lifecycle {
     }
 
     fn announce(&mut self, rt: &Runtime, tid: u64, start: bool) {
+        crate::sampler::birth::forget(tid);
         let Some(k) = self.known.get_mut(&tid) else {
             return;
         };
@@ -181,6 +187,7 @@ impl Lifecycle {
         if self.known.get(&tid).is_some_and(|k| k.pending.is_some()) {
             self.announce(rt, tid, start);
         }
+        crate::sampler::birth::forget(tid);
         let Some(k) = self.known.remove(&tid) else {
             return;
         };

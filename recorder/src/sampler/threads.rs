@@ -52,6 +52,11 @@ impl Watch {
         }
     }
 
+    /// Makes the next [`poll`](Self::poll) list.
+    pub(crate) fn relist(&mut self) {
+        self.listed = None;
+    }
+
     /// The threads now, if they may have changed since the last call that
     /// returned some; `None` when they have not (or only a listing would
     /// tell and [`RELIST`] has not passed).
