@@ -186,15 +186,9 @@ fn shared_system() -> Option<Arc<Mutex<system::SystemEvents>>> {
         .map(|r| r.system.clone())
 }
 
-#[cfg(not(flightrec_loom))]
 crate::sync::thread_local! {
     /// Set while this thread runs a chunk edge's tasks for the recorder.
     static AT_EDGE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-#[cfg(flightrec_loom)]
-crate::sync::thread_local! {
-    static AT_EDGE: std::cell::Cell<bool> = std::cell::Cell::new(false);
 }
 
 /// True on the recorder thread while it runs a chunk edge's tasks: a
