@@ -5,7 +5,7 @@
 #
 # Steps: locate or install JDK 25 (its `jfr` is the oracle the tests run),
 # formatting, clippy with warnings denied, the C ABI's libraries, every test
-# in one release build,
+# in one release build, the thread-hook feature's test,
 # and a build of every bench. Prints the time each step took. Budget: a clean
 # clone must pass within 90 minutes on 2 cores.
 set -euo pipefail
@@ -44,6 +44,8 @@ step clippy cargo clippy --workspace --all-targets -- -D warnings
 # its cdylib or staticlib, so they are built first.
 step capi-libs cargo build --release -p flightrec-capi
 step test cargo test --workspace --release
+# Sampling from birth needs the opt-in `pthread_create` hook (README).
+step thread-hook cargo test --release -p flightrec --features thread-hook --test sampling_from_birth
 step bench-build cargo bench --workspace --no-run
 
 # --- loom suite ---------------------------------------------------------------

@@ -1,7 +1,8 @@
 //! Periodic events recorded in this process (issue 14): a user periodic
 //! event follows its `period` while recording and runs on flightrec's
 //! thread, `jdk.ThreadCPULoad` of a burning thread agrees with its measured
-//! CPU time, and environment variables are recorded only when asked.
+//! CPU time, environment variables are recorded only when asked, and the
+//! chunk-edge events land in the chunk they describe.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -155,4 +156,99 @@ fn environment_variables_only_when_enabled() {
         "{} variables",
         vars.len()
     );
+}
+
+/// Regression (issue 14): a rotation ran the end-of-chunk events by asking
+/// the periodic thread and waiting for it; the recorder thread now runs the
+/// chunk-edge tasks itself. Each repository chunk holds its own edges, and a
+/// closure run at an edge that asks the recorder for something gets an
+/// error instead of a deadlock.
+#[test]
+fn chunk_edge_events_land_in_the_chunk_they_describe() {
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
+    const ROTATIONS: usize = 4;
+    let dir = flightrec_testkit::temp_dir("periodic_edges");
+    let repo = dir.join("repo");
+    let begin = EventTypeBuilder::new("com.example.ChunkBegin")
+        .enabled(true)
+        .field("n", FieldKind::I64)
+        .build()
+        .unwrap();
+    let end = EventTypeBuilder::new("com.example.ChunkEnd")
+        .enabled(true)
+        .field("n", FieldKind::I64)
+        .field("flushRefused", FieldKind::Bool)
+        .build()
+        .unwrap();
+    let mark = EventTypeBuilder::new("com.example.Mark")
+        .enabled(true)
+        .field("chunk", FieldKind::I64)
+        .build()
+        .unwrap();
+    static REC: Mutex<Option<std::sync::Arc<Recording>>> = Mutex::new(None);
+    static BEGINS: AtomicU64 = AtomicU64::new(0);
+    static ENDS: AtomicU64 = AtomicU64::new(0);
+    flightrec::add_periodic_event(begin, Period::BeginChunk, move || {
+        let n = BEGINS.fetch_add(1, Ordering::Relaxed) as i64;
+        begin.commit_values(&[Value::Int(n)]);
+    });
+    flightrec::add_periodic_event(end, Period::EndChunk, move || {
+        let n = ENDS.fetch_add(1, Ordering::Relaxed) as i64;
+        let rec = REC.lock().unwrap().clone();
+        let refused =
+            rec.is_some_and(|r| matches!(r.flush(), Err(flightrec::RecordingError::FromChunkEdge)));
+        end.commit_values(&[Value::Int(n), Value::Bool(refused)]);
+    });
+    let rec = std::sync::Arc::new(
+        Recording::start(
+            RecordingConfig::new(dir.join("all.jfr"))
+                .repository(&repo)
+                .keep_repository(true),
+        )
+        .unwrap(),
+    );
+    // The first chunk's beginning is the periodic thread's first round.
+    std::thread::sleep(Duration::from_millis(200));
+    for chunk in 0..=ROTATIONS {
+        mark.commit_values(&[Value::Int(chunk as i64)]);
+        if chunk < ROTATIONS {
+            *REC.lock().unwrap() = Some(rec.clone());
+            rec.rotate().unwrap();
+            *REC.lock().unwrap() = None;
+        }
+    }
+    std::sync::Arc::into_inner(rec).unwrap().stop().unwrap();
+    assert!(flightrec::remove_periodic_event(begin));
+    assert!(flightrec::remove_periodic_event(end));
+
+    let mut files: Vec<_> = std::fs::read_dir(&repo)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jfr"))
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), ROTATIONS + 1, "{files:?}");
+    for (i, f) in files.iter().enumerate() {
+        let marks = events(f, "com.example.Mark");
+        assert_eq!(marks.len(), 1, "chunk {i}");
+        assert_eq!(marks[0]["chunk"], i as i64, "chunk {i}");
+        let begins = events(f, "com.example.ChunkBegin");
+        assert_eq!(begins.len(), 1, "chunk {i}: {begins:?}");
+        assert_eq!(begins[0]["n"], i as i64, "chunk {i}");
+        let ends = events(f, "com.example.ChunkEnd");
+        assert_eq!(ends.len(), 1, "chunk {i}: {ends:?}");
+        assert_eq!(ends[0]["n"], i as i64, "chunk {i}");
+        // Rotations run the end on the recorder thread; the last chunk's
+        // end is the periodic thread's last round.
+        let last = i == ROTATIONS;
+        assert_eq!(ends[0]["flushRefused"], !last, "chunk {i}");
+        let thread = if last {
+            "flightrec-periodic"
+        } else {
+            "flightrec-recorder"
+        };
+        assert_eq!(ends[0]["eventThread"]["osName"], thread, "chunk {i}");
+        // A built-in everyChunk type: once at each edge of every chunk.
+        assert_eq!(events(f, "jdk.PhysicalMemory").len(), 2, "chunk {i}");
+    }
 }

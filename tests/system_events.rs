@@ -240,6 +240,13 @@ fn the_recording_says_what_the_process_and_machine_did() {
     let by_site = flightrec_testkit::view("exception-by-site", &out);
     let row = by_site.lines().find(|l| l.contains("panic_site")).unwrap();
     assert!(row.trim_end().ends_with(&format!(" {panics}")), "{row}");
+    // The thrown class is the panic's location: one type, all P panics.
+    let by_type = flightrec_testkit::view("exception-by-type", &out);
+    let row = by_type
+        .lines()
+        .find(|l| l.contains("system_events.rs:"))
+        .unwrap_or_else(|| panic!("no panic class in exception-by-type:\n{by_type}"));
+    assert!(row.trim_end().ends_with(&format!(" {panics}")), "{row}");
     let starts_view = flightrec_testkit::view("thread-start", &out);
     let rows = starts_view
         .lines()

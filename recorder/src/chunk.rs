@@ -57,6 +57,8 @@ pub(crate) struct ChunkAssembler {
     statics_written: bool,
     /// Timed sites whose constants this chunk defines (see `crate::timing`).
     sites_written: usize,
+    /// Panic classes this chunk defines (see `crate::panics`).
+    panic_classes_written: usize,
     /// Registered-type count described by the last metadata written, if any.
     metadata_types: Option<usize>,
     scratch: Vec<u8>,
@@ -87,6 +89,7 @@ impl ChunkAssembler {
             written_stacks: BTreeSet::new(),
             statics_written: false,
             sites_written: 0,
+            panic_classes_written: 0,
             metadata_types: None,
             scratch: Vec::new(),
             pending: (0, 0),
@@ -211,6 +214,8 @@ impl ChunkAssembler {
         #[cfg(not(flightrec_loom))]
         {
             self.sites_written = crate::timing::write_site_constants(&mut cp, self.sites_written);
+            self.panic_classes_written =
+                crate::panics::write_class_constants(&mut cp, self.panic_classes_written);
         }
         if !self.statics_written {
             // Small and always written: samples refer to thread states,

@@ -4,7 +4,12 @@
 //! PAYLOAD`, the panicking thread, and its stack trace with the panic
 //! machinery cut off, so the top frame is the function that panicked — and
 //! counts panics for the periodic `jdk.ExceptionStatistics`. Together they
-//! make `jfr view exception-by-site` and `exception-count` work.
+//! make `jfr view exception-by-site` and `exception-count` work. The thrown
+//! class is a synthetic class per panic location, named `FILE:LINE:COL`
+//! (`panicked` when the location is unknown), so `exception-by-type` groups
+//! panics by where they were raised: [`write_class_constants`] defines them
+//! in every chunk, with keys of their own (`CLASS_KEY_BASE + 2i`, its name
+//! symbol `+1`), as the timed sites do (`crate::timing`).
 //! `jdk.JavaErrorThrow#enabled=false` turns the events off (the count goes
 //! on); `stackTrace=false` leaves the stack out.
 //!
@@ -33,13 +38,14 @@ use std::cell::Cell;
 use std::hint::black_box;
 use std::panic::PanicHookInfo;
 
-use chunk_writer::TypeId;
+use chunk_writer::constants::{ClassValue, write_class, write_symbol};
 use chunk_writer::encode::Sink;
+use chunk_writer::{Checkpoint, TypeId};
 
 use crate::event::commit::BuiltinRefs;
 use crate::periodic::system::{emit_with, enabled};
 use crate::runtime::{self, registry};
-use crate::sync::{AtomicBool, AtomicU64, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, Mutex, Ordering};
 
 static PANICS: AtomicU64 = AtomicU64::new(0);
 static RECORDING: AtomicBool = AtomicBool::new(false);
@@ -54,6 +60,66 @@ const MACHINERY_DEPTH: usize = 32;
 
 /// Deepest stack a panic event keeps.
 const MAX_FRAMES: usize = 128;
+
+/// Keys of the panic classes; far from the frame tables' (counted from 1)
+/// and the timed sites' (`1 << 40`).
+const CLASS_KEY_BASE: u64 = 1 << 41;
+
+/// The panic locations seen, in order: index `i` is class
+/// `CLASS_KEY_BASE + 2i`.
+static CLASSES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// The class key of panics at `location` (registering it); 0 (no class)
+/// if the registry stays locked, as when the recorder thread panicked while
+/// writing it: the hook never waits on a lock.
+fn class_key(location: String) -> u64 {
+    let Some(mut c) = (0..100).find_map(|_| {
+        CLASSES.try_lock().or_else(|| {
+            std::thread::yield_now();
+            None
+        })
+    }) else {
+        return 0;
+    };
+    let i = match c.iter().position(|l| *l == location) {
+        Some(i) => i,
+        None => {
+            c.push(location);
+            c.len() - 1
+        }
+    };
+    CLASS_KEY_BASE + 2 * i as u64
+}
+
+/// Defines the panic classes registered since the `from`th in `cp`;
+/// returns how many are defined now. A chunk starts at 0, so each chunk
+/// defines every class its events can reference.
+pub(crate) fn write_class_constants(cp: &mut Checkpoint, from: usize) -> usize {
+    let c = CLASSES.lock();
+    let n = c.len();
+    if from >= n {
+        return n;
+    }
+    {
+        let mut pool = cp.pool(TypeId::CLASS);
+        for i in from..n {
+            let k = CLASS_KEY_BASE + 2 * i as u64;
+            let value = ClassValue {
+                class_loader: 0,
+                name: k + 1,
+                package: 0,
+                modifiers: 1,
+                hidden: false,
+            };
+            write_class(pool.entry(k), &value);
+        }
+    }
+    let mut pool = cp.pool(TypeId::SYMBOL);
+    for (i, location) in c.iter().enumerate().skip(from) {
+        write_symbol(pool.entry(CLASS_KEY_BASE + 2 * i as u64 + 1), location);
+    }
+    n
+}
 
 /// Panics seen while a recording ran.
 pub(crate) fn count() -> u64 {
@@ -184,6 +250,10 @@ fn record(info: &PanicHookInfo<'_>, frames: &[u64], truncated: bool) {
     // This thread's own key: its slot tags it.
     let thread = crate::local::current_thread_key(rt).unwrap_or(0);
     let message = message(info);
+    let class = class_key(info.location().map_or_else(
+        || "panicked".to_owned(),
+        |l| format!("{}:{}:{}", l.file(), l.line(), l.column()),
+    ));
     let ticks = crate::clock::ticks();
     let refs = BuiltinRefs {
         thread: None,
@@ -194,7 +264,7 @@ fn record(info: &PanicHookInfo<'_>, frames: &[u64], truncated: bool) {
         e.put_varint(thread);
         e.put_varint(stack);
         e.put_str(&message);
-        e.put_varint(0);
+        e.put_varint(class);
     });
 }
 

@@ -58,6 +58,10 @@ pub enum RecordingError {
     /// off in a child (see the crate's `fork` notes); the child may start
     /// a recording of its own.
     InForkedChild,
+    /// Called from a periodic event's closure that the recorder thread runs
+    /// at a chunk's edge (an `endChunk`, `beginChunk` or `everyChunk`
+    /// period): the request would wait for the recorder thread itself.
+    FromChunkEdge,
 }
 
 impl std::fmt::Display for RecordingError {
@@ -69,6 +73,9 @@ impl std::fmt::Display for RecordingError {
             Self::InForkedChild => {
                 f.write_str("this recording belongs to the parent process (called after fork)")
             }
+            Self::FromChunkEdge => f.write_str(
+                "called from a chunk-edge periodic event, which the recorder thread itself runs",
+            ),
         }
     }
 }
@@ -77,7 +84,7 @@ impl std::error::Error for RecordingError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Self::Failed { source, .. } | Self::Dump { source, .. } => Some(source),
-            Self::RecorderGone | Self::InForkedChild => None,
+            Self::RecorderGone | Self::InForkedChild | Self::FromChunkEdge => None,
         }
     }
 }
@@ -379,6 +386,9 @@ impl Recording {
     ) -> Result<(), RecordingError> {
         if self.pid != std::process::id() {
             return Err(RecordingError::InForkedChild);
+        }
+        if crate::periodic::at_chunk_edge() {
+            return Err(RecordingError::FromChunkEdge);
         }
         if self.stopped {
             return Err(RecordingError::RecorderGone);

@@ -1,17 +1,21 @@
 //! `jdk.ThreadStart` and `jdk.ThreadEnd` for every thread of the process,
 //! found by polling `/proc/self/task` (see [`crate::sampler::threads`]:
 //! one `fstat` per poll, a listing only when the thread count changed or
-//! every 200 ms), whether or not the thread ever commits an event.
+//! every [`RELIST`]), whether or not the thread ever commits an event.
 //!
 //! # Why polling, not a `pthread_create` hook
 //!
 //! Stable Rust has no spawn hook, and interposing `pthread_create` in a
-//! library changes every program that links it. Polling sees every thread
-//! that lives longer than one poll ([`super::POLL`], 10 ms) — and threads
-//! that start and end between two polls while another thread does the same
-//! in reverse within one 200 ms relisting window are missed. A thread first
-//! seen with the process's own name is given up to 200 ms to name itself
-//! (Rust's `Builder::name` takes effect in the new thread, once it runs).
+//! library changes every program that links it (the sampler does, only
+//! with the `thread-hook` feature: [`crate::sampler::birth`]). Polling sees
+//! every thread that lives longer than one poll ([`super::POLL`], 20 ms) —
+//! and threads that start and end between two polls while another thread
+//! does the same in reverse within one relisting window ([`RELIST`]) are
+//! missed.
+//! A thread first seen with the process's own name, or with the name it
+//! inherited from its creator (known for threads the hook saw), is given up
+//! to 200 ms to name itself (Rust's `Builder::name` takes effect in the new
+//! thread, once it runs).
 //!
 //! Invariant: every thread that appears after the first listing gets one
 //! `jdk.ThreadStart` before its `jdk.ThreadEnd`, and every thread seen gets
@@ -43,7 +47,12 @@ struct Known {
 
 /// Polls a new thread with the process's name may wait to name itself
 /// (200 ms: on a loaded machine a new thread may not run for a while).
-const NAME_WAIT: u32 = 20;
+const NAME_WAIT: u32 = 10;
+
+/// Longest time between two listings when the thread count did not change
+/// (a listing of a few hundred threads costs more than all else a poll
+/// does; the sampler relists more often, for its own reasons).
+const RELIST: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The threads seen, and the counts of `jdk.JavaThreadStatistics`.
 #[derive(Debug)]
@@ -61,7 +70,7 @@ pub(crate) struct Lifecycle {
 impl Lifecycle {
     pub(crate) fn new() -> Self {
         Self {
-            watch: threads::Watch::new(),
+            watch: threads::Watch::with_relist(RELIST),
             known: HashMap::new(),
             listed_once: false,
             process_name: threads::name(u64::from(std::process::id())),
@@ -97,8 +106,7 @@ impl Lifecycle {
 
     /// One poll: announces new threads and ends gone ones (writing the
     /// events if `start`/`end` are enabled).
-    pub(crate) fn poll(&mut self, rt: &Runtime, start: bool, end: bool) {
-        let now = Instant::now();
+    pub(crate) fn poll(&mut self, rt: &Runtime, start: bool, end: bool, now: Instant) {
         // Threads waiting for their name are announced once named, or
         // after `NAME_WAIT` polls.
         let pending: Vec<u64> = self
@@ -107,7 +115,8 @@ impl Lifecycle {
             .filter(|(_, k)| k.pending.is_some())
             .filter_map(|(&t, k)| {
                 k.waited += 1;
-                (k.waited >= NAME_WAIT || threads::name(t) != self.process_name).then_some(t)
+                let seen = k.pending.as_deref().unwrap_or_default();
+                (k.waited >= NAME_WAIT || threads::name(t) != seen).then_some(t)
             })
             .collect();
         for tid in pending {
@@ -142,7 +151,8 @@ impl Lifecycle {
                 continue;
             }
             let name = threads::name(tid);
-            let unnamed = name == self.process_name && tid != self.pid;
+            let unnamed = (name == self.process_name && tid != self.pid)
+                || crate::sampler::birth::inherited_name(tid).is_some_and(|n| n == name);
             self.known.insert(
                 tid,
                 Known {
@@ -160,6 +170,7 @@ impl Lifecycle {
     }
 
     fn announce(&mut self, rt: &Runtime, tid: u64, start: bool) {
+        crate::sampler::birth::forget(tid);
         let Some(k) = self.known.get_mut(&tid) else {
             return;
         };
@@ -182,6 +193,7 @@ impl Lifecycle {
         if self.known.get(&tid).is_some_and(|k| k.pending.is_some()) {
             self.announce(rt, tid, start);
         }
+        crate::sampler::birth::forget(tid);
         let Some(k) = self.known.remove(&tid) else {
             return;
         };

@@ -1,41 +1,53 @@
 //! Periodic events: the JDK's `period` setting (`everyChunk`, `beginChunk`,
 //! `endChunk`, or an interval such as `1 s`), for the built-in system events
 //! ([`system`]) and for user event types registered with
-//! [`add_periodic_event`], run on one recorder-owned thread,
-//! `flightrec-periodic`, never on the program's threads.
+//! [`add_periodic_event`]. They run on recorder-owned threads, never on the
+//! program's threads.
 //!
 //! # The thread
 //!
-//! Started by `Recording::start`, stopped (and joined) first thing in the
-//! stop. Each round it:
+//! `flightrec-periodic`, started by `Recording::start`, stopped (and
+//! joined) first thing in the stop. Each round it:
 //!
-//! 1. runs the `endChunk`/`everyChunk` tasks if the recorder thread asked
-//!    (it asks before every rotation and waits, bounded by
-//!    [`END_CHUNK_WAIT`], so the events land in the chunk that ends), then
-//!    acknowledges;
-//! 2. runs the `beginChunk`/`everyChunk` tasks once per new chunk (asked
-//!    after the rotation opened it; the first chunk at start);
-//! 3. runs the interval tasks that are due; a task's period is read from the
+//! 1. runs the `beginChunk`/`everyChunk` tasks of the first chunk (once);
+//! 2. runs the interval tasks that are due; a task's period is read from the
 //!    settings every round, so a change while recording takes effect within
 //!    one period (a shorter period at once);
-//! 4. polls the thread list (one `fstat`, see [`lifecycle`]) for
+//! 3. polls the thread list (one `fstat`, see [`lifecycle`]) for
 //!    `jdk.ThreadStart`/`jdk.ThreadEnd`;
-//! 5. sleeps until the next task is due, at most [`POLL`].
+//! 4. sleeps until the next task is due, at most [`POLL`].
 //!
 //! At the stop it runs every enabled interval task once more (the figures
 //! at the stop), the `endChunk`/`everyChunk` tasks a last time, and writes
 //! `jdk.Shutdown` with the reason.
 //!
+//! # Chunk edges
+//!
+//! At a rotation the recorder thread runs the `endChunk`/`everyChunk` tasks
+//! itself, before it flips the epoch ([`end_chunk`]), and the
+//! `beginChunk`/`everyChunk` tasks after it opened the next chunk
+//! ([`begin_chunk`]), as the JDK's rotating thread does: the events land in
+//! the chunk they describe, and a rotation never waits for another thread
+//! to be scheduled. The built-in tasks' state ([`system::SystemEvents`]) is
+//! shared under a mutex that the periodic thread holds only while it runs a
+//! built-in task (file reads, never a wait on the recorder), so the
+//! rotation waits at most for one such task. User closures run without it.
+//! A user closure that, run at a chunk edge, asks the recorder thread for
+//! something (a flush, a rotation) gets an error instead of waiting for
+//! itself.
+//!
 //! Events go through the same commit path as every other event (user
 //! closures commit with the event API; built-in events through
-//! `emit_builtin` into this thread's own buffer, which tags the threads and
+//! `emit_builtin` into the running thread's own buffer, which tags the threads and
 //! stacks they reference with the epoch of the chunk they land in), so
 //! whatever makes a chunk include the constants its events reference
 //! applies to them too.
 //!
-//! Invariant: a task runs only on this thread, only while a recording runs,
-//! and at most once per due time: events of a periodic type are never
-//! committed by a program thread, and never land after the stop.
+//! Invariant: a task runs only on the periodic or the recorder thread, only
+//! while a recording runs, and at most once per due time or chunk edge:
+//! events of a periodic type are never committed by a program thread, an
+//! edge's events land in the chunk of that edge, and none land after the
+//! stop.
 
 pub(crate) mod lifecycle;
 pub(crate) mod procfs;
@@ -53,11 +65,10 @@ use crate::statistics::{Role, RoleThread};
 use crate::sync::{Arc, Condvar, Mutex};
 
 /// Longest sleep of the thread: how late a thread start or end is seen.
-pub(crate) const POLL: Duration = Duration::from_millis(10);
-
-/// Longest the recorder thread waits for the end-of-chunk events before it
-/// rotates anyway.
-pub(crate) const END_CHUNK_WAIT: Duration = Duration::from_millis(200);
+/// Each round is a wake and a few system calls (one `fstat`, two clock
+/// reads, the wait), which on a VM without a vDSO clock cost microseconds
+/// each: 20 ms keeps the rounds under 0.1 % of a core.
+pub(crate) const POLL: Duration = Duration::from_millis(20);
 
 /// The shortest interval honoured (shorter ones are clamped to it).
 pub const MIN_PERIOD: Duration = Duration::from_millis(1);
@@ -82,8 +93,9 @@ fn user_tasks() -> &'static Mutex<Vec<UserTask>> {
 /// events of `ty` (or any other type) with the event API.
 ///
 /// A second registration for the same type replaces the first. The closure
-/// should return quickly: it delays the other periodic events, and the end
-/// of a chunk waits for it at most 200 ms.
+/// should return quickly: it delays the other periodic events, and one with
+/// an `endChunk`, `beginChunk` or `everyChunk` period runs on the recorder
+/// thread during a rotation, which waits for it.
 pub fn add_periodic_event(
     ty: &'static EventType,
     default_period: Period,
@@ -140,9 +152,6 @@ enum When {
 #[derive(Debug, Default)]
 struct Requests {
     stop: Option<String>,
-    begin: u64,
-    end: u64,
-    end_done: u64,
     /// Something to look at now (settings, a new task).
     poke: bool,
 }
@@ -155,6 +164,8 @@ struct Control {
 
 struct Running {
     control: Arc<Control>,
+    /// The built-in tasks' state, shared with the rotation path.
+    system: Arc<Mutex<system::SystemEvents>>,
     thread: JoinHandle<()>,
     pid: u32,
 }
@@ -171,6 +182,24 @@ fn control() -> Option<Arc<Control>> {
         .map(|r| r.control.clone())
 }
 
+fn shared_system() -> Option<Arc<Mutex<system::SystemEvents>>> {
+    let r = running().lock();
+    r.as_ref()
+        .filter(|r| r.pid == std::process::id())
+        .map(|r| r.system.clone())
+}
+
+crate::sync::thread_local! {
+    /// Set while this thread runs a chunk edge's tasks for the recorder.
+    static AT_EDGE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// True on the recorder thread while it runs a chunk edge's tasks: a
+/// request to the recorder from there would wait for itself.
+pub(crate) fn at_chunk_edge() -> bool {
+    AT_EDGE.try_with(std::cell::Cell::get).unwrap_or(false)
+}
+
 /// Starts the periodic thread for a recording that just started.
 pub(crate) fn start(rt: &'static Runtime) {
     let mut r = running().lock();
@@ -178,32 +207,29 @@ pub(crate) fn start(rt: &'static Runtime) {
         return;
     }
     let control = Arc::new(Control {
-        requests: Mutex::new(Requests {
-            begin: 1,
-            ..Requests::default()
-        }),
+        requests: Mutex::new(Requests::default()),
         cv: Condvar::new(),
     });
     let c = control.clone();
     // The first listing of the threads happens now, before the program
     // can start another: every thread started after `start` returns is
     // announced with a `jdk.ThreadStart`.
-    let mut state = Periodic::new(rt);
-    state.system.poll_threads(&registry().settings.load());
+    let system = Arc::new(Mutex::new(system::SystemEvents::new(rt)));
+    system
+        .lock()
+        .poll_threads(&registry().settings.load(), Instant::now());
+    let mut state = Periodic::new(system.clone());
     let spawned = std::thread::Builder::new()
         .name("flightrec-periodic".into())
         .spawn(move || {
+            // A panic ends the periodic thread, not the recording.
             let _role = RoleThread::enter(Role::Periodic);
             let _ = panic_guard::catch(Place::RecorderThread, || state.run(&c));
-            // A panic ends periodic events, not the recording; answer the
-            // recorder's end-of-chunk requests so it never waits on us.
-            let mut q = c.requests.lock();
-            q.end_done = u64::MAX;
-            c.cv.notify_all();
         });
     if let Ok(thread) = spawned {
         let parents = r.replace(Running {
             control,
+            system,
             thread,
             pid: std::process::id(),
         });
@@ -237,29 +263,44 @@ pub(crate) fn wake() {
     }
 }
 
-/// Called by the recorder thread before it rotates: runs the end-of-chunk
-/// tasks and waits for them (at most [`END_CHUNK_WAIT`]).
+/// Called by the recorder thread before it flips the epoch of a rotation:
+/// runs the `endChunk`/`everyChunk` tasks here, so their events land in the
+/// chunk that ends.
 pub(crate) fn end_chunk() {
-    let Some(c) = control() else { return };
-    let mut q = c.requests.lock();
-    q.end += 1;
-    let want = q.end;
-    c.cv.notify_all();
-    let deadline = Instant::now() + END_CHUNK_WAIT;
-    while q.end_done < want && q.stop.is_none() {
-        let now = Instant::now();
-        if now >= deadline {
-            break;
-        }
-        q = c.cv.wait_for(q, deadline - now);
-    }
+    at_edge(When::End);
 }
 
-/// Called by the recorder thread after it opened a new chunk.
+/// Called by the recorder thread after it opened a new chunk: runs the
+/// `beginChunk`/`everyChunk` tasks here, so their events land in it.
 pub(crate) fn begin_chunk() {
-    if let Some(c) = control() {
-        c.requests.lock().begin += 1;
-        c.cv.notify_all();
+    at_edge(When::Begin);
+}
+
+fn at_edge(edge: When) {
+    let Some(system) = shared_system() else {
+        return;
+    };
+    let settings = registry().settings.load();
+    let _ = AT_EDGE.try_with(|f| f.set(true));
+    chunk_edge(&system, &settings, edge);
+    let _ = AT_EDGE.try_with(|f| f.set(false));
+}
+
+/// Runs every enabled task whose period is `edge` or `everyChunk`, on the
+/// calling thread; the built-in ones under `system`'s lock.
+fn chunk_edge(system: &Mutex<system::SystemEvents>, settings: &Settings, edge: When) {
+    for (i, b) in system::BUILTIN.iter().enumerate() {
+        if let Some(p) = b.effective_period(settings)
+            && hits(p, edge)
+        {
+            system.lock().run(i, settings);
+        }
+    }
+    for (ty, period, run) in user_snapshot() {
+        let p = effective_user_period(settings, ty, period);
+        if hits(p, edge) && ty.is_enabled() {
+            run_user(&*run);
+        }
     }
 }
 
@@ -272,22 +313,21 @@ struct Schedule {
 
 /// The thread's state.
 struct Periodic {
-    rt: &'static Runtime,
-    system: system::SystemEvents,
+    /// The built-in tasks' state, locked only while one runs.
+    system: Arc<Mutex<system::SystemEvents>>,
     /// Schedules of the built-in tasks, by index in [`system::BUILTIN`].
     builtin: Vec<Schedule>,
     /// Schedules of user tasks, by type name.
     user: Vec<(&'static str, Schedule)>,
-    begin_done: u64,
-    end_done: u64,
+    /// The first chunk's begin tasks have run.
+    begun: bool,
 }
 
 impl Periodic {
-    fn new(rt: &'static Runtime) -> Self {
+    fn new(system: Arc<Mutex<system::SystemEvents>>) -> Self {
         let now = Instant::now();
         Self {
-            rt,
-            system: system::SystemEvents::new(rt),
+            system,
             builtin: system::BUILTIN
                 .iter()
                 .map(|_| Schedule {
@@ -296,72 +336,46 @@ impl Periodic {
                 })
                 .collect(),
             user: Vec::new(),
-            begin_done: 0,
-            end_done: 0,
+            begun: false,
         }
     }
 
     fn run(&mut self, c: &Control) {
         loop {
-            let (stop, begin, end) = {
+            let stop = {
                 let mut q = c.requests.lock();
                 q.poke = false;
-                (q.stop.clone(), q.begin, q.end)
+                q.stop.clone()
             };
             let settings = registry().settings.load();
             let now = Instant::now();
+            // The first chunk's beginning (later ones: the rotation's own
+            // [`begin_chunk`]); also when the recording stops before the
+            // first round.
+            if !self.begun {
+                self.begun = true;
+                chunk_edge(&self.system, &settings, When::Begin);
+            }
             if let Some(reason) = stop {
-                // A recording stopped before the first round still gets
-                // its beginning-of-chunk events.
-                if begin > self.begin_done {
-                    self.begin_done = begin;
-                    self.chunk_edge(&settings, When::Begin);
-                }
                 // A last value of every interval event, so the recording
                 // ends with the figures at its stop.
                 for (i, b) in system::BUILTIN.iter().enumerate() {
                     if b.effective_period(&settings).and_then(interval).is_some() {
-                        self.system.run(i, &settings);
+                        self.system.lock().run(i, &settings);
                     }
                 }
-                self.chunk_edge(&settings, When::End);
-                self.system.shutdown(&reason);
+                chunk_edge(&self.system, &settings, When::End);
+                self.system.lock().shutdown(&reason);
                 return;
             }
-            if end > self.end_done {
-                self.chunk_edge(&settings, When::End);
-                self.end_done = end;
-                let mut q = c.requests.lock();
-                q.end_done = q.end_done.max(end);
-                c.cv.notify_all();
-            }
-            if begin > self.begin_done {
-                self.begin_done = begin;
-                self.chunk_edge(&settings, When::Begin);
-            }
             let next = self.intervals(&settings, now);
-            self.system.poll_threads(&settings);
-            let wake = next.min(Instant::now() + POLL);
+            self.system.lock().poll_threads(&settings, now);
+            // Timed from the round's start (one clock read per round): the
+            // round's own few microseconds are not worth another.
+            let wake = next.min(now + POLL);
             let q = c.requests.lock();
-            if q.stop.is_none() && !q.poke && q.begin == begin && q.end == end {
-                drop(c.cv.wait_for(q, wake.saturating_duration_since(Instant::now())));
-            }
-        }
-    }
-
-    /// Runs every enabled task whose period is `edge` or `everyChunk`.
-    fn chunk_edge(&mut self, settings: &Settings, edge: When) {
-        for (i, b) in system::BUILTIN.iter().enumerate() {
-            if let Some(p) = b.effective_period(settings)
-                && hits(p, edge)
-            {
-                self.system.run(i, settings);
-            }
-        }
-        for (ty, period, run) in user_snapshot() {
-            let p = effective_user_period(settings, ty, period);
-            if hits(p, edge) && ty.is_enabled() {
-                run_user(&*run);
+            if q.stop.is_none() && !q.poke {
+                drop(c.cv.wait_for(q, wake.saturating_duration_since(now)));
             }
         }
     }
@@ -372,7 +386,7 @@ impl Periodic {
         for (i, b) in system::BUILTIN.iter().enumerate() {
             let when = b.effective_period(settings).and_then(interval);
             if let Some(due) = step(&mut self.builtin[i], when, now) {
-                self.system.run(i, settings);
+                self.system.lock().run(i, settings);
                 next = next.min(due);
             } else if let Some(When::Interval(_)) = self.builtin[i].when {
                 next = next.min(self.builtin[i].next);
@@ -406,7 +420,6 @@ impl Periodic {
                 next = next.min(s.next);
             }
         }
-        let _ = self.rt;
         next
     }
 }

@@ -7,10 +7,11 @@
 //! Each task reads one file per run where the figure is process- or
 //! machine-wide (`jdk.CPULoad`: `/proc/self/stat` and `/proc/stat`;
 //! `jdk.ResidentSetSize`: `/proc/self/status`; each container event: its
-//! one or two cgroup files). `jdk.ThreadCPULoad` reads one
-//! `/proc/self/task/TID/stat` per live thread per period (10 s by
-//! default): the kernel has no file with every thread's times. Thread
-//! starts and ends cost one `fstat` per poll ([`super::lifecycle`]).
+//! one or two cgroup files). `jdk.ThreadCPULoad` (10 s by default) reads
+//! no file: three `clock_gettime` calls per live thread on its CPU clocks
+//! ([`thread_times`]), where a `/proc/self/task/TID/stat` would cost an
+//! open, a read, a close and the kernel's formatting of fifty fields.
+//! Thread starts and ends cost one `fstat` per poll ([`super::lifecycle`]).
 //!
 //! # Not written
 //!
@@ -183,10 +184,10 @@ impl SystemEvents {
     }
 
     /// Polls thread starts and ends.
-    pub(crate) fn poll_threads(&mut self, settings: &Settings) {
+    pub(crate) fn poll_threads(&mut self, settings: &Settings, now: Instant) {
         let start = enabled(settings, "jdk.ThreadStart");
         let end = enabled(settings, "jdk.ThreadEnd");
-        self.lifecycle.poll(self.rt, start, end);
+        self.lifecycle.poll(self.rt, start, end, now);
     }
 
     /// Runs task `i` of [`BUILTIN`].
@@ -277,22 +278,18 @@ impl SystemEvents {
     }
 
     fn thread_cpu_load(&mut self, ticks: i64, settings: &Settings) {
-        // The list is as fresh as the last poll (at most 10 ms old).
+        let now = Instant::now();
         self.lifecycle.poll(
             self.rt,
             enabled(settings, "jdk.ThreadStart"),
             enabled(settings, "jdk.ThreadEnd"),
+            now,
         );
-        let now = Instant::now();
         let tids: Vec<u64> = self.lifecycle.tids().collect();
         let mut seen = HashMap::with_capacity(tids.len());
-        let tck = self.clk_tck as f64;
         let n = cpus();
         for tid in tids {
-            let Some((u, s)) = procfs::read(format!("/proc/self/task/{tid}/stat"))
-                .as_deref()
-                .and_then(procfs::stat_times)
-            else {
+            let Some((u, s)) = thread_times(tid) else {
                 continue;
             };
             seen.insert(tid, (now, u, s));
@@ -303,8 +300,8 @@ impl SystemEvents {
             if wall <= 0.0 {
                 continue;
             }
-            let user = (u.saturating_sub(u0) as f64 / tck / wall).clamp(0.0, 1.0);
-            let system = (s.saturating_sub(s0) as f64 / tck / wall).clamp(0.0, 1.0);
+            let user = (u.saturating_sub(u0) as f64 / 1e9 / wall).clamp(0.0, 1.0);
+            let system = (s.saturating_sub(s0) as f64 / 1e9 / wall).clamp(0.0, 1.0);
             let Some(key) = self.lifecycle.key(self.rt, tid) else {
                 continue;
             };
@@ -536,6 +533,33 @@ impl SystemEvents {
             e.put_i64(bytes as i64);
         });
     }
+}
+
+/// User and system CPU time of thread `tid` of this process, in ns, from
+/// its CPU clocks (`MAKE_THREAD_CPUCLOCK(tid, clock)` = `!tid << 3 | 4 |
+/// clock`): the precise total (`CPUCLOCK_SCHED`) split in the ratio of the
+/// tick-sampled user (`CPUCLOCK_VIRT`) to user + system (`CPUCLOCK_PROF`)
+/// times, as the kernel splits it for `/proc/…/stat`. `None` once the
+/// thread exited.
+pub(crate) fn thread_times(tid: u64) -> Option<(u64, u64)> {
+    let read = |clock: libc::clockid_t| {
+        let id = (!(tid as libc::clockid_t) << 3) | 4 | clock;
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: a per-thread CPU clock id and a valid out-pointer; an
+        // exited thread's clock fails with EINVAL.
+        (unsafe { libc::clock_gettime(id, &mut ts) } == 0)
+            .then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+    };
+    let (prof, virt, sched) = (read(0)?, read(1)?, read(2)?);
+    let user = if prof == 0 {
+        sched
+    } else {
+        (u128::from(sched) * u128::from(virt.min(prof)) / u128::from(prof)) as u64
+    };
+    Some((user, sched - user))
 }
 
 /// Processors available to the process (affinity and cgroup quota), the

@@ -9,6 +9,8 @@
 //! 2. *Discover*: if the process's thread count changed (or a relisting is
 //!    due, see [`threads::Watch`]), list `/proc/self/task`; attach a slot and
 //!    timers to new threads; detach exited ones after draining their queues.
+//!    Between passes, threads that announce their birth ([`super::birth`])
+//!    are attached at once, the same way.
 //! 3. *Drain*: for every slot, move its samples into the stack-trace pool
 //!    (refreshing the unwind tables when a frame lies outside every known
 //!    module) and write one `jdk.CPUTimeSample` or `jdk.ExecutionSample`
@@ -49,6 +51,7 @@ use chunk_writer::encode::Sink;
 use chunk_writer::record::EventEncoder;
 
 use super::Sampler;
+use super::birth;
 use super::config::{self, SamplerConfig};
 use super::cpu_timer_linux::{ThreadTimers, TimerClock};
 use super::queue::{QUEUE_CAPACITY, RawSample, SampleKind, SampleSlot, SlotTable};
@@ -67,6 +70,12 @@ use crate::sync::{Arc, AtomicBool, Ordering};
 /// Longest time between two passes, hence how long a new thread may run
 /// before it is sampled (module docs, "Cadence").
 const PASS: Duration = Duration::from_millis(20);
+
+/// How often the CPU time per signal is measured (see `measure_per_signal`).
+const PER_SIGNAL_EVERY: Duration = Duration::from_millis(500);
+
+/// Signals since the last look that make a thread a steady one.
+const STEADY_SIGNALS: u64 = 8;
 
 /// How often a slot's stack bounds are looked up before giving up.
 const BOUNDS_TRIES: u8 = 3;
@@ -109,6 +118,10 @@ pub(crate) struct Consumer {
     untracked: std::collections::HashSet<u64>,
     /// Another handler took the sampling signal: see [`Consumer::foreign_handler`].
     foreign: bool,
+    /// Each tracked thread's CPU time and CPU-time signals at the last
+    /// look, and when that was (for [`birth::publish`]).
+    per_signal_seen: HashMap<u64, (u64, u64)>,
+    per_signal_at: Instant,
 }
 
 impl std::fmt::Debug for Consumer {
@@ -141,6 +154,8 @@ impl Consumer {
             tids: Vec::new(),
             untracked: std::collections::HashSet::new(),
             foreign: false,
+            per_signal_seen: HashMap::new(),
+            per_signal_at: Instant::now(),
         }
     }
 
@@ -163,7 +178,18 @@ impl Consumer {
             if stopping {
                 break;
             }
-            std::thread::sleep(self.pass_interval());
+            let interval = self.pass_interval();
+            let served = panic_guard::catch(Place::SamplerPass, || {
+                if birth::serve(interval, |tid| self.track(tid)) {
+                    // A thread born since may already be gone, with the
+                    // thread count back where it was: list at the next pass.
+                    self.threads.relist();
+                }
+            });
+            if served.is_err() {
+                let _ = panic_guard::catch(Place::SamplerPass, || self.detach_all());
+                return;
+            }
         }
         self.detach_all();
     }
@@ -171,6 +197,7 @@ impl Consumer {
     /// Deletes every timer and detaches every tracked thread, writing what
     /// their queues still hold.
     fn detach_all(&mut self) {
+        birth::set_active(false);
         self.cpu = None;
         self.wall = None;
         let tids: Vec<u64> = self.tracked.keys().copied().collect();
@@ -218,6 +245,9 @@ impl Consumer {
         }
         if self.pass_merged != u32::MAX {
             self.merged = self.pass_merged;
+        }
+        if self.per_signal_at.elapsed() >= PER_SIGNAL_EVERY {
+            self.measure_per_signal();
         }
         self.tids = tids;
     }
@@ -290,6 +320,12 @@ impl Consumer {
         for (tid, index, generation) in tracked {
             self.arm(tid, index, generation);
         }
+        birth::keep_hook();
+        if let Some(t) = &self.cpu {
+            birth::publish_config(config.signal, t.period());
+        }
+        self.per_signal_seen.clear();
+        birth::set_active(config.any());
         self.config = Some(config);
         self.merged = 1;
         // Threads may have started while sampling was off: list them now.
@@ -330,29 +366,80 @@ impl Consumer {
         }
         self.untracked.retain(|tid| now.contains(tid));
         for tid in now {
-            if tid == self.own_tid || self.tracked.contains_key(&tid) {
-                continue;
-            }
-            let Some((index, generation)) = self.slots.assign(tid) else {
-                if self.untracked.insert(tid) {
-                    self.rt.losses.record(LossCause::ThreadNotSampled, 0);
-                }
+            let _ = self.track(tid);
+        }
+    }
+
+    /// The CPU time one CPU-time signal stands for on threads that run
+    /// steadily (at least [`STEADY_SIGNALS`] signals since the last look):
+    /// their CPU time over their signals, published for [`birth`]. One CPU
+    /// clock read per tracked thread, every [`PER_SIGNAL_EVERY`].
+    fn measure_per_signal(&mut self) {
+        self.per_signal_at = Instant::now();
+        let (Some(t), Some(c)) = (&self.cpu, &self.config) else {
+            return;
+        };
+        let (period, signal) = (t.period(), c.signal);
+        let (mut cpu, mut signals) = (0u64, 0u64);
+        let mut seen = HashMap::with_capacity(self.tracked.len());
+        for (&tid, tr) in &self.tracked {
+            let (Some(now), Some(slot)) = (threads::cpu_time_ns(tid), self.slots.get(tr.index))
+            else {
                 continue;
             };
-            self.tracked.insert(
-                tid,
-                Tracked {
-                    index,
-                    generation,
-                    key: None,
-                    bounds_tries: 0,
-                    foreign_cpu_seen: None,
-                },
-            );
-            if !self.arm(tid, index, generation) {
-                // The thread exited between the listing and the timer.
-                self.release(tid);
+            let k = slot.cpu_signals.load(Ordering::Relaxed);
+            if let Some(&(c0, k0)) = self.per_signal_seen.get(&tid)
+                && k.saturating_sub(k0) >= STEADY_SIGNALS
+            {
+                cpu += now.saturating_sub(c0);
+                signals += k - k0;
             }
+            seen.insert(tid, (now, k));
+        }
+        self.per_signal_seen = seen;
+        if let Some(per_signal) = cpu.checked_div(signals) {
+            birth::publish(signal, period, Duration::from_nanos(per_signal));
+        }
+    }
+
+    /// Attaches a slot and timers to `tid`, unless it is tracked already.
+    /// Returns its CPU-time signal value and slot index if it has a CPU
+    /// timer (for [`birth`]).
+    fn track(&mut self, tid: u64) -> Option<(u64, usize)> {
+        if !self.config.as_ref().is_some_and(|c| c.any()) || tid == self.own_tid {
+            return None;
+        }
+        if !self.tracked.contains_key(&tid) {
+            self.attach_new(tid);
+        }
+        let t = self.tracked.get(&tid)?;
+        self.cpu.as_ref()?;
+        Some((
+            signal::encode(t.index, t.generation, SampleKind::CpuTime),
+            t.index,
+        ))
+    }
+
+    fn attach_new(&mut self, tid: u64) {
+        let Some((index, generation)) = self.slots.assign(tid) else {
+            if self.untracked.insert(tid) {
+                self.rt.losses.record(LossCause::ThreadNotSampled, 0);
+            }
+            return;
+        };
+        self.tracked.insert(
+            tid,
+            Tracked {
+                index,
+                generation,
+                key: None,
+                bounds_tries: 0,
+                foreign_cpu_seen: None,
+            },
+        );
+        if !self.arm(tid, index, generation) {
+            // The thread exited between the listing and the timer.
+            self.release(tid);
         }
     }
 

@@ -87,6 +87,7 @@ pub(crate) fn reconcile() {
 #[cfg(not(flightrec_loom))]
 pub(crate) fn fork_lock() {
     crate::sync::fork_lock(control());
+    super::birth::fork_lock();
 }
 
 /// Releases what [`fork_lock`] holds; in the child, first forgets the
@@ -99,6 +100,8 @@ pub(crate) fn fork_lock() {
 /// in the child with no other thread running.
 #[cfg(not(flightrec_loom))]
 pub(crate) unsafe fn fork_unlock(in_child: bool) {
+    // SAFETY: the caller's contract (taken last in `fork_lock`).
+    unsafe { super::birth::fork_unlock(in_child) };
     if in_child {
         // SAFETY: the caller's contract: the lock is held for us and we
         // are the only thread.

@@ -8,6 +8,8 @@
 //!   built outside it, with validated stack reads.
 //! * `queue`: preallocated per-thread sample rings and the slot table.
 //! * `threads`: finding every thread of the process.
+//! * `birth`: attaching a thread as it starts (`pthread_create` hook,
+//!   feature `thread-hook`).
 //! * `consumer`: the sampler thread, from queues to `jdk.CPUTimeSample`,
 //!   `jdk.CPUTimeSamplesLost`, `jdk.ExecutionSample`, `jdk.ActiveSetting`.
 //! * `control`: start, re-configure and stop with the recording.
@@ -18,6 +20,8 @@
 //! signal, timer and unwinding code needs the real kernel, and the loom
 //! model of the queue drives the handler's part of it (see `loom_api`).
 
+#[cfg(not(flightrec_loom))]
+pub(crate) mod birth;
 mod config;
 #[cfg(not(flightrec_loom))]
 mod consumer;

@@ -247,6 +247,8 @@ pub(crate) struct SampleSlot {
     pub(crate) last_sp: AtomicU64,
     /// The thread's CPU time at its previous wall-clock sample (nanoseconds).
     pub(crate) last_cpu_nanos: AtomicU64,
+    /// CPU-time signals this thread received (for its exit, see `birth`).
+    pub(crate) cpu_signals: AtomicU64,
     /// Handlers now inside this slot: entered by every signal naming the
     /// slot, current or late (module docs). Waited for by `retire` and by
     /// the unwinder swap. A count, not a flag: a late signal of the previous
@@ -274,6 +276,7 @@ impl SampleSlot {
             stack_hi: AtomicU64::new(0),
             last_sp: AtomicU64::new(0),
             last_cpu_nanos: AtomicU64::new(0),
+            cpu_signals: AtomicU64::new(0),
             in_handler: AtomicUsize::new(0),
             queue: SampleQueue::new(),
             scratch: UnsafeCell::new(Scratch::new()),
@@ -402,6 +405,7 @@ impl SlotTable {
             slot.stack_hi.store(0, Ordering::Relaxed);
             slot.last_sp.store(0, Ordering::Relaxed);
             slot.last_cpu_nanos.store(0, Ordering::Relaxed);
+            slot.cpu_signals.store(0, Ordering::Relaxed);
             slot.generation.store(generation, Ordering::Relaxed);
             // Release: the reset fields before the signal that names them
             // (the timer is created after this store).

@@ -137,6 +137,35 @@ struct TimerInfo {
     si_value: u64,
 }
 
+/// Sends the calling thread `signal` as its CPU timer would, carrying
+/// `value` and `overrun`: a sample taken by the handler now (see `birth`).
+#[cfg_attr(not(feature = "thread-hook"), allow(dead_code))] // used by the hook
+pub(crate) fn sample_self(signal: i32, value: u64, overrun: u32) {
+    // SAFETY: an all-zero siginfo is valid; the timer fields are set below
+    // through `TimerInfo`, which lies within it.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    {
+        // SAFETY: `TimerInfo` is the prefix of the 128-byte siginfo.
+        let t = unsafe { &mut *(&raw mut info).cast::<TimerInfo>() };
+        t.si_signo = signal;
+        t.si_code = libc::SI_TIMER;
+        t.si_overrun = overrun.min(i32::MAX as u32) as i32;
+        t.si_value = value;
+    }
+    // SAFETY: a valid siginfo for this process's own thread (a negative
+    // si_code is allowed to one's own process); the handler runs before the
+    // call returns.
+    unsafe {
+        libc::syscall(
+            libc::SYS_rt_tgsigqueueinfo,
+            libc::getpid(),
+            libc::gettid(),
+            signal,
+            &raw const info,
+        )
+    };
+}
+
 extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, uc: *mut libc::c_void) {
     // SAFETY: `__errno_location` returns this thread's errno, always valid.
     let errno = unsafe { *libc::__errno_location() };
@@ -178,7 +207,10 @@ unsafe fn sample(info: *mut libc::siginfo_t, uc: *mut libc::c_void) -> bool {
     let regs = unsafe { regs_of(uc) };
     slot.last_sp.store(regs.sp, Ordering::Relaxed);
     let running = match kind {
-        SampleKind::CpuTime => true,
+        SampleKind::CpuTime => {
+            slot.cpu_signals.fetch_add(1, Ordering::Relaxed);
+            true
+        }
         // SAFETY: `uc` is the interrupted context (caller's contract).
         SampleKind::Wall => match unsafe { blocked_in_syscall(uc, regs.pc) } {
             Some(blocked) => !blocked,

@@ -41,15 +41,28 @@ pub(crate) struct Watch {
     links: u64,
     /// When it was last listed.
     listed: Option<Instant>,
+    /// Longest time between two listings.
+    relist: Duration,
 }
 
 impl Watch {
     pub(crate) fn new() -> Self {
+        Self::with_relist(RELIST)
+    }
+
+    /// A watch that lists at least every `relist`.
+    pub(crate) fn with_relist(relist: Duration) -> Self {
         Self {
             dir: File::open("/proc/self/task").ok(),
             links: 0,
             listed: None,
+            relist,
         }
+    }
+
+    /// Makes the next [`poll`](Self::poll) list.
+    pub(crate) fn relist(&mut self) {
+        self.listed = None;
     }
 
     /// The threads now, if they may have changed since the last call that
@@ -61,7 +74,9 @@ impl Watch {
             .as_ref()
             .and_then(|d| d.metadata().ok())
             .map(|m| m.nlink());
-        let due = self.listed.is_none_or(|t| now.duration_since(t) >= RELIST);
+        let due = self
+            .listed
+            .is_none_or(|t| now.duration_since(t) >= self.relist);
         if !due && links.is_some_and(|l| l == self.links) {
             return None;
         }
