@@ -88,7 +88,7 @@ use tracing_subscriber::filter::Filtered;
 use tracing_subscriber::layer::{Context, Filter, Layer};
 use tracing_subscriber::registry::LookupSpan;
 
-use site::{SiteKind, site};
+use site::{AddrMap, Site, SiteKind, site, site_in};
 use values::{EventValues, Slot, Slots, SpanValues};
 
 /// The layer with its filter, as [`layer`] returns it.
@@ -150,7 +150,7 @@ impl<S> Filter<S> for JfrFilter {
     }
 
     fn callsite_enabled(&self, meta: &'static Metadata<'static>) -> Interest {
-        if site(meta).records_now() {
+        if site(meta).evaluate() {
             Interest::always()
         } else {
             Interest::never()
@@ -226,21 +226,39 @@ struct SpanData {
 /// Unique span ids, never reused (0 means "no span").
 static NEXT_SPAN_ID: AtomicU64 = AtomicU64::new(1);
 
-thread_local! {
-    /// This thread's open entries: (tracing id, start ticks), innermost last.
-    static ENTRIES: RefCell<Vec<(u64, i64)>> = RefCell::new(Vec::with_capacity(64));
-    /// Scratch values for events.
-    static SCRATCH: RefCell<Slots> = RefCell::new(Slots::new());
+/// One open entry of a recorded span on this thread.
+struct Entry {
+    /// `tracing`'s id of the span.
+    key: u64,
+    /// Its `spanId`.
+    id: u64,
+    /// Start ticks.
+    start: i64,
 }
 
-fn parent_of<S>(
-    ctx: &Context<'_, S>,
-    span: Option<tracing_subscriber::registry::SpanRef<'_, S>>,
-) -> u64
+/// Everything the layer keeps per thread, behind one thread-local access.
+struct Local {
+    /// This thread's copy of the site lookups it made (no lock).
+    sites: AddrMap<&'static Site>,
+    /// Open entries, innermost last: their start times, and the current
+    /// recorded span an event belongs to.
+    entries: Vec<Entry>,
+    /// Scratch values for events.
+    scratch: Slots,
+}
+
+thread_local! {
+    static LOCAL: RefCell<Local> = RefCell::new(Local {
+        sites: AddrMap::default(),
+        entries: Vec::with_capacity(64),
+        scratch: Slots::new(),
+    });
+}
+
+fn span_id<S>(span: Option<tracing_subscriber::registry::SpanRef<'_, S>>) -> u64
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
-    let _ = ctx;
     span.and_then(|s| s.extensions().get::<SpanData>().map(|d| d.id))
         .unwrap_or(0)
 }
@@ -264,7 +282,7 @@ where
         };
         let Some(built) = built else { return };
         values.fix(&built.kinds);
-        let parent = parent_of(&ctx, span.parent());
+        let parent = span_id(span.parent());
         let data = SpanData {
             id: NEXT_SPAN_ID.fetch_add(1, Ordering::Relaxed),
             parent,
@@ -287,18 +305,27 @@ where
         data.values.fix(&built.kinds);
     }
 
-    fn on_enter(&self, id: &Id, _: Context<'_, S>) {
+    fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
+        let id_ = span_id(ctx.span(id));
         let start = clock::ticks();
-        let _ = ENTRIES.try_with(|e| e.borrow_mut().push((id.into_u64(), start)));
+        let _ = LOCAL.try_with(|l| {
+            if let Ok(mut l) = l.try_borrow_mut() {
+                l.entries.push(Entry {
+                    key: id.into_u64(),
+                    id: id_,
+                    start,
+                })
+            }
+        });
     }
 
     fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
         let end = clock::ticks();
         let key = id.into_u64();
-        let start = ENTRIES.try_with(|e| {
-            let mut e = e.borrow_mut();
-            let at = e.iter().rposition(|(k, _)| *k == key)?;
-            Some(e.remove(at).1)
+        let start = LOCAL.try_with(|l| {
+            let mut l = l.try_borrow_mut().ok()?;
+            let at = l.entries.iter().rposition(|e| e.key == key)?;
+            Some(l.entries.remove(at).start)
         });
         let Ok(Some(start)) = start else { return };
         let Some(span) = ctx.span(id) else { return };
@@ -322,27 +349,38 @@ where
     }
 
     fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
-        let s = site(event.metadata());
-        let parent = parent_of(&ctx, ctx.event_span(event));
-        let _ = SCRATCH.try_with(|scratch| {
-            let Ok(mut slots) = scratch.try_borrow_mut() else {
+        // An explicit parent is looked up; a contextual event belongs to
+        // the innermost recorded span entered on this thread.
+        let explicit = event
+            .parent()
+            .map(|id| span_id(ctx.span(id)))
+            .or_else(|| event.is_root().then_some(0));
+        let _ = LOCAL.try_with(|l| {
+            let Ok(mut l) = l.try_borrow_mut() else {
                 return; // an event recorded while formatting one of ours
             };
+            let Local {
+                sites,
+                entries,
+                scratch,
+            } = &mut *l;
+            let s = site_in(sites, event.metadata());
+            let parent = explicit.unwrap_or_else(|| entries.last().map_or(0, |e| e.id));
             let n = s.fields.len();
-            slots.clear(n);
-            event.record(&mut *slots);
+            scratch.clear(n);
+            event.record(scratch);
             let built = match s.built() {
                 Some(b) => b,
                 None => {
-                    let kinds: Vec<_> = slots.slots[..n].iter().map(|v| v.kind()).collect();
+                    let kinds: Vec<_> = scratch.slots[..n].iter().map(|v| v.kind()).collect();
                     Some(s.build(&kinds)).flatten()
                 }
             };
             let Some(built) = built else { return };
-            slots.fix(&built.kinds);
+            scratch.fix(&built.kinds);
             built.ty.commit_from(&EventValues {
                 parent,
-                slots: &slots,
+                slots: scratch,
                 kinds: &built.kinds,
             });
         });

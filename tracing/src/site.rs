@@ -8,7 +8,7 @@
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use recorder::{EventType, EventTypeBuilder, FieldKind};
@@ -36,6 +36,10 @@ pub(crate) struct Site {
     pub(crate) fields: Box<[String]>,
     /// Built at first use; `None` if the recorder rejected it.
     built: OnceLock<Option<Built>>,
+    /// Before the type is built: whether its name records, as computed at
+    /// the last interest (re)evaluation, which follows every settings
+    /// change.
+    records: AtomicBool,
 }
 
 /// A site's JFR type and the kinds of the callsite's fields in it.
@@ -52,13 +56,24 @@ impl Site {
         self.built.get().map(Option::as_ref)
     }
 
-    /// True if events of this site are recorded now.
+    /// True if events of this site are recorded now: one load.
+    #[inline]
     pub(crate) fn records_now(&self) -> bool {
         match self.built.get() {
             Some(Some(b)) => b.ty.is_enabled(),
             Some(None) => false,
-            None => recorder::event::watch::would_record(self.name, true),
+            None => self.records.load(Ordering::Relaxed),
         }
+    }
+
+    /// Re-evaluates [`records_now`](Self::records_now) against the settings
+    /// in force (the interest computation; not on the event path).
+    pub(crate) fn evaluate(&self) -> bool {
+        if self.built.get().is_none() {
+            let on = recorder::event::watch::would_record(self.name, true);
+            self.records.store(on, Ordering::Relaxed);
+        }
+        self.records_now()
     }
 
     /// Builds the type with the callsite's fields of `kinds` (one per
@@ -140,7 +155,7 @@ impl Hasher for AddrHasher {
     }
 }
 
-type AddrMap<V> = HashMap<usize, V, BuildHasherDefault<AddrHasher>>;
+pub(crate) type AddrMap<V> = HashMap<usize, V, BuildHasherDefault<AddrHasher>>;
 
 struct Sites {
     by_meta: AddrMap<&'static Site>,
@@ -164,6 +179,15 @@ thread_local! {
 
 fn addr(meta: &'static Metadata<'static>) -> usize {
     meta as *const Metadata<'static> as usize
+}
+
+/// The site of `meta` through a thread's own `cache`.
+#[inline]
+pub(crate) fn site_in(
+    cache: &mut AddrMap<&'static Site>,
+    meta: &'static Metadata<'static>,
+) -> &'static Site {
+    *cache.entry(addr(meta)).or_insert_with(|| register(meta))
 }
 
 /// The site of `meta`, registering it on first sight.
@@ -209,6 +233,7 @@ fn register(meta: &'static Metadata<'static>) -> &'static Site {
         kind,
         fields: field_names(meta, kind),
         built: OnceLock::new(),
+        records: AtomicBool::new(false),
     }));
     sites.by_meta.insert(addr(meta), site);
     site
