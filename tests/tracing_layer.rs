@@ -8,7 +8,6 @@
 use std::collections::{BTreeMap, HashMap};
 
 use flightrec_testkit::run_example;
-use serde_json::Value;
 
 const THREADS: u64 = 4;
 const REQUESTS: u64 = 300;

@@ -59,6 +59,8 @@ pub mod settings;
 #[doc(hidden)]
 pub mod stack;
 mod stale;
+#[cfg(not(flightrec_loom))]
+pub mod stream;
 pub(crate) mod sync;
 pub mod timing;
 
