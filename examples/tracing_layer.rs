@@ -122,14 +122,18 @@ fn bump(c: &Counts, target: &'static str, name: &'static str) {
 
 #[inline(never)]
 fn serve(worker: u64, i: u64, c: &Counts) {
-    let path = if i % 3 == 0 { "/users" } else { "/items" };
+    let path = if i.is_multiple_of(3) {
+        "/users"
+    } else {
+        "/items"
+    };
     let span = info_span!("request", worker, seq = i, path, method = "GET");
     let _entered = span.enter();
     bump(c, "tracing_layer", "request");
     let rows = store::db_query("users", i) + store::db_query("items", i + 1);
     bump(c, "tracing_layer::store", "db_query");
     bump(c, "tracing_layer::store", "db_query");
-    debug!(name: "cache_probe", key = i, hit = i % 2 == 0);
+    debug!(name: "cache_probe", key = i, hit = i.is_multiple_of(2));
     bump(c, "tracing_layer", "cache_probe");
     let latency_us = 50 + (i * 37) % 400;
     if i % 10 == 9 {

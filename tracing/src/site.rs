@@ -187,7 +187,7 @@ pub(crate) fn site_in(
     cache: &mut AddrMap<&'static Site>,
     meta: &'static Metadata<'static>,
 ) -> &'static Site {
-    *cache.entry(addr(meta)).or_insert_with(|| register(meta))
+    cache.entry(addr(meta)).or_insert_with(|| register(meta))
 }
 
 /// The site of `meta`, registering it on first sight.

@@ -61,6 +61,8 @@ pub use event::{Frame, RecordedEvent};
 use crate::sync::{Arc, AtomicBool, Ordering};
 
 type EventFn = Box<dyn FnMut(&RecordedEvent<'_>) + Send>;
+type FlushFn = Box<dyn FnMut() + Send>;
+type ErrorFn = Box<dyn FnMut(&StreamError) + Send>;
 
 /// Why a stream could not deliver something; passed to `on_error`.
 #[derive(Debug)]
@@ -173,8 +175,8 @@ pub struct EventStream {
     source: Source,
     recording_pid: Option<u32>,
     handlers: Vec<(Option<String>, EventFn)>,
-    on_flush: Vec<Box<dyn FnMut() + Send>>,
-    on_error: Vec<Box<dyn FnMut(&StreamError) + Send>>,
+    on_flush: Vec<FlushFn>,
+    on_error: Vec<ErrorFn>,
     start_time: Option<SystemTime>,
     poll: Duration,
     idle_end: Duration,
