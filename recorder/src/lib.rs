@@ -9,6 +9,8 @@
 //! * [`recording`]: the lifecycle, the recorder thread, rotation and dumps.
 //! * [`timing`]: method timing and tracing of instrumented functions
 //!   (`jdk.MethodTiming`, `jdk.MethodTrace`).
+//! * [`stream`]: following a recording (or reading a file) from inside the
+//!   process, with callbacks per event type.
 //! * `sync`: every atomic, cell and thread-local, swapped for loom's under
 //!   `cfg(flightrec_loom)`.
 #![deny(unsafe_op_in_unsafe_fn)]

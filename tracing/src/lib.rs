@@ -300,9 +300,10 @@ where
         let Some(data) = ext.get_mut::<SpanData>() else {
             return;
         };
-        // Re-fixing keeps earlier text and appends the new.
+        // New text is appended; compact() drops what no field uses any more.
         record.record(&mut *data.values);
         data.values.fix(&built.kinds);
+        data.values.compact();
     }
 
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {

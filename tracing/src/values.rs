@@ -73,6 +73,31 @@ impl Slots {
         self.slots[i] = Slot::Text(start, self.text.len());
     }
 
+    /// Drops text no slot refers to any more (a span whose fields are
+    /// recorded again and again), once it is worth it.
+    pub(crate) fn compact(&mut self) {
+        let live: usize = self
+            .slots
+            .iter()
+            .map(|s| match s {
+                Slot::Text(a, b) => b - a,
+                _ => 0,
+            })
+            .sum();
+        if self.text.len() <= 1024 || self.text.len() <= 2 * live {
+            return;
+        }
+        let mut text = String::with_capacity(live);
+        for s in &mut self.slots {
+            if let Slot::Text(a, b) = *s {
+                let start = text.len();
+                text.push_str(&self.text[a..b]);
+                *s = Slot::Text(start, text.len());
+            }
+        }
+        self.text = text;
+    }
+
     pub(crate) fn text(&self, r: Range<usize>) -> &str {
         &self.text[r]
     }
@@ -213,5 +238,27 @@ impl ValueSource for SpanValues<'_> {
             1 => Value::UInt(self.parent),
             i => self.slots.value(i - 2, self.kinds[i - 2]),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compact_keeps_live_text_and_drops_the_rest() {
+        let mut s = Slots::new();
+        for i in 0..200 {
+            s.put_text(0, |t| t.push_str(&format!("value number {i}")));
+            s.put_text(1, |t| t.push_str("kept"));
+            s.compact();
+        }
+        assert!(s.text.len() <= 1024 + 32, "{}", s.text.len());
+        assert_eq!(
+            s.value(0, FieldKind::String),
+            Value::Str(Some("value number 199"))
+        );
+        assert_eq!(s.value(1, FieldKind::String), Value::Str(Some("kept")));
+        assert_eq!(s.value(2, FieldKind::I64), Value::Int(0));
     }
 }
