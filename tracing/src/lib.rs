@@ -19,7 +19,7 @@
 //! # What is recorded
 //!
 //! * Every callsite is one JFR event type, `tracing.<target>.<name>` (see
-//!   [`site`](crate) naming below), labelled with the callsite's name,
+//!   *Naming* below), labelled with the callsite's name,
 //!   described with its level, target and source line, in category
 //!   `Tracing / <target>`.
 //! * A **span** is a duration event per *entry*: from `enter` to `exit` on
@@ -29,8 +29,12 @@
 //!   nearest recorded ancestor, 0 at a root), then the span's fields. Entry
 //!   start times are kept on a thread-local stack, not in span extensions;
 //!   the span's field values are kept in its extensions.
-//! * An **event** is an instant event: `parentId` (the current recorded
-//!   span, 0 if none), then its fields (`message` included).
+//! * An **event** is an instant event: `parentId` (its explicit parent,
+//!   or else the innermost recorded span entered on this thread; 0 if
+//!   none), then its fields (`message` included).
+//! * Stack traces: with `stackTrace=true` the trace is captured inside the
+//!   layer, so the layer's and `tracing-subscriber`'s dispatch frames (about
+//!   a dozen) come first, then the instrumented function and its callers.
 //! * Field types are fixed at first use; names are sanitized into Java
 //!   identifiers. Both rules are spelled out below.
 //!
