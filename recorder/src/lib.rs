@@ -9,6 +9,8 @@
 //! * [`recording`]: the lifecycle, the recorder thread, rotation and dumps.
 //! * [`timing`]: method timing and tracing of instrumented functions
 //!   (`jdk.MethodTiming`, `jdk.MethodTrace`).
+//! * [`stream`]: following a recording (or reading a file) from inside the
+//!   process, with callbacks per event type.
 //! * `sync`: every atomic, cell and thread-local, swapped for loom's under
 //!   `cfg(flightrec_loom)`.
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -64,6 +66,7 @@ pub mod stack;
 mod stale;
 #[cfg(not(flightrec_loom))]
 mod statistics;
+pub mod stream;
 pub(crate) mod sync;
 pub mod timing;
 mod union;

@@ -135,6 +135,9 @@ impl Registry {
             ty.word
                 .store(self.word_for(ty, recording), Ordering::Release);
         }
+        drop(inner);
+        #[cfg(not(flightrec_loom))]
+        crate::event::watch::notify();
     }
 
     /// Adds recording `id`'s settings to the live ones and applies the

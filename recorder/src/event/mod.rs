@@ -5,3 +5,5 @@ pub mod descriptor;
 pub mod dynamic;
 pub mod field;
 pub(crate) mod sink;
+#[cfg(not(flightrec_loom))]
+pub mod watch;

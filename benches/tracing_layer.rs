@@ -1,0 +1,249 @@
+//! The flightrec `tracing` layer against its peers, in one process, in
+//! paired rounds on one thread (thread CPU time, `CLOCK_THREAD_CPUTIME_ID`;
+//! ratios taken per round, medians reported):
+//!
+//! * a 3-field `tracing` event through the flightrec layer (type enabled,
+//!   recording running) vs the same event into a minimal layer that pushes
+//!   the values to a thread-local `Vec` (target ≤ 1.5×), and vs
+//!   `tracing-subscriber`'s fmt layer writing to `io::sink()`;
+//! * a span enter/exit through the layer (one duration event each);
+//! * an event of a type disabled by its JFR setting vs the same event with no
+//!   subscriber interested (target ≤ 1.2×).
+//!
+//! Every variant runs under its own scoped dispatcher (`with_default`) and
+//! uses its own callsite (its own target), and each layer carries a per-layer
+//! filter wanting only its targets, so the global interest of each callsite
+//! is exactly that of the one subscriber timed with it: the disabled and
+//! no-subscriber callsites are both `Interest::never`: the first is timed
+//! under the flightrec subscriber with its type disabled, the second under
+//! `Dispatch::none()` with every live subscriber declining it (the flightrec
+//! one by a disabled type too, since its filter wants every enabled type; a
+//! process with no subscriber at all cannot be timed in the same run).
+//!
+//! `FLIGHTREC_BENCH_ONLY=<variant>` (vec, jfr, fmt, span, off, none) times
+//! one variant only, for a profiler.
+//!
+//! Prints a Markdown table and a last line `tracing_layer summary: {json}`.
+//! Under `cargo test --benches` it runs a small smoke version.
+
+use std::cell::RefCell;
+use std::hint::black_box;
+
+use flightrec::{Recording, RecordingConfig, Settings};
+use tracing::field::{Field, Visit};
+use tracing::{Dispatch, dispatcher};
+use tracing_subscriber::filter::filter_fn;
+use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+
+const SEGMENT: u64 = 4096;
+
+fn thread_ns() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid clock id and a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 * 1e9 + ts.tv_nsec as f64
+}
+
+/// A `tracing` layer that pushes each event's values to a thread-local Vec.
+struct VecLayer;
+
+thread_local! {
+    static SINK: RefCell<Vec<u64>> = RefCell::new(Vec::with_capacity(1 << 16));
+}
+
+struct Push<'a>(&'a mut Vec<u64>);
+
+impl Visit for Push<'_> {
+    fn record_u64(&mut self, _: &Field, v: u64) {
+        self.0.push(v);
+    }
+    fn record_i64(&mut self, _: &Field, v: i64) {
+        self.0.push(v as u64);
+    }
+    fn record_f64(&mut self, _: &Field, v: f64) {
+        self.0.push(v.to_bits());
+    }
+    fn record_debug(&mut self, _: &Field, _: &dyn std::fmt::Debug) {}
+}
+
+impl<S: tracing::Subscriber> Layer<S> for VecLayer {
+    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
+        SINK.with(|s| {
+            let mut v = s.borrow_mut();
+            if v.len() > (1 << 16) - 8 {
+                v.clear();
+            }
+            event.record(&mut Push(&mut v));
+        });
+    }
+}
+
+fn vec_segment() {
+    for i in 0..SEGMENT {
+        tracing::info!(target: "bench_vec", a = black_box(i), b = 7i64, c = 0.5f64);
+    }
+}
+
+fn jfr_segment() {
+    for i in 0..SEGMENT {
+        tracing::info!(target: "bench_jfr", a = black_box(i), b = 7i64, c = 0.5f64);
+    }
+}
+
+fn fmt_segment() {
+    for i in 0..SEGMENT {
+        tracing::info!(target: "bench_fmt", a = black_box(i), b = 7i64, c = 0.5f64);
+    }
+}
+
+fn off_segment() {
+    for i in 0..SEGMENT {
+        tracing::info!(name: "off", target: "bench_off", a = black_box(i), b = 7i64, c = 0.5f64);
+    }
+}
+
+fn none_segment() {
+    for i in 0..SEGMENT {
+        tracing::info!(name: "none", target: "bench_none", a = black_box(i), b = 7i64, c = 0.5f64);
+    }
+}
+
+fn span_segment(span: &tracing::Span) {
+    for _ in 0..SEGMENT {
+        let _e = black_box(span).enter();
+    }
+}
+
+/// CPU ns per operation of `segments` segments of `f` under `d`.
+fn per_op(d: &Dispatch, segments: u64, f: &dyn Fn()) -> f64 {
+    dispatcher::with_default(d, || {
+        let mut total = 0.0;
+        for _ in 0..segments {
+            let t = thread_ns();
+            f();
+            total += thread_ns() - t;
+        }
+        total / (segments * SEGMENT) as f64
+    })
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let full = std::env::args().any(|a| a == "--bench");
+    let (rounds, segments) = if full { (31, 8) } else { (2, 1) };
+    let dir = std::env::temp_dir().join(format!("flightrec-tracing-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("bench dir");
+    let only = |t: &'static str| filter_fn(move |m| m.target() == t);
+    let vec =
+        Dispatch::new(tracing_subscriber::registry().with(VecLayer.with_filter(only("bench_vec"))));
+    let fmt = Dispatch::new(
+        tracing_subscriber::registry().with(
+            tracing_subscriber::fmt::layer()
+                .with_ansi(false)
+                .with_writer(std::io::sink)
+                .with_filter(only("bench_fmt")),
+        ),
+    );
+    let jfr = Dispatch::new(tracing_subscriber::registry().with(flightrec_tracing::layer()));
+    let none = Dispatch::none();
+
+    let mut settings = Settings::new();
+    settings.enable("tracing.bench_off.off", false);
+    settings.enable("tracing.bench_none.none", false);
+    let rec = Recording::start(
+        RecordingConfig::repository_only()
+            .repository(dir.join("repo"))
+            .max_memory(1 << 30)
+            .max_size(Some(256 << 20))
+            .settings(settings),
+    )
+    .expect("start recording");
+    let span = dispatcher::with_default(
+        &jfr,
+        || tracing::info_span!(target: "bench_jfr", "op", a = 1u64),
+    );
+
+    let only = std::env::var("FLIGHTREC_BENCH_ONLY").ok();
+    let keys = ["vec", "jfr", "fmt", "span", "off", "none"];
+    let mut ns: Vec<Vec<f64>> = vec![Vec::new(); keys.len()];
+    let (mut jfr_vec, mut jfr_fmt, mut off_none, mut span_vec) = (vec![], vec![], vec![], vec![]);
+    for _ in 0..rounds {
+        rec.flush().expect("flush");
+        let run = |k: usize, d: &Dispatch, f: &dyn Fn()| {
+            if only.as_deref().is_none_or(|o| o == keys[k]) {
+                per_op(d, segments, f)
+            } else {
+                f64::NAN
+            }
+        };
+        let r = [
+            run(0, &vec, &vec_segment),
+            run(1, &jfr, &jfr_segment),
+            run(2, &fmt, &fmt_segment),
+            run(3, &jfr, &|| span_segment(&span)),
+            run(4, &jfr, &off_segment),
+            run(5, &none, &none_segment),
+        ];
+        for (v, x) in ns.iter_mut().zip(r) {
+            v.push(x);
+        }
+        jfr_vec.push(r[1] / r[0]);
+        jfr_fmt.push(r[1] / r[2]);
+        span_vec.push(r[3] / r[0]);
+        off_none.push(r[4] / r[5]);
+    }
+    drop(span);
+    let summary = rec.stop().expect("stop");
+    let _ = std::fs::remove_dir_all(&dir);
+    let m: Vec<f64> = ns.iter_mut().map(|v| median(v)).collect();
+    let (jfr_vec, jfr_fmt, span_vec, off_none) = (
+        median(&mut jfr_vec),
+        median(&mut jfr_fmt),
+        median(&mut span_vec),
+        median(&mut off_none),
+    );
+    println!("| Operation (thread CPU time, median of {rounds} paired rounds) | ns | ratio |");
+    println!("|---|---:|---:|");
+    println!(
+        "| 3-field event into a thread-local Vec layer | {:.1} | 1.00 |",
+        m[0]
+    );
+    println!(
+        "| 3-field event through the flightrec layer | {:.1} | {jfr_vec:.2} × Vec |",
+        m[1]
+    );
+    println!(
+        "| 3-field event through fmt into io::sink | {:.1} | flightrec = {jfr_fmt:.2} × fmt |",
+        m[2]
+    );
+    println!(
+        "| span enter/exit through the flightrec layer | {:.1} | {span_vec:.2} × Vec event |",
+        m[3]
+    );
+    println!(
+        "| event of a disabled type (flightrec layer) | {:.2} | {off_none:.2} × no subscriber |",
+        m[4]
+    );
+    println!(
+        "| event with no subscriber interested | {:.2} | 1.00 |",
+        m[5]
+    );
+    let lost = summary.losses.total_events();
+    if lost > 0 {
+        eprintln!("tracing_layer bench: {lost} events dropped: the figures include the drop path");
+    }
+    println!(
+        "tracing_layer summary: {{\"vec_ns\": {:.2}, \"flightrec_ns\": {:.2}, \"fmt_ns\": {:.2}, \
+         \"span_enter_exit_ns\": {:.2}, \"disabled_ns\": {:.3}, \"no_subscriber_ns\": {:.3}, \
+         \"flightrec_over_vec\": {jfr_vec:.3}, \"flightrec_over_fmt\": {jfr_fmt:.3}, \
+         \"span_over_vec\": {span_vec:.3}, \"disabled_over_no_subscriber\": {off_none:.3}, \"events_lost\": {lost}}}",
+        m[0], m[1], m[2], m[3], m[4], m[5]
+    );
+}

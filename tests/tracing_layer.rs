@@ -1,0 +1,266 @@
+//! Runs the `tracing_layer` example and checks its file with JDK 25's
+//! `jfr`: exact per-type counts against `jfr summary`, field values and span
+//! durations from `jfr print --json`, the span tree rebuilt from
+//! `spanId`/`parentId`, a type disabled by its setting absent, stack traces
+//! where `stackTrace` asks for them, and the fmt layer beside the flightrec
+//! layer still seeing every event.
+
+use std::collections::{BTreeMap, HashMap};
+
+use flightrec_testkit::run_example;
+
+const THREADS: u64 = 4;
+const REQUESTS: u64 = 300;
+
+/// Nanoseconds since the epoch of a `jfr print --json` timestamp
+/// (`2026-12-01T17:11:22.523589853Z`).
+fn instant_nanos(s: &str) -> i128 {
+    let (date, time) = s.trim_end_matches('Z').split_once('T').expect("timestamp");
+    let d: Vec<i64> = date.split('-').map(|p| p.parse().unwrap()).collect();
+    let (y, m, day) = (d[0], d[1], d[2]);
+    // Days from civil (Howard Hinnant's algorithm).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146097 + doe - 719468;
+    let t: Vec<&str> = time.split(':').collect();
+    let (h, min): (i128, i128) = (t[0].parse().unwrap(), t[1].parse().unwrap());
+    (days as i128 * 86_400 + h * 3600 + min * 60) * 1_000_000_000 + seconds_nanos(t[2])
+}
+
+/// `12.5` seconds as nanoseconds.
+fn seconds_nanos(s: &str) -> i128 {
+    let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
+    let mut frac = frac.to_owned();
+    frac.truncate(9);
+    while frac.len() < 9 {
+        frac.push('0');
+    }
+    whole.parse::<i128>().unwrap() * 1_000_000_000 + frac.parse::<i128>().unwrap()
+}
+
+/// Nanoseconds of a `jfr print --json` duration (`PT0.000153107S`).
+fn duration_nanos(s: &str) -> i128 {
+    let mut rest = s.strip_prefix("PT").expect("duration");
+    let mut total = 0;
+    for (unit, scale) in [('H', 3600), ('M', 60)] {
+        if let Some((n, r)) = rest.split_once(unit) {
+            total += n.parse::<i128>().unwrap() * scale * 1_000_000_000;
+            rest = r;
+        }
+    }
+    if let Some(secs) = rest.strip_suffix('S') {
+        total += seconds_nanos(secs);
+    }
+    total
+}
+
+#[derive(Debug)]
+struct Span {
+    ty: String,
+    parent: u64,
+    start: i128,
+    end: i128,
+    thread: String,
+}
+
+#[test]
+fn tracing_layer_counts_fields_durations_and_tree_match_jfr() {
+    let dir = flightrec_testkit::temp_dir("tracing_layer");
+    let out = dir.join("tracing.jfr");
+    let printed = run_example(
+        "tracing_layer",
+        &[
+            "--out",
+            out.to_str().unwrap(),
+            "--threads",
+            &THREADS.to_string(),
+            "--requests",
+            &REQUESTS.to_string(),
+            "--fmt",
+            "--set",
+            "tracing.tracing_layer.cache_probe#enabled=false",
+            "--set",
+            "tracing.tracing_layer.slow_request#stackTrace=true",
+        ],
+    );
+    let counts = printed["counts"].as_object().expect("counts object");
+    let n = THREADS * REQUESTS;
+    let slow = THREADS * (REQUESTS / 10);
+    let expected: BTreeMap<&str, u64> = [
+        ("tracing.tracing_layer.worker", THREADS),
+        ("tracing.tracing_layer.request", n),
+        ("tracing.tracing_layer.store.db_query", 2 * n),
+        ("tracing.tracing_layer.cache_probe", 0),
+        ("tracing.tracing_layer.request_done", n),
+        ("tracing.tracing_layer.slow_request", slow),
+    ]
+    .into();
+    let got: BTreeMap<&str, u64> = counts
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_u64().unwrap()))
+        .collect();
+    assert_eq!(got, expected, "printed counts");
+    // The fmt layer beside it saw every event, the disabled type's too.
+    assert_eq!(printed["fmt_lines"].as_u64(), Some(2 * n + slow));
+    assert_eq!(printed["mismatched_values"].as_u64(), Some(0));
+    assert_eq!(printed["rejected_types"].as_u64(), Some(0));
+
+    let summary = flightrec_testkit::summary(&out);
+    for (name, want) in &expected {
+        assert_eq!(
+            summary.counts.get(*name).copied().unwrap_or(0),
+            *want,
+            "jfr summary count of {name}"
+        );
+    }
+
+    let json = flightrec_testkit::print_json(&out);
+    let events = json.as_array().expect("events");
+    let mut spans: HashMap<u64, Span> = HashMap::new();
+    let mut children: HashMap<u64, Vec<String>> = HashMap::new();
+    let mut slow_with_stack = 0;
+    for e in events {
+        let ty = e["type"].as_str().unwrap();
+        if !ty.starts_with("tracing.") {
+            continue;
+        }
+        let v = &e["values"];
+        let parent = v["parentId"].as_u64().expect("parentId");
+        let thread = v["eventThread"]["javaName"].as_str().unwrap().to_owned();
+        let start = instant_nanos(v["startTime"].as_str().unwrap());
+        children.entry(parent).or_default().push(ty.to_owned());
+        match ty {
+            "tracing.tracing_layer.request_done" => {
+                assert_eq!(v["status"].as_u64(), Some(200));
+                assert_eq!(v["ok"].as_bool(), Some(true));
+                let latency = v["latency_us"].as_u64().unwrap();
+                assert!((50..450).contains(&latency), "latency_us {latency}");
+                let msg = v["message"].as_str().unwrap();
+                assert!(msg == "served /users" || msg == "served /items", "{msg}");
+                assert!(v["rows"].as_u64().unwrap() <= 12);
+            }
+            "tracing.tracing_layer.slow_request" => {
+                let latency = v["latency_us"].as_u64().unwrap() as f64;
+                assert_eq!(v["ratio"].as_f64(), Some(latency / 50.0));
+                let frames = v["stackTrace"]["frames"].as_array().expect("stack trace");
+                if frames.iter().any(|f| {
+                    f["method"]["name"].as_str() == Some("serve")
+                        && f["method"]["type"]["name"]
+                            .as_str()
+                            .is_some_and(|t| t.contains("tracing_layer"))
+                }) {
+                    slow_with_stack += 1;
+                }
+            }
+            _ => {
+                let id = v["spanId"].as_u64().expect("spanId");
+                assert!(id > 0);
+                let dur = duration_nanos(v["duration"].as_str().unwrap());
+                assert!(dur > 0, "{ty} duration {dur}");
+                assert!(v["stackTrace"].is_null());
+                match ty {
+                    "tracing.tracing_layer.store.db_query" => {
+                        let table = v["table"].as_str().unwrap();
+                        assert!(table == "users" || table == "items", "{table}");
+                        assert_eq!(v["rows"].as_u64(), Some(v["key"].as_u64().unwrap() % 7));
+                    }
+                    "tracing.tracing_layer.request" => {
+                        assert_eq!(v["method"].as_str(), Some("GET"));
+                        let seq = v["seq"].as_u64().unwrap();
+                        let path = if seq % 3 == 0 { "/users" } else { "/items" };
+                        assert_eq!(v["path"].as_str(), Some(path));
+                        assert_eq!(thread, format!("worker-{}", v["worker"].as_u64().unwrap()));
+                    }
+                    _ => {}
+                }
+                let old = spans.insert(
+                    id,
+                    Span {
+                        ty: ty.to_owned(),
+                        parent,
+                        start,
+                        end: start + dur,
+                        thread: thread.clone(),
+                    },
+                );
+                assert!(old.is_none(), "spanId {id} written twice");
+            }
+        }
+    }
+    assert_eq!(
+        slow_with_stack, slow,
+        "slow_request stack traces with serve()"
+    );
+
+    // The tree: workers at the root, requests under workers, two queries and
+    // one request_done (and the slow warnings) under each request.
+    let mut shape: BTreeMap<(String, String), u64> = BTreeMap::new();
+    for (parent, kids) in &children {
+        let parent_ty = if *parent == 0 {
+            "root".to_owned()
+        } else {
+            spans
+                .get(parent)
+                .unwrap_or_else(|| panic!("parentId {parent} is no recorded span"))
+                .ty
+                .clone()
+        };
+        for k in kids {
+            *shape.entry((parent_ty.clone(), k.clone())).or_default() += 1;
+        }
+    }
+    let want: BTreeMap<(String, String), u64> = [
+        (("root", "worker"), THREADS),
+        (("worker", "request"), n),
+        (("request", "store.db_query"), 2 * n),
+        (("request", "request_done"), n),
+        (("request", "slow_request"), slow),
+    ]
+    .into_iter()
+    .map(|((p, c), k)| {
+        let full = |s: &str| {
+            if s == "root" {
+                s.to_owned()
+            } else {
+                format!("tracing.tracing_layer.{s}")
+            }
+        };
+        ((full(p), full(c)), k)
+    })
+    .collect();
+    assert_eq!(shape, want, "span tree rebuilt from parentId");
+
+    // Each request span holds exactly two queries, and a child span's time
+    // lies within its parent's, on the same thread.
+    let mut per_request: HashMap<u64, u32> = HashMap::new();
+    for s in spans.values() {
+        if s.parent == 0 {
+            continue;
+        }
+        let p = &spans[&s.parent];
+        assert_eq!(
+            s.thread, p.thread,
+            "{} on another thread than its parent",
+            s.ty
+        );
+        assert!(
+            p.start <= s.start && s.end <= p.end,
+            "{} [{}, {}] outside parent {} [{}, {}]",
+            s.ty,
+            s.start,
+            s.end,
+            p.ty,
+            p.start,
+            p.end
+        );
+        if s.ty.ends_with("db_query") {
+            *per_request.entry(s.parent).or_default() += 1;
+        }
+    }
+    assert_eq!(per_request.len() as u64, n);
+    assert!(per_request.values().all(|&k| k == 2));
+}

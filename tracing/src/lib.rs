@@ -1,0 +1,393 @@
+//! A [`tracing_subscriber::Layer`] that records `tracing` spans and events
+//! as JFR events through flightrec: no new instrumentation, typed fields,
+//! and per-type JFR settings.
+//!
+//! ```no_run
+//! use tracing_subscriber::prelude::*;
+//!
+//! tracing_subscriber::registry()
+//!     .with(flightrec_tracing::layer())
+//!     .init();
+//! let recording = recorder::Recording::start(recorder::RecordingConfig::new("app.jfr"))?;
+//! let span = tracing::info_span!("request", path = "/").entered();
+//! tracing::info!(status = 200, "done");
+//! drop(span);
+//! recording.stop()?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # What is recorded
+//!
+//! * Every callsite is one JFR event type, `tracing.<target>.<name>` (see
+//!   *Naming* below), labelled with the callsite's name,
+//!   described with its level, target and source line, in category
+//!   `Tracing / <target>`.
+//! * A **span** is a duration event per *entry*: from `enter` to `exit` on
+//!   one thread (an async task's span polled three times gives three events
+//!   with the same `spanId`). Fields: `spanId` (unique in the process, never
+//!   reused, unlike `tracing`'s ids), `parentId` (the `spanId` of the
+//!   nearest recorded ancestor, 0 at a root), then the span's fields. Entry
+//!   start times are kept on a thread-local stack, not in span extensions;
+//!   the span's field values are kept in its extensions.
+//! * An **event** is an instant event: `parentId` (its explicit parent,
+//!   or else the innermost recorded span entered on this thread; 0 if
+//!   none), then its fields (`message` included).
+//! * Stack traces: with `stackTrace=true` the trace is captured inside the
+//!   layer, so the layer's and `tracing-subscriber`'s dispatch frames (about
+//!   a dozen) come first, then the instrumented function and its callers.
+//! * Field types are fixed at first use; names are sanitized into Java
+//!   identifiers. Both rules are spelled out below.
+//!
+//! # Settings
+//!
+//! Each type takes the JFR settings `enabled`, `stackTrace` and, for spans,
+//! `threshold` (e.g. `tracing.app.request#threshold=10 ms`). The layer
+//! carries its own per-layer [`Filter`](tracing_subscriber::layer::Filter):
+//! a type that is disabled, or every type while nothing records, gets
+//! `Interest::never` for this layer, so when no other layer wants the
+//! callsite it costs what `tracing` costs with no subscriber interest.
+//! Whenever a recording starts, stops or changes settings, the interest
+//! cache is rebuilt. Other layers in the same registry (fmt,
+//! OpenTelemetry) are unaffected by this filter.
+//!
+//! # Naming
+//!
+//! A callsite becomes `tracing.<target>.<name>`: the target's `::` become
+//! dots, and every character that may not appear in a Java identifier
+//! (non-ASCII included) becomes `_`; a segment starting with a digit gets a
+//! leading `_`. So target `my_crate::db` and span `"query users"` give
+//! `tracing.my_crate.db.query_users`, and an event without a name (`tracing`
+//! names it `event src/main.rs:42`) gives `tracing.<target>.event_src_main_rs_42`.
+//! A second callsite whose name comes out the same gets `_2`, `_3`, ... in
+//! the order callsites register; [`callsite_types`] lists the names given.
+//! Field names are sanitized the same way (`r#type` is `type`); one that
+//! would clash with an implicit field (`startTime`, `duration`,
+//! `eventThread`, `stackTrace`) or with `spanId` / `parentId` gets a
+//! trailing `_`.
+//!
+//! # Field types, fixed at first use
+//!
+//! A callsite's field names are static, their types are not: the JFR type is
+//! built from the first values seen (an event's first occurrence, a span's
+//! first creation). `i64` is `long`, `u64` is `long` with `@Unsigned`, `f64`
+//! is `double`, `bool` is `boolean`; everything else (strings, `Debug`,
+//! errors, 128-bit integers, and span fields still `Empty` at creation) is a
+//! `String`. Later values are converted where nothing is lost (a
+//! non-negative `i64` into an unsigned field, an integer into a `double`,
+//! anything into a `String`); a value that cannot be is written as 0 /
+//! false and counted in [`Stats::mismatched_values`].
+
+mod site;
+mod values;
+
+use std::cell::RefCell;
+use std::sync::Once;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use recorder::clock;
+use tracing_core::span::{Attributes, Id, Record};
+use tracing_core::subscriber::Interest;
+use tracing_core::{Event, Metadata, Subscriber};
+use tracing_subscriber::filter::Filtered;
+use tracing_subscriber::layer::{Context, Filter, Layer};
+use tracing_subscriber::registry::LookupSpan;
+
+use site::{AddrMap, Site, SiteKind, site, site_in};
+use values::{EventValues, Slot, Slots, SpanValues};
+
+/// The layer with its filter, as [`layer`] returns it.
+pub type FlightrecLayer<S> = Filtered<JfrLayer, JfrFilter, S>;
+
+/// The flightrec layer, filtered by the JFR settings in force: add it to
+/// a [`tracing_subscriber::registry()`].
+pub fn layer<S>() -> FlightrecLayer<S>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    JfrLayer::new().with_filter(JfrFilter::new())
+}
+
+/// Records spans and events (use it through [`layer`], which adds the
+/// filter that honours the JFR settings).
+#[derive(Debug, Clone, Default)]
+pub struct JfrLayer {
+    _private: (),
+}
+
+impl JfrLayer {
+    /// The layer alone.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+/// The per-layer filter: enabled exactly when the callsite's JFR type
+/// records now.
+#[derive(Debug, Clone)]
+pub struct JfrFilter {
+    _private: (),
+}
+
+impl JfrFilter {
+    /// The filter; the first one asks the recorder to rebuild `tracing`'s
+    /// interest cache whenever the settings in force change.
+    pub fn new() -> Self {
+        static HOOK: Once = Once::new();
+        HOOK.call_once(|| {
+            recorder::event::watch::on_settings_change(
+                tracing_core::callsite::rebuild_interest_cache,
+            )
+        });
+        Self { _private: () }
+    }
+}
+
+impl Default for JfrFilter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<S> Filter<S> for JfrFilter {
+    fn enabled(&self, meta: &Metadata<'_>, _: &Context<'_, S>) -> bool {
+        as_static(meta).is_some_and(|m| site(m).records_now())
+    }
+
+    fn callsite_enabled(&self, meta: &'static Metadata<'static>) -> Interest {
+        if site(meta).evaluate() {
+            Interest::always()
+        } else {
+            Interest::never()
+        }
+    }
+}
+
+/// Callsite metadata is `'static`; the trait signature just does not say so.
+fn as_static(meta: &Metadata<'_>) -> Option<&'static Metadata<'static>> {
+    Some(meta.callsite().0.metadata())
+}
+
+/// What the layer could not record as given (process-wide).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Field values that did not fit their field's type (fixed at first
+    /// use) and were written as 0 / false / null.
+    pub mismatched_values: u64,
+    /// Callsites whose type the recorder refused (reported on stderr once).
+    pub rejected_types: u64,
+}
+
+/// The layer's counters.
+pub fn stats() -> Stats {
+    Stats {
+        mismatched_values: site::STATS.mismatched_values.load(Ordering::Relaxed),
+        rejected_types: site::STATS.rejected_types.load(Ordering::Relaxed),
+    }
+}
+
+/// A callsite the layer has seen, and its JFR event type name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CallsiteType {
+    /// The JFR event type name (`tracing.<target>.<name>`).
+    pub type_name: &'static str,
+    /// The callsite's `target`.
+    pub target: &'static str,
+    /// The callsite's name.
+    pub name: &'static str,
+    /// True for a span (a duration event), false for an event.
+    pub is_span: bool,
+}
+
+/// The callsites seen so far and their type names, sorted by type name.
+pub fn callsite_types() -> Vec<CallsiteType> {
+    let mut v: Vec<CallsiteType> = site::all()
+        .into_iter()
+        .map(|s| CallsiteType {
+            type_name: s.name,
+            target: s.meta.target(),
+            name: s.meta.name(),
+            is_span: s.kind == SiteKind::Span,
+        })
+        .collect();
+    v.sort_by_key(|c| c.type_name);
+    v
+}
+
+/// The JFR type name of the callsite `meta` (registering it if new).
+pub fn type_name(meta: &'static Metadata<'static>) -> &'static str {
+    site(meta).name
+}
+
+/// Per-span state, in the span's extensions.
+struct SpanData {
+    id: u64,
+    parent: u64,
+    values: Box<Slots>,
+}
+
+/// Unique span ids, never reused (0 means "no span").
+static NEXT_SPAN_ID: AtomicU64 = AtomicU64::new(1);
+
+/// One open entry of a recorded span on this thread.
+struct Entry {
+    /// `tracing`'s id of the span.
+    key: u64,
+    /// Its `spanId`.
+    id: u64,
+    /// Start ticks.
+    start: i64,
+}
+
+/// Everything the layer keeps per thread, behind one thread-local access.
+struct Local {
+    /// This thread's copy of the site lookups it made (no lock).
+    sites: AddrMap<&'static Site>,
+    /// Open entries, innermost last: their start times, and the current
+    /// recorded span an event belongs to.
+    entries: Vec<Entry>,
+    /// Scratch values for events.
+    scratch: Slots,
+}
+
+thread_local! {
+    static LOCAL: RefCell<Local> = RefCell::new(Local {
+        sites: AddrMap::default(),
+        entries: Vec::with_capacity(64),
+        scratch: Slots::new(),
+    });
+}
+
+fn span_id<S>(span: Option<tracing_subscriber::registry::SpanRef<'_, S>>) -> u64
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    span.and_then(|s| s.extensions().get::<SpanData>().map(|d| d.id))
+        .unwrap_or(0)
+}
+
+impl<S> Layer<S> for JfrLayer
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else { return };
+        let s = site(span.metadata());
+        let mut values = Box::new(Slots::new());
+        attrs.record(&mut *values);
+        let n = s.fields.len();
+        let built = match s.built() {
+            Some(b) => b,
+            None => {
+                let kinds: Vec<_> = values.slots[..n].iter().map(|v: &Slot| v.kind()).collect();
+                Some(s.build(&kinds)).flatten()
+            }
+        };
+        let Some(built) = built else { return };
+        values.fix(&built.kinds);
+        let parent = span_id(span.parent());
+        let data = SpanData {
+            id: NEXT_SPAN_ID.fetch_add(1, Ordering::Relaxed),
+            parent,
+            values,
+        };
+        span.extensions_mut().insert(data);
+    }
+
+    fn on_record(&self, id: &Id, record: &Record<'_>, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else { return };
+        let Some(Some(built)) = site(span.metadata()).built() else {
+            return;
+        };
+        let mut ext = span.extensions_mut();
+        let Some(data) = ext.get_mut::<SpanData>() else {
+            return;
+        };
+        // New text is appended; compact() drops what no field uses any more.
+        record.record(&mut *data.values);
+        data.values.fix(&built.kinds);
+        data.values.compact();
+    }
+
+    fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
+        let id_ = span_id(ctx.span(id));
+        let start = clock::ticks();
+        let _ = LOCAL.try_with(|l| {
+            if let Ok(mut l) = l.try_borrow_mut() {
+                l.entries.push(Entry {
+                    key: id.into_u64(),
+                    id: id_,
+                    start,
+                })
+            }
+        });
+    }
+
+    fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
+        let end = clock::ticks();
+        let key = id.into_u64();
+        let start = LOCAL.try_with(|l| {
+            let mut l = l.try_borrow_mut().ok()?;
+            let at = l.entries.iter().rposition(|e| e.key == key)?;
+            Some(l.entries.remove(at).start)
+        });
+        let Ok(Some(start)) = start else { return };
+        let Some(span) = ctx.span(id) else { return };
+        let Some(Some(built)) = site(span.metadata()).built() else {
+            return;
+        };
+        let ext = span.extensions();
+        let Some(data) = ext.get::<SpanData>() else {
+            return;
+        };
+        built.ty.commit_span_from(
+            start,
+            end,
+            &SpanValues {
+                id: data.id,
+                parent: data.parent,
+                slots: &data.values,
+                kinds: &built.kinds,
+            },
+        );
+    }
+
+    fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
+        // An explicit parent is looked up; a contextual event belongs to
+        // the innermost recorded span entered on this thread.
+        let explicit = event
+            .parent()
+            .map(|id| span_id(ctx.span(id)))
+            .or_else(|| event.is_root().then_some(0));
+        let _ = LOCAL.try_with(|l| {
+            let Ok(mut l) = l.try_borrow_mut() else {
+                return; // an event recorded while formatting one of ours
+            };
+            let Local {
+                sites,
+                entries,
+                scratch,
+            } = &mut *l;
+            let s = site_in(sites, event.metadata());
+            let parent = explicit.unwrap_or_else(|| entries.last().map_or(0, |e| e.id));
+            let n = s.fields.len();
+            scratch.clear(n);
+            event.record(scratch);
+            let built = match s.built() {
+                Some(b) => b,
+                None => {
+                    let kinds: Vec<_> = scratch.slots[..n].iter().map(|v| v.kind()).collect();
+                    Some(s.build(&kinds)).flatten()
+                }
+            };
+            let Some(built) = built else { return };
+            scratch.fix(&built.kinds);
+            built.ty.commit_from(&EventValues {
+                parent,
+                slots: scratch,
+                kinds: &built.kinds,
+            });
+        });
+    }
+}
