@@ -16,7 +16,7 @@ use flightrec_testkit::{self as testkit, example_binary, run_example};
 
 /// The examples this file runs; `every_example_is_covered` keeps the list
 /// in step with `examples/`.
-const EXAMPLES: [&str; 8] = [
+const EXAMPLES: [&str; 10] = [
     "always_on",
     "cpu_profile",
     "custom_events",
@@ -24,7 +24,9 @@ const EXAMPLES: [&str; 8] = [
     "format_tour",
     "method_timing",
     "rotation_stress",
+    "stream_watchdog",
     "system_events",
+    "tracing_layer",
 ];
 
 fn out(dir: &Path, name: &str) -> PathBuf {
@@ -217,4 +219,38 @@ fn method_timing_prints() {
         summary.counts.get("jdk.MethodTrace").copied(),
         printed["calls"]["method_timing::work::Store::put"].as_u64()
     );
+}
+
+#[test]
+fn tracing_layer_prints() {
+    let dir = testkit::temp_dir("prints-tracing_layer");
+    let path = out(&dir, "tracing.jfr");
+    let printed = run_example("tracing_layer", &["--out", path.to_str().unwrap()]);
+    testkit::assert_prints(&path);
+    let summary = testkit::summary(&path);
+    let counts = printed["counts"].as_object().expect("counts object");
+    assert!(!counts.is_empty());
+    for (ty, n) in counts {
+        assert_eq!(
+            summary.counts.get(ty).copied().unwrap_or(0),
+            n.as_u64().unwrap(),
+            "{ty}"
+        );
+    }
+}
+
+#[test]
+fn stream_watchdog_prints() {
+    let dir = testkit::temp_dir("prints-stream_watchdog");
+    let path = out(&dir, "watchdog.jfr");
+    let run = Command::new(example_binary("stream_watchdog"))
+        .args(["--seconds", "2", "--out", path.to_str().unwrap()])
+        .output()
+        .expect("run stream_watchdog");
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    testkit::assert_prints(&path);
 }

@@ -75,7 +75,7 @@ static CLASSES: Mutex<Vec<String>> = Mutex::new(Vec::new());
 fn class_key(location: String) -> u64 {
     let Some(mut c) = (0..100).find_map(|_| {
         CLASSES.try_lock().or_else(|| {
-            std::thread::yield_now();
+            crate::sync::yield_now();
             None
         })
     }) else {

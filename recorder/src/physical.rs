@@ -19,7 +19,7 @@
 //! Invariant: [`PHYSICAL`] holds a recorder exactly while some recording
 //! is live, and `members` lists the live recordings, in start order.
 
-use std::sync::mpsc;
+use crate::sync::mpsc;
 use std::thread::JoinHandle;
 
 use crate::recorder_thread::Command;

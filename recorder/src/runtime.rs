@@ -199,6 +199,9 @@ impl Registry {
             ty.word
                 .store(self.word_for(ty, recording), Ordering::Release);
         }
+        drop(inner);
+        #[cfg(not(flightrec_loom))]
+        crate::event::watch::notify();
     }
 
     /// Holds the registry's lock across a `fork()`.

@@ -71,8 +71,8 @@ struct Counters {
 
 /// When the current recording started (for the first period's rates).
 fn started_at() -> &'static crate::sync::Mutex<Option<Instant>> {
-    static STARTED: std::sync::OnceLock<crate::sync::Mutex<Option<Instant>>> =
-        std::sync::OnceLock::new();
+    static STARTED: crate::sync::OnceLock<crate::sync::Mutex<Option<Instant>>> =
+        crate::sync::OnceLock::new();
     STARTED.get_or_init(|| crate::sync::Mutex::new(None))
 }
 
