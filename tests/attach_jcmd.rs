@@ -298,7 +298,10 @@ fn jcmd_25_runs_two_named_recordings_at_once() {
         check.contains("name=a maxage=30s disk=false (running)"),
         "{check}"
     );
-    assert!(check.contains("name=b maxage=5s disk=false (running)"), "{check}");
+    assert!(
+        check.contains("name=b maxage=5s disk=false (running)"),
+        "{check}"
+    );
     // Each with its own settings: a records jdk.CPULoad, b does not.
     let verbose = ok(&home, pid, "JFR.check name=b verbose=true");
     assert!(
@@ -328,7 +331,10 @@ fn jcmd_25_runs_two_named_recordings_at_once() {
     assert!(stopped.contains("Stopped recording \"a\""), "{stopped}");
     let check = ok(&home, pid, "JFR.check");
     assert!(!check.contains("name=a "), "{check}");
-    assert!(check.contains("name=b maxage=5s disk=false (running)"), "{check}");
+    assert!(
+        check.contains("name=b maxage=5s disk=false (running)"),
+        "{check}"
+    );
     // b records on: a dump after a's stop still has its events (its maxage
     // keeps the file small: the service commits as fast as it can, and
     // `jfr print --xml` runs out of memory on some 100 MB).
