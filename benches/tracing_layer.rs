@@ -38,13 +38,7 @@ use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 const SEGMENT: u64 = 4096;
 
 fn thread_ns() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid clock id and a valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 * 1e9 + ts.tv_nsec as f64
+    flightrec_testkit::measure::thread_cpu_ns() as f64
 }
 
 /// A `tracing` layer that pushes each event's values to a thread-local Vec.
@@ -130,10 +124,7 @@ fn per_op(d: &Dispatch, segments: u64, f: &dyn Fn()) -> f64 {
     })
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
+use flightrec_testkit::measure::median;
 
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");

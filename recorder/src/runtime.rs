@@ -128,16 +128,7 @@ impl Registry {
     pub(crate) fn apply(&self, settings: Settings, recording: bool) {
         let mut inner = self.inner.lock();
         inner.recording = recording;
-        #[cfg(not(flightrec_loom))]
-        crate::timing::apply(&settings, recording);
-        self.settings.store(StdArc::new(settings));
-        for ty in &inner.types {
-            ty.word
-                .store(self.word_for(ty, recording), Ordering::Release);
-        }
-        drop(inner);
-        #[cfg(not(flightrec_loom))]
-        crate::event::watch::notify();
+        self.install(inner, settings);
     }
 
     /// Adds recording `id`'s settings to the live ones and applies the
@@ -191,10 +182,16 @@ impl Registry {
     /// on since the first start's claim, off after a failure).
     fn apply_union(&self, inner: crate::sync::MutexGuard<'_, RegistryInner>) {
         let union = union_of(&inner);
+        self.install(inner, union);
+    }
+
+    /// Publishes `settings` as the settings in force, recomputes every
+    /// type's word under the lock, then (outside it) tells the watchers.
+    fn install(&self, inner: crate::sync::MutexGuard<'_, RegistryInner>, settings: Settings) {
         let recording = inner.recording;
         #[cfg(not(flightrec_loom))]
-        crate::timing::apply(&union, recording);
-        self.settings.store(StdArc::new(union));
+        crate::timing::apply(&settings, recording);
+        self.settings.store(StdArc::new(settings));
         for ty in &inner.types {
             ty.word
                 .store(self.word_for(ty, recording), Ordering::Release);
