@@ -13,14 +13,16 @@ use chunk_writer::encode::Sink;
 use chunk_writer::record::EventEncoder;
 
 use crate::buffer::block::Block;
+use crate::buffer::local;
 use crate::buffer::slot::{Emitted, Encode, ThreadSlot};
-use crate::config::{DEFAULT_MAX_MEMORY, DEFAULT_THREAD_BUFFER};
+use crate::epoch::rotation;
 use crate::event::descriptor::{EventKind, EventType};
-use crate::loss::LossCounts;
+use crate::recording::config::builder::{DEFAULT_MAX_MEMORY, DEFAULT_THREAD_BUFFER};
+use crate::recording::config::settings::{self as settings_word, Settings};
+use crate::recording::loss::LossCounts;
+use crate::runtime;
 use crate::sampler::queue;
-use crate::settings::{self as settings_word, Settings};
 use crate::sync::{Arc, Ordering};
-use crate::{local, rotation, runtime};
 
 /// Bytes per block in the models (the shrunk default thread buffer).
 pub const BLOCK_SIZE: usize = DEFAULT_THREAD_BUFFER;

@@ -24,8 +24,8 @@ use crate::clock;
 use crate::cpool::stacks::StackRepository;
 use crate::cpool::threads::ThreadRegistry;
 use crate::event::descriptor::{EventKind, EventType};
-use crate::loss::Losses;
-use crate::settings::{self, EnabledWord, Settings};
+use crate::recording::config::settings::{self, EnabledWord, Settings};
+use crate::recording::loss::Losses;
 use crate::sync::{Arc, ArcSwap, AtomicU64, AtomicUsize, Mutex, OnceLock, Ordering, StdArc};
 
 /// The registered event types and the active settings.
@@ -74,7 +74,7 @@ impl Registry {
     #[inline(never)]
     pub(crate) fn register(&self, ty: &'static EventType) -> u64 {
         #[cfg(not(flightrec_loom))]
-        crate::autostart::keep_linked();
+        crate::recording::autostart::keep_linked();
         let mut inner = self.inner.lock();
         let word = ty.word.load(Ordering::Acquire);
         if word != 0 {
@@ -132,7 +132,7 @@ impl Registry {
     }
 
     /// Adds recording `id`'s settings to the live ones and applies the
-    /// union (see [`crate::union`]) with recording on.
+    /// union (see [`crate::recording::config::union`]) with recording on.
     pub(crate) fn add_live(&self, id: u64, settings: Settings) {
         let mut inner = self.inner.lock();
         inner.live.retain(|(i, _)| *i != id);
@@ -266,7 +266,7 @@ impl Registry {
             .types
             .keys()
             .filter(|name| !types.iter().any(|t| t.info.name == name.as_str()))
-            .filter(|name| !crate::settings::is_builtin_event(name))
+            .filter(|name| !crate::recording::config::settings::is_builtin_event(name))
             .cloned()
             .collect();
         names.sort();
@@ -313,7 +313,7 @@ pub(crate) fn resolve(ty: &EventType, s: &Settings) -> (bool, bool, Option<std::
 /// defaults and the built-in types' taking part.
 fn union_of(inner: &RegistryInner) -> Settings {
     let live: Vec<&Settings> = inner.live.iter().map(|(_, s)| s).collect();
-    crate::union::union(&live, |name| {
+    crate::recording::config::union::union(&live, |name| {
         if let Some(ty) = inner.types.iter().find(|t| t.info.name == name) {
             let d = ty.info.defaults;
             return settings::TypeSettings {
@@ -324,7 +324,7 @@ fn union_of(inner: &RegistryInner) -> Settings {
             };
         }
         #[cfg(not(flightrec_loom))]
-        return crate::union::builtin_default(name);
+        return crate::recording::config::union::builtin_default(name);
         #[cfg(flightrec_loom)]
         settings::TypeSettings::default()
     })

@@ -55,7 +55,7 @@ use crate::buffer::block::Block;
 use crate::buffer::pool::{BlockPtr, BufferPool};
 use crate::cpool::threads::ThreadTags;
 use crate::event::sink::Packed;
-use crate::loss::{LossCause, Losses};
+use crate::recording::loss::{LossCause, Losses};
 use crate::runtime::Runtime;
 use crate::sync::{Arc, AtomicPtr, AtomicU64, Ordering, compiler_fence};
 
@@ -237,7 +237,7 @@ impl ThreadSlot {
         // Orders the section store before the epoch load on this thread; the
         // rotating thread's membarrier upgrades it to a full fence.
         compiler_fence(Ordering::SeqCst);
-        if crate::membarrier::writers_need_fence() {
+        if crate::epoch::membarrier::writers_need_fence() {
             crate::sync::fence(Ordering::SeqCst);
         }
         let epoch = epoch_word.load(Ordering::Relaxed);

@@ -17,11 +17,12 @@ use chunk_writer::encode::Sink;
 use super::descriptor::EventType;
 use super::field::{FieldKind, FieldValue, FieldWriter};
 use super::sink::{Packed, RecordSink};
+use crate::buffer::local;
 use crate::buffer::slot::{Emitted, Encode, ThreadSlot, tag_stack};
 use crate::cpool::threads::ThreadTags;
-use crate::loss::LossCause;
-use crate::settings::EnabledWord;
-use crate::{local, runtime};
+use crate::recording::config::settings::EnabledWord;
+use crate::recording::loss::LossCause;
+use crate::runtime;
 
 /// An event type declared in Rust, usually with `#[derive(Event)]`.
 pub trait Event {

@@ -31,7 +31,7 @@ use chunk_writer::metadata::{Metadata, SchemaError};
 use super::commit::{Fields, StackTrace, ThreadRef, commit_span, emit};
 use super::descriptor::{DefaultSettings, EventKind, EventType, EventTypeInfo, FieldInfo};
 use super::field::{ContentType, FieldKind, FieldValue, FieldWriter};
-use crate::loss::LossCause;
+use crate::recording::loss::LossCause;
 use crate::{clock, runtime};
 
 /// Declares an event type at run time.

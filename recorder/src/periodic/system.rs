@@ -34,8 +34,8 @@ use super::lifecycle::Lifecycle;
 use super::procfs::{self, Cgroup};
 use crate::clock;
 use crate::event::commit::{BuiltinRefs, emit_builtin};
+use crate::recording::config::settings::{Period, Settings};
 use crate::runtime::Runtime;
-use crate::settings::{Period, Settings};
 
 /// One built-in periodic event type and its defaults (JDK 25's
 /// `default.jfc`, except where said).
@@ -213,7 +213,7 @@ impl SystemEvents {
             "jdk.NetworkUtilization" => self.network(ticks),
             "jdk.JavaThreadStatistics" => self.thread_statistics(ticks),
             "jdk.ExceptionStatistics" => {
-                let n = crate::panics::count() as i64;
+                let n = crate::recording::panics::count() as i64;
                 emit(TypeId::EXCEPTION_STATISTICS, ticks, |e| e.put_i64(n));
             }
             "flightrec.RecorderStatistics" => self.recorder_statistics(ticks),
@@ -228,7 +228,7 @@ impl SystemEvents {
             return;
         }
         // This thread's own key: its slot tags it.
-        let key = crate::local::current_thread_key(self.rt).unwrap_or(0);
+        let key = crate::buffer::local::current_thread_key(self.rt).unwrap_or(0);
         let ticks = clock::ticks();
         emit(TypeId::SHUTDOWN, ticks, |e| {
             e.put_varint(key);
@@ -320,15 +320,16 @@ impl SystemEvents {
     }
 
     /// `flightrec.RecorderStatistics`: the totals since the recording
-    /// started (see `crate::statistics`), and the rates since the last one
+    /// started (see `crate::recording::statistics`), and the rates since the last one
     /// (over the recording's start for the first).
     fn recorder_statistics(&mut self, ticks: i64) {
-        let s = crate::statistics::snapshot(self.rt.pool.occupancy());
+        let s = crate::recording::statistics::snapshot(self.rt.pool.occupancy());
         let now = Instant::now();
-        let (then, events0, samples0) =
-            self.prev
-                .statistics
-                .unwrap_or((crate::statistics::started().unwrap_or(now), 0, 0));
+        let (then, events0, samples0) = self.prev.statistics.unwrap_or((
+            crate::recording::statistics::started().unwrap_or(now),
+            0,
+            0,
+        ));
         self.prev.statistics = Some((now, s.events, s.samples));
         let secs = now.duration_since(then).as_secs_f64();
         let rate = |n: u64, n0: u64| {

@@ -35,7 +35,7 @@
 //!
 //! Finished chunks are shared by the recordings live when they ended and
 //! reference-counted: each recording keeps its own list
-//! ([`crate::member`]) and applies its own retention to it, dropping its
+//! ([`crate::recording::member`]) and applies its own retention to it, dropping its
 //! oldest chunks while they are older than `max_age` or larger than
 //! `max_size`, never its newest one (so a `max_size` below one chunk still
 //! leaves the newest chunk to dump or write at the stop). A chunk file is
@@ -77,10 +77,10 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::config::StartError;
-use crate::stale;
+use crate::recording::config::builder::StartError;
+use crate::recording::stale;
 
-pub use crate::assemble::{
+pub use crate::recording::assemble::{
     AssembleError, Assembled, SkipReason, SkippedChunk, assemble, recover_chunk,
 };
 

@@ -248,7 +248,7 @@ fn record(info: &PanicHookInfo<'_>, frames: &[u64], truncated: bool) {
         0
     };
     // This thread's own key: its slot tags it.
-    let thread = crate::local::current_thread_key(rt).unwrap_or(0);
+    let thread = crate::buffer::local::current_thread_key(rt).unwrap_or(0);
     let message = message(info);
     let class = class_key(info.location().map_or_else(
         || "panicked".to_owned(),

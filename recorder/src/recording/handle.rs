@@ -6,10 +6,10 @@
 //!                        └──disk error──► Failed (events off) ───┘
 //! ```
 //!
-//! The handle talks to the recorder thread ([`crate::recorder_thread`]) over
+//! The handle talks to the recorder thread ([`crate::recording::recorder_thread`]) over
 //! a channel; every call that needs the file waits for the thread's answer.
 //! Several handles may be live at once: they share one recorder
-//! ([`crate::physical`]), each with its own settings and chunks.
+//! ([`crate::recording::physical`]), each with its own settings and chunks.
 //! A disk error stops recording (all types disabled, further drops counted
 //! as [`LossCause::WriteError`](crate::LossCause::WriteError)) and every later
 //! call returns [`RecordingError::Failed`] with the cause; nothing panics or
@@ -22,17 +22,18 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use crate::active_recording;
-use crate::config::{RecordingConfig, StartError};
-use crate::loss::LossCounts;
-use crate::member::Member;
-use crate::physical::{PHYSICAL, Physical};
-use crate::recorder_thread::{Command, Recorder};
-use crate::repository::Repository;
+use crate::clock;
+use crate::epoch::membarrier;
+use crate::recording::active_recording;
+use crate::recording::config::builder::{RecordingConfig, StartError};
+use crate::recording::config::settings::{SettingError, Settings};
+use crate::recording::loss::LossCounts;
+use crate::recording::member::Member;
+use crate::recording::physical::{PHYSICAL, Physical};
+use crate::recording::recorder_thread::{Command, Recorder};
+use crate::recording::repository::Repository;
+use crate::recording::statistics::{RecorderStatistics, Role, RoleThread};
 use crate::runtime::{self, Runtime, registry};
-use crate::settings::{SettingError, Settings};
-use crate::statistics::{RecorderStatistics, Role, RoleThread};
-use crate::{clock, membarrier};
 
 /// An error while recording.
 #[derive(Debug)]
@@ -149,7 +150,7 @@ impl Recording {
     pub fn start(config: RecordingConfig) -> Result<Recording, StartError> {
         config.validate()?;
         clock::init();
-        crate::fork::install();
+        crate::recording::fork::install();
         membarrier::register();
         let mut physical = PHYSICAL.lock();
         if let Some(p) = physical.as_mut() {
@@ -185,7 +186,7 @@ impl Recording {
             })
         })?;
         reg.add_live(id, config.settings.clone());
-        crate::statistics::reset();
+        crate::recording::statistics::reset();
         let (tx, rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("flightrec-recorder".into())
@@ -201,7 +202,7 @@ impl Recording {
                 })
             })?;
         crate::sampler::reconcile();
-        crate::panics::start();
+        crate::recording::panics::start();
         crate::periodic::start(rt);
         crate::attach::control::started(id, &config, &tx, rt);
         *physical = Some(Physical {
@@ -377,7 +378,7 @@ impl Recording {
     /// Bytes and events are as of the recorder's last drain
     /// ([`flush`](Self::flush) makes them current).
     pub fn statistics(&self) -> RecorderStatistics {
-        crate::statistics::snapshot(self.rt.pool.occupancy())
+        crate::recording::statistics::snapshot(self.rt.pool.occupancy())
     }
 
     fn request(
@@ -393,7 +394,8 @@ impl Recording {
         if self.stopped {
             return Err(RecordingError::RecorderGone);
         }
-        let (commands, rt) = crate::physical::sender().ok_or(RecordingError::RecorderGone)?;
+        let (commands, rt) =
+            crate::recording::physical::sender().ok_or(RecordingError::RecorderGone)?;
         let (tx, rx) = mpsc::channel();
         commands
             .send(cmd(tx))
@@ -468,7 +470,7 @@ impl Recording {
         // Periodic events first: their last round (end-of-chunk events,
         // jdk.Shutdown) lands in the last chunk, and none lands after it.
         crate::periodic::shutdown(reason);
-        crate::panics::stop();
+        crate::recording::panics::stop();
         // Before the hang-up below: the attach registry holds a sender too.
         crate::attach::control::stopped(self.id);
         crate::sampler::shutdown();

@@ -30,9 +30,11 @@
 //! slot has an open section, no block holds data, and every lock of the
 //! runtime is free; the parent's state is as before the call.
 
+use crate::buffer::local;
+use crate::epoch::membarrier;
 use crate::runtime::Runtime;
 use crate::sync::{AtomicPtr, Ordering};
-use crate::{local, membarrier, runtime, sampler};
+use crate::{runtime, sampler};
 
 /// Installs the handlers (once per process).
 pub(crate) fn install() {
@@ -52,7 +54,7 @@ pub(crate) fn install() {
 static LOCKED: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
 
 extern "C" fn prepare() {
-    crate::physical::fork_lock();
+    crate::recording::physical::fork_lock();
     sampler::fork_lock();
     runtime::registry().fork_lock();
     if let Some(rt) = runtime::get() {
@@ -90,7 +92,7 @@ unsafe fn unlock(in_child: bool) {
         }
         runtime::registry().fork_unlock();
         sampler::fork_unlock(in_child);
-        crate::physical::fork_unlock();
+        crate::recording::physical::fork_unlock();
     }
 }
 
@@ -105,7 +107,7 @@ extern "C" fn child() {
     // every lock, on the only thread of the child: the contract of each
     // `*_in_child`, `fork_data` and `unlock` below.
     unsafe {
-        crate::physical::forget_in_child();
+        crate::recording::physical::forget_in_child();
         runtime::registry().stop_in_child();
         if let Some(rt) = locked() {
             let own = local::own_slot_ptr();

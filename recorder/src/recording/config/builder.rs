@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::settings::Settings;
+use crate::recording::config::settings::Settings;
 
 /// Smallest thread buffer.
 pub const MIN_THREAD_BUFFER: usize = 1024;
@@ -375,11 +375,11 @@ pub enum StartError {
         /// The directory.
         path: PathBuf,
         /// What is wrong with it.
-        problem: crate::repository::RepositoryProblem,
+        problem: crate::recording::repository::RepositoryProblem,
     },
     /// A setting an event type does not support (`throttle` on a type that
     /// is not sampled, ...).
-    Setting(crate::settings::SettingError),
+    Setting(crate::recording::config::settings::SettingError),
     /// The destination file could not be written at the stop: its
     /// directory is missing, is no directory, or is not writable.
     Destination {

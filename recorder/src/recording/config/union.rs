@@ -26,7 +26,7 @@
 
 use std::time::Duration;
 
-use crate::settings::{Period, Settings, Throttle, TypeSettings};
+use crate::recording::config::settings::{Period, Settings, Throttle, TypeSettings};
 
 /// The union of `live` (see the module docs). `defaults(name)` is the
 /// type's default settings where known (`None` fields: unknown).
