@@ -291,9 +291,9 @@ impl Encode for ModelEvent<'_> {
 
 // === settings ===
 
-/// A model's type registry: the real [`runtime::Registry`], not the global.
+/// A model's type registry: the real [`crate::event::registry::Registry`], not the global.
 #[derive(Debug)]
-pub struct Registry(runtime::Registry);
+pub struct Registry(crate::event::registry::Registry);
 
 impl Default for Registry {
     fn default() -> Self {
@@ -304,7 +304,7 @@ impl Default for Registry {
 impl Registry {
     /// An empty registry, not recording.
     pub fn new() -> Self {
-        Self(runtime::Registry::new())
+        Self(crate::event::registry::Registry::new())
     }
 
     /// Registers `ty` and returns its settings word.

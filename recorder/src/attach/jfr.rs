@@ -316,7 +316,7 @@ fn check_one(a: &Active, verbose: bool) -> String {
 /// recordings' applies to events), sorted by name, as `JFR.check
 /// verbose=true` prints them.
 fn settings_text(a: &Active) -> String {
-    let reg = crate::runtime::registry();
+    let reg = crate::event::registry::registry();
     let own = reg
         .live_settings(a.id)
         .unwrap_or_else(|| a.config.settings.clone());
@@ -324,7 +324,7 @@ fn settings_text(a: &Active) -> String {
     types.sort_by_key(|t| t.info.name);
     let mut out = String::new();
     for ty in types {
-        let (enabled, stack, threshold) = crate::runtime::resolve(ty, &own);
+        let (enabled, stack, threshold) = crate::event::registry::resolve(ty, &own);
         let mut s = format!("enabled={enabled},stackTrace={stack}");
         if let Some(t) = threshold {
             let _ = write!(

@@ -429,7 +429,7 @@ impl StackTrace {
     #[inline(never)]
     pub fn capture() -> Self {
         match runtime::get() {
-            Some(rt) if runtime::registry().is_recording() => {
+            Some(rt) if crate::event::registry::registry().is_recording() => {
                 let (key, epoch) = capture_stack(rt);
                 Self { key, epoch }
             }

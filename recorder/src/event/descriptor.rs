@@ -177,7 +177,7 @@ impl EventType {
         let w = if w & settings::REGISTERED != 0 {
             w
         } else {
-            crate::runtime::global().register(self)
+            crate::event::registry::global().register(self)
         };
         EnabledWord::new(w)
     }

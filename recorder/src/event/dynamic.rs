@@ -179,7 +179,7 @@ pub(crate) fn validate(ty: &EventType) -> Result<(), SchemaError> {
     let mut m = Metadata::builtin();
     let id = m.next_dynamic_id();
     m.add(ty.describe(id))?;
-    if runtime::registry()
+    if crate::event::registry::registry()
         .types()
         .iter()
         .any(|t| t.name() == ty.name() && !std::ptr::eq(*t, ty))

@@ -14,7 +14,6 @@
 //! Invariant: every change of the settings in force is followed by one call
 //! of every hook added before it, made after the new words are published.
 
-use crate::runtime;
 use crate::sync::Mutex;
 
 static HOOKS: Mutex<Vec<fn()>> = Mutex::new(Vec::new());
@@ -30,7 +29,7 @@ pub fn on_settings_change(hook: fn()) {
 /// `default_enabled` would record now: a recording runs and its settings
 /// enable the name.
 pub fn would_record(name: &str, default_enabled: bool) -> bool {
-    let reg = runtime::registry();
+    let reg = crate::event::registry::registry();
     if !reg.is_recording() {
         return false;
     }

@@ -58,10 +58,11 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::event::descriptor::EventType;
+use crate::event::registry::registry;
 use crate::recording::config::settings::{Period, Settings};
 use crate::recording::panic_guard::{self, Place};
 use crate::recording::statistics::{Role, RoleThread};
-use crate::runtime::{Runtime, registry};
+use crate::runtime::Runtime;
 use crate::sync::{Arc, Condvar, Mutex};
 
 /// Longest sleep of the thread: how late a thread start or end is seen.

@@ -223,7 +223,7 @@ impl SystemEvents {
 
     /// `jdk.Shutdown`, from the periodic thread's last round.
     pub(crate) fn shutdown(&mut self, reason: &str) {
-        let settings = crate::runtime::registry().settings.load();
+        let settings = crate::event::registry::registry().settings.load();
         if !enabled(&settings, "jdk.Shutdown") {
             return;
         }

@@ -324,7 +324,7 @@ fn take_and_stop(id: Option<u64>, write: bool) -> Option<Result<RecordingSummary
         };
         auto.remove(at)
     };
-    let unused = crate::runtime::registry().unregistered(&settings);
+    let unused = crate::event::registry::registry().unregistered(&settings);
     if !unused.is_empty() {
         let shown: Vec<String> = unused.iter().take(5).map(|e| format!("`{e}`")).collect();
         let more = match unused.len() - shown.len() {

@@ -41,9 +41,10 @@ use chunk_writer::{Checkpoint, ChunkEnd, ChunkStart, ChunkWriter, TypeId};
 use crate::buffer::block::Block;
 use crate::clock;
 use crate::cpool::methods::FrameTables;
+use crate::event::registry::registry;
 use crate::recording::config::settings;
 use crate::recording::loss::LossReporter;
-use crate::runtime::{Runtime, registry};
+use crate::runtime::Runtime;
 
 /// The chunk being written.
 #[derive(Debug)]

@@ -56,7 +56,7 @@ static LOCKED: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
 extern "C" fn prepare() {
     crate::recording::physical::fork_lock();
     sampler::fork_lock();
-    runtime::registry().fork_lock();
+    crate::event::registry::registry().fork_lock();
     if let Some(rt) = runtime::get() {
         crate::sync::fork_lock(&rt.slots);
         rt.threads.fork_lock();
@@ -90,7 +90,7 @@ unsafe fn unlock(in_child: bool) {
             rt.threads.fork_unlock();
             crate::sync::fork_unlock(&rt.slots);
         }
-        runtime::registry().fork_unlock();
+        crate::event::registry::registry().fork_unlock();
         sampler::fork_unlock(in_child);
         crate::recording::physical::fork_unlock();
     }
@@ -108,7 +108,7 @@ extern "C" fn child() {
     // `*_in_child`, `fork_data` and `unlock` below.
     unsafe {
         crate::recording::physical::forget_in_child();
-        runtime::registry().stop_in_child();
+        crate::event::registry::registry().stop_in_child();
         if let Some(rt) = locked() {
             let own = local::own_slot_ptr();
             let slots = crate::sync::fork_data(&rt.slots);

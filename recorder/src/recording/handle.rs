@@ -24,6 +24,7 @@ use std::time::SystemTime;
 
 use crate::clock;
 use crate::epoch::membarrier;
+use crate::event::registry::registry;
 use crate::recording::active_recording;
 use crate::recording::config::builder::{RecordingConfig, StartError};
 use crate::recording::config::settings::{SettingError, Settings};
@@ -33,7 +34,7 @@ use crate::recording::physical::{PHYSICAL, Physical};
 use crate::recording::recorder_thread::{Command, Recorder};
 use crate::recording::repository::Repository;
 use crate::recording::statistics::{RecorderStatistics, Role, RoleThread};
-use crate::runtime::{self, Runtime, registry};
+use crate::runtime::{self, Runtime};
 
 /// An error while recording.
 #[derive(Debug)]

@@ -43,8 +43,9 @@ use chunk_writer::encode::Sink;
 use chunk_writer::{Checkpoint, TypeId};
 
 use crate::event::commit::BuiltinRefs;
+use crate::event::registry::registry;
 use crate::periodic::system::{emit_with, enabled};
-use crate::runtime::{self, registry};
+use crate::runtime;
 use crate::sync::{AtomicBool, AtomicU64, Mutex, Ordering};
 
 static PANICS: AtomicU64 = AtomicU64::new(0);

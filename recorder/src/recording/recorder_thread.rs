@@ -54,6 +54,7 @@ use crate::buffer::pool::BufferPool;
 use crate::clock;
 use crate::cpool::methods::FrameTables;
 use crate::epoch::rotation;
+use crate::event::registry::registry;
 use crate::recording::active_recording::write_active_recording;
 use crate::recording::chunk::ChunkAssembler;
 use crate::recording::config::builder::StartError;
@@ -63,7 +64,7 @@ use crate::recording::loss::{LossCause, LossReporter};
 use crate::recording::member::{Member, Stream};
 use crate::recording::panic_guard::{self, Place};
 use crate::recording::repository::{ChunkFile, Repository, write_private_file};
-use crate::runtime::{Runtime, registry};
+use crate::runtime::Runtime;
 use crate::sync::Ordering;
 
 /// Requests from the [`crate::Recording`] handle.

@@ -488,7 +488,7 @@ impl Settings {
     /// registered so far, and `throttle`/`period`, which only flightrec's
     /// samplers implement. Called by `Recording::start` and `set`.
     pub fn check_supported(&self) -> Result<(), SettingError> {
-        let types = crate::runtime::registry().types();
+        let types = crate::event::registry::registry().types();
         let mut names: Vec<&String> = self.types.keys().collect();
         names.sort();
         for event in names {
