@@ -191,7 +191,7 @@ impl Registry {
         }
         drop(inner);
         #[cfg(not(flightrec_loom))]
-        crate::event::watch::notify();
+        notify();
     }
 
     /// Holds the registry's lock across a `fork()`.
@@ -343,4 +343,19 @@ fn fixed_bits(ty: &EventType, enabled: bool) -> u64 {
 /// The global registry's registration entry point (for descriptors).
 pub(crate) fn global() -> &'static Registry {
     registry()
+}
+
+/// The hooks [`crate::event::watch::on_settings_change`] adds.
+#[cfg(not(flightrec_loom))]
+pub(crate) static HOOKS: Mutex<Vec<fn()>> = Mutex::new(Vec::new());
+
+/// Calls the hooks; the registry calls this after applying settings,
+/// outside its lock.
+#[cfg(not(flightrec_loom))]
+pub(crate) fn notify() {
+    // Copy out so a hook that adds a hook does not deadlock.
+    let hooks: Vec<fn()> = HOOKS.lock().clone();
+    for hook in hooks {
+        hook();
+    }
 }
