@@ -44,7 +44,8 @@ use chunk_writer::{Checkpoint, TypeId};
 
 use crate::event::commit::BuiltinRefs;
 use crate::event::registry::registry;
-use crate::periodic::system::{emit_with, enabled};
+use crate::periodic::emit::emit_with;
+use crate::periodic::table::enabled;
 use crate::runtime;
 use crate::sync::{AtomicBool, AtomicU64, Mutex, Ordering};
 

@@ -6,6 +6,7 @@
 pub(crate) mod builder;
 pub mod options;
 pub mod settings;
+pub(crate) mod supported;
 pub(crate) mod union;
 
 pub use builder::{

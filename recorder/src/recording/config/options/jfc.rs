@@ -362,7 +362,7 @@ fn finish(
         {
             return Ok(());
         }
-    } else if crate::recording::config::settings::check_supported(
+    } else if crate::recording::config::supported::check_supported(
         &o.event,
         &o.name,
         &crate::recording::config::settings::TypeSettings::default(),
