@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::recording::config::builder::RecordingConfig;
-use crate::recording::handle::RecordingError;
+use crate::recording::outcome::RecordingError;
 use crate::recording::recorder_thread::Command;
 use crate::runtime::Runtime;
 use crate::sync::Mutex;

@@ -32,7 +32,8 @@ use std::time::Duration;
 
 use crate::recording::config::builder::{RecordingConfig, StartError};
 use crate::recording::config::options::{self, OptionError, StartOptions};
-use crate::recording::handle::{Recording, RecordingError, RecordingSummary};
+use crate::recording::handle::Recording;
+use crate::recording::outcome::{RecordingError, RecordingSummary};
 use crate::sync::{AtomicU64, Ordering};
 
 /// The automatic recordings, each with whether it writes its file at exit

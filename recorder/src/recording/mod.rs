@@ -17,6 +17,8 @@ pub(crate) mod loss;
 #[cfg(not(flightrec_loom))]
 pub(crate) mod member;
 #[cfg(not(flightrec_loom))]
+pub(crate) mod outcome;
+#[cfg(not(flightrec_loom))]
 #[doc(hidden)]
 pub mod panic_guard;
 #[cfg(not(flightrec_loom))]
@@ -31,4 +33,6 @@ pub(crate) mod stale;
 pub(crate) mod statistics;
 
 #[cfg(not(flightrec_loom))]
-pub use handle::{MemoryUse, Recording, RecordingError, RecordingSummary};
+pub use handle::{MemoryUse, Recording};
+#[cfg(not(flightrec_loom))]
+pub use outcome::{RecordingError, RecordingSummary};
