@@ -13,8 +13,9 @@ use chunk_writer::encode::Sink;
 use chunk_writer::record::EventEncoder;
 
 use crate::buffer::block::Block;
+use crate::buffer::encode::Encode;
 use crate::buffer::local;
-use crate::buffer::slot::{Emitted, Encode, ThreadSlot};
+use crate::buffer::slot::{Emitted, ThreadSlot};
 use crate::epoch::rotation;
 use crate::event::descriptor::{EventKind, EventType};
 use crate::recording::config::builder::{DEFAULT_MAX_MEMORY, DEFAULT_THREAD_BUFFER};

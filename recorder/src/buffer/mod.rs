@@ -2,6 +2,7 @@
 //! per-thread write section, and the thread-local handle that finds them.
 
 pub(crate) mod block;
+pub(crate) mod encode;
 pub(crate) mod local;
 pub(crate) mod pool;
 pub(crate) mod slot;
