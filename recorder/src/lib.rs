@@ -2,11 +2,15 @@
 //! buffer pool, constant pools, the recorder thread and chunk rotation.
 //!
 //! * [`event`]: declaring event types (static descriptors or the run-time
-//!   builder) and committing events.
+//!   builder), the type registry, and committing events.
 //! * `buffer`: thread-owned blocks ([`buffer`] docs give the state machine),
 //!   the bounded pool, and the write section of the rotation protocol.
+//! * `epoch`: the safepoint that closes an epoch, the drains, the
+//!   asymmetric fence.
 //! * `cpool`: threads, stack traces, and the class/method model they become.
-//! * [`recording`]: the lifecycle, the recorder thread, rotation and dumps.
+//! * [`recording`]: the lifecycle, the recorder thread, chunks, the
+//!   repository and dumps; [`recording::config`] holds the configuration,
+//!   the per-type settings and the `FLIGHTREC`/`.jfc` options.
 //! * [`timing`]: method timing and tracing of instrumented functions
 //!   (`jdk.MethodTiming`, `jdk.MethodTrace`).
 //! * [`stream`]: following a recording (or reading a file) from inside the
