@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 use chunk_writer::header::{ChunkHeader, HEADER_LEN, MAGIC, STATE_FINISHED};
 use chunk_writer::reader::{ReadError, read_recording};
 
-use crate::recording::repository::{chunk_name_pid, write_private_file};
+use crate::recording::files::{chunk_name_pid, write_private_file};
 
 /// What [`assemble`] wrote and what it left out.
 #[derive(Debug)]

@@ -9,6 +9,7 @@ pub(crate) mod assemble;
 pub mod autostart;
 pub(crate) mod chunk;
 pub mod config;
+pub(crate) mod files;
 #[cfg(not(flightrec_loom))]
 pub(crate) mod fork;
 #[cfg(not(flightrec_loom))]

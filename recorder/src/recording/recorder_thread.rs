@@ -59,11 +59,12 @@ use crate::recording::active_recording::write_active_recording;
 use crate::recording::chunk::ChunkAssembler;
 use crate::recording::config::builder::StartError;
 use crate::recording::config::settings::Settings;
+use crate::recording::files::write_private_file;
 use crate::recording::loss::{LossCause, LossReporter};
 use crate::recording::member::{Member, Stream};
 use crate::recording::outcome::{RecordingError, RecordingSummary};
 use crate::recording::panic_guard::{self, Place};
-use crate::recording::repository::{ChunkFile, Repository, write_private_file};
+use crate::recording::repository::{ChunkFile, Repository};
 use crate::runtime::Runtime;
 use crate::sync::Ordering;
 
