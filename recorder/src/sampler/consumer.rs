@@ -61,10 +61,10 @@ use super::unwind::{self, ModuleWatch};
 use crate::clock;
 use crate::cpool::threads::ThreadTags;
 use crate::event::commit::{BuiltinRefs, emit_builtin};
-use crate::loss::LossCause;
-use crate::panic_guard::{self, Place};
+use crate::recording::loss::LossCause;
+use crate::recording::panic_guard::{self, Place};
+use crate::recording::statistics;
 use crate::runtime::Runtime;
-use crate::statistics;
 use crate::sync::{Arc, AtomicBool, Ordering};
 
 /// Longest time between two passes, hence how long a new thread may run
@@ -490,7 +490,7 @@ impl Consumer {
         let (rt, slots, watch) = (self.rt, self.slots, &mut self.watch);
         let merged = &mut self.pass_merged;
         // The handler's time on flightrec's own threads is in their CPU
-        // time already (see `crate::statistics`).
+        // time already (see `crate::recording::statistics`).
         let own_thread = statistics::is_own_thread(tid);
         let (mut handler_ticks, mut written) = (0u64, 0u64);
         // SAFETY: this thread is the only consumer of every queue.
@@ -589,7 +589,7 @@ impl Consumer {
         let Some(c) = &self.config else { return };
         let cpu_on = if c.cpu.is_some() { "true" } else { "false" };
         let throttle = c.cpu.map_or_else(
-            || crate::settings::format_duration(config::DEFAULT_THROTTLE),
+            || crate::recording::config::settings::format_duration(config::DEFAULT_THROTTLE),
             config::throttle_text,
         );
         write_setting(TypeId::CPU_TIME_SAMPLE, "enabled", cpu_on);
@@ -601,7 +601,7 @@ impl Consumer {
             write_setting(
                 TypeId::EXECUTION_SAMPLE,
                 "period",
-                &crate::settings::format_duration(p),
+                &crate::recording::config::settings::format_duration(p),
             );
         }
     }

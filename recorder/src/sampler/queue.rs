@@ -120,7 +120,7 @@ pub(crate) struct RawSample {
     /// at its tick, so periods shorter than a tick arrive as overruns).
     pub(crate) overrun: u32,
     /// Ticks the handler spent on this sample, from its entry to the end
-    /// of the unwind (summed into `crate::statistics` by the consumer).
+    /// of the unwind (summed into `crate::recording::statistics` by the consumer).
     pub(crate) handler_ticks: u64,
     /// Lookup addresses, innermost first: the interrupted PC unadjusted,
     /// then return addresses minus one.

@@ -6,10 +6,10 @@
 //!                        └──disk error──► Failed (events off) ───┘
 //! ```
 //!
-//! The handle talks to the recorder thread ([`crate::recorder_thread`]) over
+//! The handle talks to the recorder thread ([`crate::recording::recorder_thread`]) over
 //! a channel; every call that needs the file waits for the thread's answer.
 //! Several handles may be live at once: they share one recorder
-//! ([`crate::physical`]), each with its own settings and chunks.
+//! ([`crate::recording::physical`]), each with its own settings and chunks.
 //! A disk error stops recording (all types disabled, further drops counted
 //! as [`LossCause::WriteError`](crate::LossCause::WriteError)) and every later
 //! call returns [`RecordingError::Failed`] with the cause; nothing panics or
@@ -22,85 +22,20 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use crate::active_recording;
-use crate::config::{RecordingConfig, StartError};
-use crate::loss::LossCounts;
-use crate::member::Member;
-use crate::physical::{PHYSICAL, Physical};
-use crate::recorder_thread::{Command, Recorder};
-use crate::repository::Repository;
-use crate::runtime::{self, Runtime, registry};
-use crate::settings::{SettingError, Settings};
-use crate::statistics::{RecorderStatistics, Role, RoleThread};
-use crate::{clock, membarrier};
-
-/// An error while recording.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum RecordingError {
-    /// Writing the recording failed; the recording stopped then.
-    Failed {
-        /// What failed (e.g. "writing chunk /tmp/…/x.jfr").
-        context: String,
-        /// The OS error.
-        source: io::Error,
-    },
-    /// A dump or destination file could not be written (the recording goes on).
-    Dump {
-        /// The file.
-        path: PathBuf,
-        /// The OS error.
-        source: io::Error,
-    },
-    /// The recorder thread is gone (it could not be reached).
-    RecorderGone,
-    /// Called in a forked child on a recording of the parent: recording is
-    /// off in a child (see the crate's `fork` notes); the child may start
-    /// a recording of its own.
-    InForkedChild,
-    /// Called from a periodic event's closure that the recorder thread runs
-    /// at a chunk's edge (an `endChunk`, `beginChunk` or `everyChunk`
-    /// period): the request would wait for the recorder thread itself.
-    FromChunkEdge,
-}
-
-impl std::fmt::Display for RecordingError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Failed { context, source } => write!(f, "recording stopped: {context}: {source}"),
-            Self::Dump { path, source } => write!(f, "cannot write {}: {source}", path.display()),
-            Self::RecorderGone => f.write_str("the recorder thread has stopped"),
-            Self::InForkedChild => {
-                f.write_str("this recording belongs to the parent process (called after fork)")
-            }
-            Self::FromChunkEdge => f.write_str(
-                "called from a chunk-edge periodic event, which the recorder thread itself runs",
-            ),
-        }
-    }
-}
-
-impl std::error::Error for RecordingError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Failed { source, .. } | Self::Dump { source, .. } => Some(source),
-            Self::RecorderGone | Self::InForkedChild | Self::FromChunkEdge => None,
-        }
-    }
-}
-
-/// What a stopped recording wrote.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RecordingSummary {
-    /// The file written at stop, if one was configured.
-    pub destination: Option<PathBuf>,
-    /// Chunks in it.
-    pub chunks: u64,
-    /// Bytes in it.
-    pub bytes: u64,
-    /// Events dropped, by cause, over the recording.
-    pub losses: LossCounts,
-}
+use crate::clock;
+use crate::epoch::membarrier;
+use crate::event::registry::registry;
+use crate::recording::active_recording;
+use crate::recording::config::builder::{RecordingConfig, StartError};
+use crate::recording::config::settings::{SettingError, Settings};
+use crate::recording::loss::LossCounts;
+use crate::recording::member::Member;
+use crate::recording::outcome::{RecordingError, RecordingSummary};
+use crate::recording::physical::{PHYSICAL, Physical};
+use crate::recording::recorder_thread::{Command, Recorder};
+use crate::recording::repository::Repository;
+use crate::recording::statistics::{RecorderStatistics, Role, RoleThread};
+use crate::runtime::{self, Runtime};
 
 /// The memory the recorder holds, by its own accounting
 /// ([`Recording::memory`]). Buffers plus constants stay within the
@@ -149,7 +84,7 @@ impl Recording {
     pub fn start(config: RecordingConfig) -> Result<Recording, StartError> {
         config.validate()?;
         clock::init();
-        crate::fork::install();
+        crate::recording::fork::install();
         membarrier::register();
         let mut physical = PHYSICAL.lock();
         if let Some(p) = physical.as_mut() {
@@ -185,7 +120,7 @@ impl Recording {
             })
         })?;
         reg.add_live(id, config.settings.clone());
-        crate::statistics::reset();
+        crate::recording::statistics::reset();
         let (tx, rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("flightrec-recorder".into())
@@ -201,7 +136,7 @@ impl Recording {
                 })
             })?;
         crate::sampler::reconcile();
-        crate::panics::start();
+        crate::recording::panics::start();
         crate::periodic::start(rt);
         crate::attach::control::started(id, &config, &tx, rt);
         *physical = Some(Physical {
@@ -377,7 +312,7 @@ impl Recording {
     /// Bytes and events are as of the recorder's last drain
     /// ([`flush`](Self::flush) makes them current).
     pub fn statistics(&self) -> RecorderStatistics {
-        crate::statistics::snapshot(self.rt.pool.occupancy())
+        crate::recording::statistics::snapshot(self.rt.pool.occupancy())
     }
 
     fn request(
@@ -393,7 +328,8 @@ impl Recording {
         if self.stopped {
             return Err(RecordingError::RecorderGone);
         }
-        let (commands, rt) = crate::physical::sender().ok_or(RecordingError::RecorderGone)?;
+        let (commands, rt) =
+            crate::recording::physical::sender().ok_or(RecordingError::RecorderGone)?;
         let (tx, rx) = mpsc::channel();
         commands
             .send(cmd(tx))
@@ -468,7 +404,7 @@ impl Recording {
         // Periodic events first: their last round (end-of-chunk events,
         // jdk.Shutdown) lands in the last chunk, and none lands after it.
         crate::periodic::shutdown(reason);
-        crate::panics::stop();
+        crate::recording::panics::stop();
         // Before the hang-up below: the attach registry holds a sender too.
         crate::attach::control::stopped(self.id);
         crate::sampler::shutdown();

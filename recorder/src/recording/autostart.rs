@@ -30,15 +30,22 @@
 use crate::sync::Mutex;
 use std::time::Duration;
 
-use crate::config::{RecordingConfig, StartError};
-use crate::options::{self, OptionError, StartOptions};
-use crate::recording::{Recording, RecordingError, RecordingSummary};
+use crate::recording::config::builder::{RecordingConfig, StartError};
+use crate::recording::config::options::{self, OptionError, StartOptions};
+use crate::recording::handle::Recording;
+use crate::recording::outcome::{RecordingError, RecordingSummary};
 use crate::sync::{AtomicU64, Ordering};
 
 /// The automatic recordings, each with whether it writes its file at exit
 /// (`dumponexit`), and the settings it was given (for the stop's report of
 /// event types that never registered).
-static AUTO: Mutex<Vec<(Recording, bool, crate::settings::Settings)>> = Mutex::new(Vec::new());
+static AUTO: Mutex<
+    Vec<(
+        Recording,
+        bool,
+        crate::recording::config::settings::Settings,
+    )>,
+> = Mutex::new(Vec::new());
 /// The process that started [`AUTO`]'s recording: a forked child's exit
 /// handler leaves the parent's recording alone (and its lock, which a
 /// parent thread may have held when the child was copied).
@@ -244,8 +251,16 @@ fn start(
 }
 
 /// The automatic recordings of this process (none in a forked child).
-fn autos()
--> Option<crate::sync::MutexGuard<'static, Vec<(Recording, bool, crate::settings::Settings)>>> {
+fn autos() -> Option<
+    crate::sync::MutexGuard<
+        'static,
+        Vec<(
+            Recording,
+            bool,
+            crate::recording::config::settings::Settings,
+        )>,
+    >,
+> {
     if AUTO_PID.load(Ordering::Relaxed) != u64::from(std::process::id()) {
         return None; // none, or the parent's (in a forked child)
     }
@@ -310,7 +325,7 @@ fn take_and_stop(id: Option<u64>, write: bool) -> Option<Result<RecordingSummary
         };
         auto.remove(at)
     };
-    let unused = crate::runtime::registry().unregistered(&settings);
+    let unused = crate::event::registry::registry().unregistered(&settings);
     if !unused.is_empty() {
         let shown: Vec<String> = unused.iter().take(5).map(|e| format!("`{e}`")).collect();
         let more = match unused.len() - shown.len() {

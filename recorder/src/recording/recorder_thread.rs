@@ -18,7 +18,7 @@
 //! chunk ends at most one drain batch plus the blocks sealed or filled
 //! until the epoch flips past the limit.
 //!
-//! # Rotation (the safepoint; steps 1–4 are [`crate::rotation`])
+//! # Rotation (the safepoint; steps 1–4 are [`crate::epoch::rotation`])
 //!
 //! 1. flip the epoch: emitters that open a write section from now on tag
 //!    their blocks with the new epoch;
@@ -34,7 +34,7 @@
 //!
 //! # Several recordings
 //!
-//! The thread serves every live recording ([`crate::member`]): a start
+//! The thread serves every live recording ([`crate::recording::member`]): a start
 //! while it runs ([`Command::Add`]) or a stop that leaves others
 //! ([`Command::Stop`] without `last`) rotates, so each recording's chunks
 //! span its life; a finished chunk goes to the list of every member live
@@ -50,20 +50,22 @@ use std::io::{self, BufWriter, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::active_recording::write_active_recording;
 use crate::buffer::pool::BufferPool;
-use crate::chunk::ChunkAssembler;
 use crate::clock;
-use crate::config::StartError;
 use crate::cpool::methods::FrameTables;
-use crate::loss::{LossCause, LossReporter};
-use crate::member::{Member, Stream};
-use crate::panic_guard::{self, Place};
-use crate::recording::{RecordingError, RecordingSummary};
-use crate::repository::{ChunkFile, Repository, write_private_file};
-use crate::rotation;
-use crate::runtime::{Runtime, registry};
-use crate::settings::Settings;
+use crate::epoch::rotation;
+use crate::event::registry::registry;
+use crate::recording::active_recording::write_active_recording;
+use crate::recording::chunk::ChunkAssembler;
+use crate::recording::config::builder::StartError;
+use crate::recording::config::settings::Settings;
+use crate::recording::files::write_private_file;
+use crate::recording::loss::{LossCause, LossReporter};
+use crate::recording::member::{Member, Stream};
+use crate::recording::outcome::{RecordingError, RecordingSummary};
+use crate::recording::panic_guard::{self, Place};
+use crate::recording::repository::{ChunkFile, Repository};
+use crate::runtime::Runtime;
 use crate::sync::Ordering;
 
 /// Requests from the [`crate::Recording`] handle.
@@ -131,10 +133,10 @@ pub(crate) struct Recorder {
     /// When committed events were last written out (periodic or asked for).
     last_flush: Instant,
     failure: Option<Failure>,
-    /// What the file has been told of the losses (see [`crate::loss`]).
+    /// What the file has been told of the losses (see [`crate::recording::loss`]).
     losses: LossReporter,
     /// Bytes and event records of the chunks finished so far (for
-    /// `crate::statistics`).
+    /// `crate::recording::statistics`).
     finished: (u64, u64),
 }
 
@@ -176,7 +178,7 @@ impl Recorder {
             .repo
             .create_chunk(clock::wall_nanos(), self.stream.on_disk)?;
         // No loss snapshot here: the chunk's first flush reports every drop
-        // since the previous chunk's last report (see `crate::loss`). Only
+        // since the previous chunk's last report (see `crate::recording::loss`). Only
         // this thread flips the epoch: the chunk opened now holds the epoch
         // current until its rotation.
         let mut chunk = ChunkAssembler::begin(
@@ -359,13 +361,16 @@ impl Recorder {
         Ok(())
     }
 
-    /// Tells `crate::statistics` the bytes and events written so far.
+    /// Tells `crate::recording::statistics` the bytes and events written so far.
     fn publish_statistics(&self) {
         let (bytes, records) = self
             .chunk
             .as_ref()
             .map_or((0, 0), |(c, _)| (c.len(), c.records()));
-        crate::statistics::set_written(self.finished.0 + bytes, self.finished.1 + records);
+        crate::recording::statistics::set_written(
+            self.finished.0 + bytes,
+            self.finished.1 + records,
+        );
     }
 
     /// Whether the chunk plus the sealed blocks waiting and one block more

@@ -30,9 +30,11 @@
 //! slot has an open section, no block holds data, and every lock of the
 //! runtime is free; the parent's state is as before the call.
 
+use crate::buffer::local;
+use crate::epoch::membarrier;
 use crate::runtime::Runtime;
 use crate::sync::{AtomicPtr, Ordering};
-use crate::{local, membarrier, runtime, sampler};
+use crate::{runtime, sampler};
 
 /// Installs the handlers (once per process).
 pub(crate) fn install() {
@@ -52,9 +54,9 @@ pub(crate) fn install() {
 static LOCKED: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
 
 extern "C" fn prepare() {
-    crate::physical::fork_lock();
+    crate::recording::physical::fork_lock();
     sampler::fork_lock();
-    runtime::registry().fork_lock();
+    crate::event::registry::registry().fork_lock();
     if let Some(rt) = runtime::get() {
         crate::sync::fork_lock(&rt.slots);
         rt.threads.fork_lock();
@@ -88,9 +90,9 @@ unsafe fn unlock(in_child: bool) {
             rt.threads.fork_unlock();
             crate::sync::fork_unlock(&rt.slots);
         }
-        runtime::registry().fork_unlock();
+        crate::event::registry::registry().fork_unlock();
         sampler::fork_unlock(in_child);
-        crate::physical::fork_unlock();
+        crate::recording::physical::fork_unlock();
     }
 }
 
@@ -105,8 +107,8 @@ extern "C" fn child() {
     // every lock, on the only thread of the child: the contract of each
     // `*_in_child`, `fork_data` and `unlock` below.
     unsafe {
-        crate::physical::forget_in_child();
-        runtime::registry().stop_in_child();
+        crate::recording::physical::forget_in_child();
+        crate::event::registry::registry().stop_in_child();
         if let Some(rt) = locked() {
             let own = local::own_slot_ptr();
             let slots = crate::sync::fork_data(&rt.slots);

@@ -26,7 +26,7 @@
 
 use std::time::Duration;
 
-use crate::settings::{Period, Settings, Throttle, TypeSettings};
+use crate::recording::config::settings::{Period, Settings, Throttle, TypeSettings};
 
 /// The union of `live` (see the module docs). `defaults(name)` is the
 /// type's default settings where known (`None` fields: unknown).
@@ -129,13 +129,13 @@ fn most_permissive(a: Throttle, b: Throttle) -> Throttle {
 pub(crate) fn builtin_default(name: &str) -> TypeSettings {
     use crate::sampler::{CPU_EVENT, DEFAULT_THROTTLE, DEFAULT_WALL_PERIOD, WALL_EVENT};
     let mut t = TypeSettings::default();
-    if let Some(b) = crate::periodic::system::BUILTIN
+    if let Some(b) = crate::periodic::table::BUILTIN
         .iter()
         .find(|b| b.name == name)
     {
         t.enabled = Some(b.enabled);
         t.period = b.period;
-    } else if let Some(e) = crate::periodic::system::EVENTS.iter().find(|e| e.0 == name) {
+    } else if let Some(e) = crate::periodic::table::EVENTS.iter().find(|e| e.0 == name) {
         t.enabled = Some(e.1);
     }
     match name {

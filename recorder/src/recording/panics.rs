@@ -43,8 +43,10 @@ use chunk_writer::encode::Sink;
 use chunk_writer::{Checkpoint, TypeId};
 
 use crate::event::commit::BuiltinRefs;
-use crate::periodic::system::{emit_with, enabled};
-use crate::runtime::{self, registry};
+use crate::event::registry::registry;
+use crate::periodic::emit::emit_with;
+use crate::periodic::table::enabled;
+use crate::runtime;
 use crate::sync::{AtomicBool, AtomicU64, Mutex, Ordering};
 
 static PANICS: AtomicU64 = AtomicU64::new(0);
@@ -248,7 +250,7 @@ fn record(info: &PanicHookInfo<'_>, frames: &[u64], truncated: bool) {
         0
     };
     // This thread's own key: its slot tags it.
-    let thread = crate::local::current_thread_key(rt).unwrap_or(0);
+    let thread = crate::buffer::local::current_thread_key(rt).unwrap_or(0);
     let message = message(info);
     let class = class_key(info.location().map_or_else(
         || "panicked".to_owned(),

@@ -18,7 +18,7 @@
 //!    [`Assembled::skipped`]; so is an in-progress chunk with nothing flushed.
 //! 4. The chunks that passed are written back to back into `out` the way
 //!    every destination is written (a new `0600` file renamed into place,
-//!    see [`crate::repository`]).
+//!    see [`crate::recording::repository`]).
 //!
 //! Invariant: `out` holds only chunks that the reader parsed whole, so it
 //! is a valid recording; when no chunk passes, no file is written.
@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 use chunk_writer::header::{ChunkHeader, HEADER_LEN, MAGIC, STATE_FINISHED};
 use chunk_writer::reader::{ReadError, read_recording};
 
-use crate::repository::{chunk_name_pid, write_private_file};
+use crate::recording::files::{chunk_name_pid, write_private_file};
 
 /// What [`assemble`] wrote and what it left out.
 #[derive(Debug)]

@@ -33,7 +33,7 @@ use std::path::Path;
 
 use super::OptionError;
 use super::value::{EVENT_SETTINGS, event_setting};
-use crate::settings::Settings;
+use crate::recording::config::settings::Settings;
 
 /// One piece of the document.
 #[derive(Debug)]
@@ -357,13 +357,15 @@ fn finish(
         // The JDK's own .jfc files declare an empty method filter (and
         // filters of other kinds on other events): only a given method
         // filter means anything here.
-        if !crate::settings::FILTER_EVENTS.contains(&o.event.as_str()) || o.text.trim().is_empty() {
+        if !crate::recording::config::settings::FILTER_EVENTS.contains(&o.event.as_str())
+            || o.text.trim().is_empty()
+        {
             return Ok(());
         }
-    } else if crate::settings::check_supported(
+    } else if crate::recording::config::supported::check_supported(
         &o.event,
         &o.name,
-        &crate::settings::TypeSettings::default(),
+        &crate::recording::config::settings::TypeSettings::default(),
         None,
     )
     .is_err()
@@ -381,7 +383,7 @@ fn finish(
 #[cfg(all(test, not(flightrec_loom)))]
 mod tests {
     use super::*;
-    use crate::settings::Throttle;
+    use crate::recording::config::settings::Throttle;
     use std::time::Duration;
 
     const SAMPLE: &str = r#"<?xml version="1.0" encoding="UTF-8"?>

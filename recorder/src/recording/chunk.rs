@@ -1,5 +1,5 @@
 //! Assembling one chunk on the recorder thread: drained event bytes in; at
-//! each flush, the losses since the last report (see [`crate::loss`]), the
+//! each flush, the losses since the last report (see [`crate::recording::loss`]), the
 //! metadata (if types were added) and a checkpoint with the constants first
 //! referenced since the previous one, then the header update; at the end,
 //! the losses again, the end-of-chunk events and the final constants.
@@ -10,7 +10,7 @@
 //! complete prefix of the chunk (metadata describing every event before it,
 //! a checkpoint chain holding every constant they reference), so a streaming
 //! reader can follow the chunk as it grows and a process killed after a flush
-//! leaves a chunk that [`crate::repository::recover_chunk`] makes readable.
+//! leaves a chunk that [`crate::recording::repository::recover_chunk`] makes readable.
 //!
 //! # Events and constants
 //!
@@ -41,9 +41,10 @@ use chunk_writer::{Checkpoint, ChunkEnd, ChunkStart, ChunkWriter, TypeId};
 use crate::buffer::block::Block;
 use crate::clock;
 use crate::cpool::methods::FrameTables;
-use crate::loss::LossReporter;
-use crate::runtime::{Runtime, registry};
-use crate::settings;
+use crate::event::registry::registry;
+use crate::recording::config::settings;
+use crate::recording::loss::LossReporter;
+use crate::runtime::Runtime;
 
 /// The chunk being written.
 #[derive(Debug)]
@@ -57,7 +58,7 @@ pub(crate) struct ChunkAssembler {
     statics_written: bool,
     /// Timed sites whose constants this chunk defines (see `crate::timing`).
     sites_written: usize,
-    /// Panic classes this chunk defines (see `crate::panics`).
+    /// Panic classes this chunk defines (see `crate::recording::panics`).
     panic_classes_written: usize,
     /// Registered-type count described by the last metadata written, if any.
     metadata_types: Option<usize>,
@@ -207,15 +208,20 @@ impl ChunkAssembler {
         rt.threads.write_pool(&mut cp, &threads);
         let gone = frames.write_pools(&mut cp, &rt.stacks, &stacks);
         if gone > 0 {
-            rt.losses
-                .record_many(crate::loss::LossCause::StackDropped, gone as u64, 0);
+            rt.losses.record_many(
+                crate::recording::loss::LossCause::StackDropped,
+                gone as u64,
+                0,
+            );
         }
         rt.stacks.set_resolved_bytes(frames.bytes());
         #[cfg(not(flightrec_loom))]
         {
             self.sites_written = crate::timing::write_site_constants(&mut cp, self.sites_written);
-            self.panic_classes_written =
-                crate::panics::write_class_constants(&mut cp, self.panic_classes_written);
+            self.panic_classes_written = crate::recording::panics::write_class_constants(
+                &mut cp,
+                self.panic_classes_written,
+            );
         }
         if !self.statics_written {
             // Small and always written: samples refer to thread states,

@@ -12,7 +12,7 @@ use chunk_writer::TypeId;
 use chunk_writer::encode::Sink;
 use chunk_writer::record::{begin_record, end_record};
 
-use crate::config::RecordingConfig;
+use crate::recording::config::builder::RecordingConfig;
 use crate::sync::{AtomicU64, Ordering};
 
 /// Recording ids, as the JDK numbers them: 1, 2, ... in the process.

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::OptionError;
-use crate::settings::{self, SettingError, Settings};
+use crate::recording::config::settings::{self, SettingError, Settings};
 
 /// The start-up keys, in the order the docs list them.
 pub(super) const KEYS: &[&str] = &[

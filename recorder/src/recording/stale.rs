@@ -3,7 +3,7 @@
 //! starts so their chunks are not forgotten.
 //!
 //! A repository is stale when it holds chunk files (named like
-//! [`crate::repository`]'s) written by a process other than this one that
+//! [`crate::recording::repository`]'s) written by a process other than this one that
 //! no longer exists (`kill(pid, 0)` fails with `ESRCH`). Two places are
 //! looked at: the default repositories under the temp directory
 //! (`flightrec-<pid>-XXXXXX`, owned by this user) when a recording starts
@@ -18,7 +18,7 @@ use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::repository::{chunk_name_pid, euid};
+use crate::recording::files::{chunk_name_pid, euid};
 
 /// Whether process `pid` exists (a pid we may not signal exists too).
 fn process_alive(pid: u32) -> bool {
@@ -123,7 +123,7 @@ pub(crate) fn print_hint(stale: &[Stale], under: &Path) {
 #[cfg(all(test, not(flightrec_loom)))]
 mod tests {
     use super::*;
-    use crate::repository::chunk_file_name;
+    use crate::recording::files::chunk_file_name;
 
     /// A fresh directory for one test.
     fn scratch(test: &str) -> PathBuf {

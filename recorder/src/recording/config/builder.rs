@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::settings::Settings;
+use crate::recording::config::settings::Settings;
 
 /// Smallest thread buffer.
 pub const MIN_THREAD_BUFFER: usize = 1024;
@@ -375,11 +375,11 @@ pub enum StartError {
         /// The directory.
         path: PathBuf,
         /// What is wrong with it.
-        problem: crate::repository::RepositoryProblem,
+        problem: RepositoryProblem,
     },
     /// A setting an event type does not support (`throttle` on a type that
     /// is not sampled, ...).
-    Setting(crate::settings::SettingError),
+    Setting(crate::recording::config::settings::SettingError),
     /// The destination file could not be written at the stop: its
     /// directory is missing, is no directory, or is not writable.
     Destination {
@@ -429,6 +429,45 @@ impl std::error::Error for StartError {
         match self {
             Self::Io { source, .. } | Self::Destination { source, .. } => Some(source),
             _ => None,
+        }
+    }
+}
+
+/// Why an existing directory is not used as a repository.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RepositoryProblem {
+    /// The path is a symbolic link (it is not followed).
+    SymbolicLink,
+    /// The path exists and is not a directory.
+    NotADirectory,
+    /// The directory belongs to another user.
+    ForeignOwner {
+        /// The directory's owner.
+        owner: u32,
+        /// This process's effective uid.
+        euid: u32,
+    },
+    /// Group or others may write into the directory (and so replace chunks).
+    Writable {
+        /// The directory's permission bits.
+        mode: u32,
+    },
+}
+
+impl std::fmt::Display for RepositoryProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::SymbolicLink => f.write_str("it is a symbolic link (not followed)"),
+            Self::NotADirectory => f.write_str("it is not a directory"),
+            Self::ForeignOwner { owner, euid } => write!(
+                f,
+                "it is owned by uid {owner}, not by this process's effective uid {euid}"
+            ),
+            Self::Writable { mode } => write!(
+                f,
+                "group or others may write into it (mode {mode:04o}; expected no group/other write bit, e.g. 0700)"
+            ),
         }
     }
 }

@@ -7,7 +7,7 @@
 //! while others run rotates, so each member's list holds exactly the
 //! chunks written during its life. A finished chunk is held by every
 //! member live when it ended (reference-counted in the
-//! [`Repository`](crate::repository::Repository)); each member applies its
+//! [`Repository`](crate::recording::repository::Repository)); each member applies its
 //! own `max_age`/`max_size` to its own list, and a dump or the stop of one
 //! writes its own list only.
 //!
@@ -23,9 +23,9 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use crate::active_recording::RecordingInfo;
-use crate::config::RecordingConfig;
-use crate::loss::LossCounts;
+use crate::recording::active_recording::RecordingInfo;
+use crate::recording::config::builder::RecordingConfig;
+use crate::recording::loss::LossCounts;
 
 /// One live recording.
 #[derive(Debug)]

@@ -9,8 +9,8 @@
 //! ```
 //!
 //! The first start creates it, the last stop ends it; starts and stops in
-//! between only rotate (see [`crate::member`]) and re-apply the union of
-//! the live recordings' settings (see [`crate::union`]). [`PHYSICAL`] is
+//! between only rotate (see [`crate::recording::member`]) and re-apply the union of
+//! the live recordings' settings (see [`crate::recording::config::union`]). [`PHYSICAL`] is
 //! held for the whole of a start or a stop, so they are serialised; the
 //! recorder thread never takes it. A `fork()` takes it (as the runtime's
 //! other locks) and the child forgets the parent's recorder: its own first
@@ -22,7 +22,7 @@
 use crate::sync::mpsc;
 use std::thread::JoinHandle;
 
-use crate::recorder_thread::Command;
+use crate::recording::recorder_thread::Command;
 use crate::runtime::Runtime;
 use crate::sync::Mutex;
 

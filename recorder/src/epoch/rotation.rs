@@ -28,7 +28,7 @@
 //! stopped, and after the safepoint no block of epoch *e* can grow.
 
 use crate::buffer::block::Block;
-use crate::membarrier;
+use crate::epoch::membarrier;
 use crate::runtime::Runtime;
 use crate::sync::{Ordering, spin_hint};
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::OptionError;
 use super::source::{self, DEFAULT_SET};
 use super::value::{KEYS, boolean, event_setting, size, suggest, time};
-use crate::settings::Settings;
+use crate::recording::config::settings::Settings;
 
 /// The environment variable [`from_env`] reads.
 pub const ENV_VAR: &str = "FLIGHTREC";
@@ -23,7 +23,7 @@ pub struct StartOptions {
     pub name: Option<String>,
     /// `filename=PATH`: the `.jfr` file written when the recording stops
     /// (or the program exits), as written: `%p` and `%t` are expanded when
-    /// the recording is set up ([`crate::autostart::config_from_options`]).
+    /// the recording is set up ([`crate::recording::autostart::config_from_options`]).
     pub filename: Option<PathBuf>,
     /// `duration=TIME`: stop after this long. `0` (the JDK's "forever")
     /// gives `None`.
@@ -59,7 +59,7 @@ pub struct StartOptions {
     /// `attach=true|false|lazy`: answer the JDK's `jcmd` on the HotSpot
     /// attach socket, from the start or (`lazy`) from the first `jcmd`'s
     /// SIGQUIT (see [`crate::attach`]).
-    pub attach: Option<crate::config::Attach>,
+    pub attach: Option<crate::recording::config::builder::Attach>,
     /// The `settings=` sets layered in order (the built-in `default` if none
     /// is given), then every `event#setting=value` in order; later wins.
     pub settings: Settings,
@@ -201,7 +201,7 @@ pub fn parse(text: &str) -> Result<StartOptions, OptionError> {
             Key::MaxSize => o.max_size = Some(size(name, value)?).filter(|&n| n != 0),
             Key::MaxChunkSize => {
                 let n = size(name, value)?;
-                if n < crate::config::MIN_CHUNK_SIZE {
+                if n < crate::recording::config::builder::MIN_CHUNK_SIZE {
                     return Err(out_of_range(name, value, "must be at least 64k"));
                 }
                 o.max_chunk_size = Some(n);
@@ -251,14 +251,16 @@ pub fn parse(text: &str) -> Result<StartOptions, OptionError> {
         o.settings
             .add_method_filter(event, value)
             .map_err(|e| match e {
-                crate::settings::SettingError::InvalidFilter { part, reason, .. } => {
-                    OptionError::BadFilter {
-                        key: key.to_owned(),
-                        value: value.to_owned(),
-                        part,
-                        reason,
-                    }
-                }
+                crate::recording::config::settings::SettingError::InvalidFilter {
+                    part,
+                    reason,
+                    ..
+                } => OptionError::BadFilter {
+                    key: key.to_owned(),
+                    value: value.to_owned(),
+                    part,
+                    reason,
+                },
                 _ => OptionError::EmptyValue {
                     key: key.to_owned(),
                 },
@@ -268,8 +270,11 @@ pub fn parse(text: &str) -> Result<StartOptions, OptionError> {
 }
 
 /// `attach=`: `true`, `false` or `lazy`.
-fn attach_mode(key: &str, value: &str) -> Result<crate::config::Attach, OptionError> {
-    use crate::config::Attach;
+fn attach_mode(
+    key: &str,
+    value: &str,
+) -> Result<crate::recording::config::builder::Attach, OptionError> {
+    use crate::recording::config::builder::Attach;
     match value {
         "true" => Ok(Attach::Listen),
         "false" => Ok(Attach::Off),
@@ -349,7 +354,7 @@ fn from_var(value: Option<OsString>) -> Result<Option<StartOptions>, OptionError
 #[cfg(all(test, not(flightrec_loom)))]
 mod tests {
     use super::*;
-    use crate::settings::{Period, Throttle};
+    use crate::recording::config::settings::{Period, Throttle};
     use std::path::Path;
 
     fn ms(n: u64) -> Duration {
@@ -394,7 +399,7 @@ mod tests {
 
     #[test]
     fn attach_is_true_false_or_lazy() {
-        use crate::config::Attach;
+        use crate::recording::config::builder::Attach;
         let mode = |v: &str| parse(&format!("attach={v}")).unwrap().attach;
         assert_eq!(mode("true"), Some(Attach::Listen));
         assert_eq!(mode("false"), Some(Attach::Off));

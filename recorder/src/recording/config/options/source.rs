@@ -22,12 +22,12 @@ use std::path::Path;
 
 use super::value::event_setting;
 use super::{OptionError, jfc};
-use crate::settings::{Settings, TypeSettings};
+use crate::recording::config::settings::{Settings, TypeSettings};
 
 /// The built-in set `default` (also used when no `settings=` is given).
-pub(super) const DEFAULT_SET: &str = include_str!("../../settings/default.settings");
+pub(super) const DEFAULT_SET: &str = include_str!("../../../../settings/default.settings");
 /// The built-in set `profile`.
-pub(super) const PROFILE_SET: &str = include_str!("../../settings/profile.settings");
+pub(super) const PROFILE_SET: &str = include_str!("../../../../settings/profile.settings");
 
 /// Largest settings file read (the JDK's `.jfc` files are about 50 KiB).
 const MAX_FILE: u64 = 4 << 20;
@@ -173,7 +173,7 @@ pub(super) fn layer(base: &mut Settings, top: &Settings) {
 #[cfg(all(test, not(flightrec_loom)))]
 mod tests {
     use super::*;
-    use crate::settings::{Period, Throttle};
+    use crate::recording::config::settings::{Period, Throttle};
     use std::time::Duration;
 
     #[test]

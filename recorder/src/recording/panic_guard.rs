@@ -23,7 +23,7 @@
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crate::loss::LossCause;
+use crate::recording::loss::LossCause;
 use crate::sync::{AtomicU64, Ordering};
 
 /// A place in the recorder where a panic is caught.
