@@ -9,6 +9,7 @@
 //! * [`recording`]: the lifecycle, the recorder thread, rotation and dumps.
 //! * [`timing`]: method timing and tracing of instrumented functions
 //!   (`jdk.MethodTiming`, `jdk.MethodTrace`).
+//! * [`labels`]: per-request labels on samples (Pyroscope's `contextId`).
 //! * [`stream`]: following a recording (or reading a file) from inside the
 //!   process, with callbacks per event type.
 //! * `sync`: every atomic, cell and thread-local, swapped for loom's under
@@ -34,6 +35,8 @@ pub(crate) mod cpool;
 pub mod event;
 #[cfg(not(flightrec_loom))]
 mod fork;
+#[cfg(not(flightrec_loom))]
+pub mod labels;
 mod local;
 #[cfg(flightrec_loom)]
 #[doc(hidden)]

@@ -1,0 +1,99 @@
+//! Samples in the shape Grafana Pyroscope's JFR ingest reads.
+//!
+//! Pyroscope's JFR parser builds its CPU and wall profiles from
+//! `jdk.ExecutionSample` only (it never reads `jdk.CPUTimeSample`), and
+//! tells the two apart by the last `jdk.ActiveSetting` named `event` it has
+//! read before the samples: `wall` makes every sample a wall sample (and
+//! the ones whose `state` is not `STATE_SLEEPING` CPU samples too); any
+//! other value (`cpu`, `itimer`) makes the non-sleeping ones CPU samples.
+//! See `docs/pyroscope-events.md`.
+//!
+//! # Mechanism
+//!
+//! Off by default. When on ([`set_pyroscope_events`]):
+//!
+//! * wall-clock sampling on: the samples are `jdk.ExecutionSample`s already
+//!   (`STATE_RUNNABLE` or `STATE_SLEEPING`); the `event` setting says
+//!   `wall`. CPU-time samples stay `jdk.CPUTimeSample`s only (Pyroscope
+//!   takes CPU from the running wall samples, and writing both would count
+//!   every sample twice in its wall profile).
+//! * CPU-time sampling only: every CPU-time sample is written twice, as the
+//!   `jdk.CPUTimeSample` the JDK's views read and as a `jdk.ExecutionSample`
+//!   in state `STATE_RUNNABLE`; the `event` setting says `cpu`.
+//!
+//! The `event` setting is written by the sampler whenever its settings are
+//! (each new chunk, each change) and, so that it precedes every sample of a
+//! chunk, by the recorder thread as the first event of each chunk
+//! ([`write_event_setting`]).
+//!
+//! Invariant: while the switch is on and sampling runs, every chunk's first
+//! event record is the `event` setting for the sampler's current mode.
+
+use chunk_writer::TypeId;
+use chunk_writer::encode::Sink;
+use chunk_writer::record::{begin_record, end_record};
+
+use super::config::SamplerConfig;
+use crate::sync::{AtomicBool, AtomicUsize, Ordering};
+
+static ON: AtomicBool = AtomicBool::new(false);
+
+/// The sampler's mode as the `event` setting names it: 0 none, 1 cpu, 2 wall.
+static MODE: AtomicUsize = AtomicUsize::new(0);
+
+/// Writes samples the way Pyroscope reads them (see the module docs), from
+/// the sampler's next pass on. Off by default; the JDK reads the files
+/// either way.
+pub fn set_pyroscope_events(on: bool) {
+    ON.store(on, Ordering::Relaxed);
+}
+
+/// Whether samples are written for Pyroscope ([`set_pyroscope_events`]).
+pub fn pyroscope_events() -> bool {
+    ON.load(Ordering::Relaxed)
+}
+
+/// The `event` setting's value for `config`: `wall` when wall-clock
+/// sampling is on, `cpu` when only CPU-time sampling is, else none.
+pub(crate) fn mode_of(config: Option<&SamplerConfig>) -> Option<&'static str> {
+    match config {
+        Some(c) if c.wall.is_some() => Some("wall"),
+        Some(c) if c.cpu.is_some() => Some("cpu"),
+        _ => None,
+    }
+}
+
+/// Records the sampler's current mode for [`write_event_setting`].
+pub(crate) fn publish_mode(mode: Option<&'static str>) {
+    let m = match mode {
+        Some("cpu") => 1,
+        Some("wall") => 2,
+        _ => 0,
+    };
+    MODE.store(m, Ordering::Relaxed);
+}
+
+/// The `event` setting to write now, if the switch is on and sampling runs.
+pub(crate) fn current_event() -> Option<&'static str> {
+    if !pyroscope_events() {
+        return None;
+    }
+    match MODE.load(Ordering::Relaxed) {
+        1 => Some("cpu"),
+        2 => Some("wall"),
+        _ => None,
+    }
+}
+
+/// Appends `jdk.ActiveSetting` {id: `jdk.ExecutionSample`, name `event`,
+/// value `cpu`|`wall`} to `out` if samples are written for Pyroscope.
+pub(crate) fn write_event_setting(out: &mut Vec<u8>, ticks: i64) {
+    if let Some(value) = current_event() {
+        let r = begin_record(out, TypeId::ACTIVE_SETTING);
+        out.put_i64(ticks);
+        out.put_i64(TypeId::EXECUTION_SAMPLE.0 as i64);
+        out.put_str("event");
+        out.put_str(value);
+        end_record(out, r);
+    }
+}
