@@ -85,7 +85,21 @@ fn samples_by_phase(path: &Path) -> BTreeMap<(String, String), Vec<u64>> {
             .as_u64()
             .unwrap_or_else(|| panic!("{ty} without a contextId: {v}"));
         let phase = phase_of(v).unwrap_or_else(|| "-".into());
-        out.entry((ty.to_owned(), phase)).or_default().push(id);
+        out.entry((ty.to_owned(), phase.clone()))
+            .or_default()
+            .push(id);
+        // The expiries a CPU-time sample stands for (its samplingPeriod over
+        // the 5 ms interval), under a type of its own.
+        if let Some(p) = v["samplingPeriod"].as_str() {
+            let secs: f64 = p
+                .trim_start_matches("PT")
+                .trim_end_matches('S')
+                .parse()
+                .unwrap_or_else(|_| panic!("samplingPeriod {p}"));
+            let n = (secs / 0.005).round() as usize;
+            let w = out.entry(("expiries".to_owned(), phase)).or_default();
+            w.extend(std::iter::repeat_n(id, n));
+        }
     }
     out
 }
@@ -140,6 +154,8 @@ fn every_sample_in_a_scope_carries_its_id_and_pyroscope_reads_the_file() {
     let id_a = a.join().unwrap();
     let (id_b, id_b2) = b.join().unwrap();
     assert_eq!(none.join().unwrap(), 0);
+    // What an upload of these samples declares: 5 ms per sample.
+    assert_eq!(sampler::pyroscope_sample_rate(), Some(200));
     rec.stop().unwrap();
     sampler::set_pyroscope_events(false);
 
@@ -181,12 +197,17 @@ fn every_sample_in_a_scope_carries_its_id_and_pyroscope_reads_the_file() {
                 .unwrap_or_default()
         };
         let (cpu, exec) = (get("jdk.CPUTimeSample"), get("jdk.ExecutionSample"));
-        report += &format!("{phase}: {} cpu, {} exec\n", cpu.len(), exec.len());
+        let expiries = get("expiries").len();
+        report += &format!(
+            "{phase}: {} cpu ({expiries} expiries), {} exec\n",
+            cpu.len(),
+            exec.len()
+        );
         assert!(cpu.len() >= 10, "{phase}: only {} samples", cpu.len());
         assert_eq!(
-            cpu.len(),
             exec.len(),
-            "{phase}: one ExecutionSample per CPU sample"
+            expiries,
+            "{phase}: one ExecutionSample per timer expiry of the CPU samples"
         );
         let wrong: Vec<u64> = cpu
             .iter()
@@ -267,6 +288,7 @@ fn wall_mode_says_wall_and_sleeping_samples_keep_their_ids() {
         })
         .unwrap();
     let id = t.join().unwrap();
+    assert_eq!(sampler::pyroscope_sample_rate(), Some(100));
     rec.stop().unwrap();
     sampler::set_pyroscope_events(false);
     assert_ne!(id, 0);

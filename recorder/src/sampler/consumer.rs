@@ -202,7 +202,7 @@ impl Consumer {
     /// their queues still hold.
     fn detach_all(&mut self) {
         birth::set_active(false);
-        pyroscope::publish_mode(None);
+        pyroscope::publish_mode(None, None);
         self.cpu = None;
         self.wall = None;
         let tids: Vec<u64> = self.tracked.keys().copied().collect();
@@ -549,7 +549,11 @@ impl Consumer {
                     (SampleKind::CpuTime, Some(period)) => {
                         let wrote = write_cpu_sample(s, refs, *key, period);
                         if cpu_as_execution {
-                            write_execution_sample(s, refs, *key);
+                            // Pyroscope weighs each ExecutionSample as one
+                            // period: one per expiry the signal stands for.
+                            for _ in 0..=s.overrun.min(pyroscope::MAX_WEIGHT) {
+                                write_execution_sample(s, refs, *key);
+                            }
                         }
                         wrote
                     }
@@ -604,7 +608,12 @@ impl Consumer {
         let pyroscope_on = pyroscope::pyroscope_events();
         self.pyroscope_seen = pyroscope_on;
         let mode = pyroscope::mode_of(self.config.as_ref());
-        pyroscope::publish_mode(mode);
+        let period = match &self.config {
+            Some(c) if c.wall.is_some() => c.wall,
+            Some(c) if c.cpu.is_some() => self.cpu.as_ref().map(|t| t.period()),
+            _ => None,
+        };
+        pyroscope::publish_mode(mode, period);
         let Some(c) = &self.config else { return };
         if let Some(value) = mode.filter(|_| pyroscope_on) {
             // Pyroscope's parser takes the mode from this setting (see

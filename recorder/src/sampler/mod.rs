@@ -51,7 +51,7 @@ pub(crate) use control::{fork_lock, fork_unlock};
 #[cfg(not(flightrec_loom))]
 pub(crate) use control::{reconcile, shutdown};
 #[cfg(not(flightrec_loom))]
-pub use pyroscope::{pyroscope_events, set_pyroscope_events};
+pub use pyroscope::{pyroscope_events, pyroscope_sample_rate, set_pyroscope_events};
 
 /// A sampling mechanism: makes samples of one thread arrive (as the
 /// sampling signal carrying `value`) until detached. After async-profiler's

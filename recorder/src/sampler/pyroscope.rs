@@ -21,6 +21,16 @@
 //!   `jdk.CPUTimeSample` the JDK's views read and as a `jdk.ExecutionSample`
 //!   in state `STATE_RUNNABLE`; the `event` setting says `cpu`.
 //!
+//! # Weight
+//!
+//! Pyroscope counts each `jdk.ExecutionSample` as one sampling interval
+//! (`1e9 / sampleRate` ns, the rate the upload declares, see
+//! [`pyroscope_sample_rate`]). The kernel checks CPU timers at its tick, so
+//! one CPU-time signal can stand for several expiries (its overruns): it is
+//! written as that many `jdk.ExecutionSample`s (at most [`MAX_WEIGHT`] + 1),
+//! so Pyroscope's CPU time matches the `samplingPeriod` sum of the
+//! `jdk.CPUTimeSample`s.
+//!
 //! The `event` setting is written by the sampler whenever its settings are
 //! (each new chunk, each change) and, so that it precedes every sample of a
 //! chunk, by the recorder thread as the first event of each chunk
@@ -34,7 +44,9 @@ use chunk_writer::encode::Sink;
 use chunk_writer::record::{begin_record, end_record};
 
 use super::config::SamplerConfig;
-use crate::sync::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 static ON: AtomicBool = AtomicBool::new(false);
 
@@ -63,14 +75,37 @@ pub(crate) fn mode_of(config: Option<&SamplerConfig>) -> Option<&'static str> {
     }
 }
 
-/// Records the sampler's current mode for [`write_event_setting`].
-pub(crate) fn publish_mode(mode: Option<&'static str>) {
+/// The sampling interval of the mode, in nanoseconds (0: none).
+static PERIOD_NS: AtomicU64 = AtomicU64::new(0);
+
+/// Most `jdk.ExecutionSample`s written for one CPU-time signal (one per
+/// timer expiry it stands for, see "Weight" in the module docs).
+pub(crate) const MAX_WEIGHT: u32 = 63;
+
+/// Records the sampler's current mode and interval, for
+/// [`write_event_setting`] and [`pyroscope_sample_rate`].
+pub(crate) fn publish_mode(mode: Option<&'static str>, period: Option<Duration>) {
     let m = match mode {
         Some("cpu") => 1,
         Some("wall") => 2,
         _ => 0,
     };
+    let ns = period.map_or(0, |p| p.as_nanos().min(u64::MAX as u128) as u64);
+    PERIOD_NS.store(ns, Ordering::Relaxed);
     MODE.store(m, Ordering::Relaxed);
+}
+
+/// The `sampleRate` (samples per second per thread) an upload of samples
+/// written now must declare: Pyroscope counts each `jdk.ExecutionSample`
+/// as `1e9 / sampleRate` nanoseconds. The wall-clock interval when
+/// wall-clock sampling is on, else the CPU-time interval; `None` while the
+/// sampler is off. Rounded to the nearest whole rate, at least 1.
+pub fn pyroscope_sample_rate() -> Option<u64> {
+    if MODE.load(Ordering::Relaxed) == 0 {
+        return None;
+    }
+    let ns = PERIOD_NS.load(Ordering::Relaxed);
+    (ns > 0).then(|| ((1_000_000_000 + ns / 2) / ns).max(1))
 }
 
 /// The `event` setting to write now, if the switch is on and sampling runs.
