@@ -328,11 +328,10 @@ pub fn parse(file: &[u8]) -> Parsed {
             if Some(ty) == setting
                 && let Some(V::Str(Some(name))) = values.get("name")
                 && name == "event"
+                && let Some(V::Str(Some(v))) = values.get("value")
             {
-                if let Some(V::Str(Some(v))) = values.get("value") {
-                    out.event_settings.push(v.clone());
-                    event_seen = true;
-                }
+                out.event_settings.push(v.clone());
+                event_seen = true;
             }
             if Some(ty) == exec {
                 assert!(
