@@ -13,6 +13,7 @@
 //!   the per-type settings and the `FLIGHTREC`/`.jfc` options.
 //! * [`timing`]: method timing and tracing of instrumented functions
 //!   (`jdk.MethodTiming`, `jdk.MethodTrace`).
+//! * [`labels`]: per-request labels on samples (Pyroscope's `contextId`).
 //! * [`stream`]: following a recording (or reading a file) from inside the
 //!   process, with callbacks per event type.
 //! * `sync`: every atomic, cell and thread-local, swapped for loom's under
@@ -30,6 +31,8 @@ pub mod clock;
 pub(crate) mod cpool;
 pub(crate) mod epoch;
 pub mod event;
+#[cfg(not(flightrec_loom))]
+pub mod labels;
 #[cfg(flightrec_loom)]
 #[doc(hidden)]
 pub mod loom_api;

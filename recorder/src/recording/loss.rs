@@ -40,7 +40,7 @@ use chunk_writer::record::{begin_record, end_record};
 
 use crate::sync::{AtomicU64, Ordering};
 
-const N_CAUSES: usize = 9;
+const N_CAUSES: usize = 10;
 
 /// Why an event was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -69,6 +69,10 @@ pub enum LossCause {
     /// A thread of the process was not sampled: every sample slot was taken
     /// when the sampler found it. Counts threads, not events.
     ThreadNotSampled,
+    /// A label scope's set did not fit in the bounded label table (or the
+    /// thread found no entry to publish it in): its samples carry no
+    /// labels. Counts scopes, not events (see [`crate::labels`]).
+    LabelsDropped,
 }
 
 impl LossCause {
@@ -83,6 +87,7 @@ impl LossCause {
         Self::Panicked,
         Self::StackDropped,
         Self::ThreadNotSampled,
+        Self::LabelsDropped,
     ];
 
     /// The name written into the file.
@@ -97,6 +102,7 @@ impl LossCause {
             Self::Panicked => "panic while encoding the event",
             Self::StackDropped => "stack trace dropped: constant pools full (event kept)",
             Self::ThreadNotSampled => "thread not sampled: sample slots full (counts threads)",
+            Self::LabelsDropped => "labels dropped: label table full (counts scopes)",
         }
     }
 
@@ -104,7 +110,10 @@ impl LossCause {
     /// without a stack trace) and [`LossCause::ThreadNotSampled`] (it counts
     /// threads); true for every cause that drops an event.
     pub fn loses_event(self) -> bool {
-        !matches!(self, Self::StackDropped | Self::ThreadNotSampled)
+        !matches!(
+            self,
+            Self::StackDropped | Self::ThreadNotSampled | Self::LabelsDropped
+        )
     }
 
     fn index(self) -> usize {

@@ -190,6 +190,8 @@ impl Recorder {
         for m in &self.members {
             write_active_recording(&mut first, ticks, &m.info);
         }
+        // Before every sample of the chunk, as Pyroscope's parser needs it.
+        crate::sampler::pyroscope::write_event_setting(&mut first, ticks);
         chunk.write_records(&first)?;
         self.chunk = Some((chunk, path));
         self.chunk_opened = Instant::now();
