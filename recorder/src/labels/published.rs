@@ -21,7 +21,7 @@
 //! so the handler on thread `t` reads the id `t` published last: the store
 //! and the handler's load are on the same thread, in program order.
 
-use crate::loss::LossCause;
+use crate::recording::loss::LossCause;
 use crate::sync::{AtomicU64, Ordering};
 
 /// Entries in the table (a power of two).

@@ -23,7 +23,7 @@
 use std::collections::HashMap;
 
 use super::Set;
-use crate::loss::LossCause;
+use crate::recording::loss::LossCause;
 use crate::sync::Mutex;
 
 /// Most label sets the table holds.
