@@ -11,6 +11,8 @@
 //!   (`jdk.MethodTiming`, `jdk.MethodTrace`).
 //! * [`stream`]: following a recording (or reading a file) from inside the
 //!   process, with callbacks per event type.
+//! * `pyroscope` (feature `pyroscope`): pushing each period's chunk to
+//!   Grafana Pyroscope.
 //! * `sync`: every atomic, cell and thread-local, swapped for loom's under
 //!   `cfg(flightrec_loom)`.
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -67,6 +69,8 @@ mod stale;
 #[cfg(not(flightrec_loom))]
 mod statistics;
 pub mod stream;
+#[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
+pub mod pyroscope;
 pub(crate) mod sync;
 pub mod timing;
 mod union;

@@ -125,6 +125,17 @@ pub fn parse_signal(text: &str) -> Result<i32, String> {
     Ok(signal)
 }
 
+/// The per-thread interval between samples the settings ask for:
+/// wall-clock sampling's `period` if it is on, else CPU-time sampling's
+/// (its `throttle` over the CPUs), else `None` (for the `sampleRate` of a
+/// Pyroscope upload).
+#[cfg(feature = "pyroscope")]
+pub(crate) fn period_for_rate(settings: &Settings) -> Option<Duration> {
+    let c = SamplerConfig::from_settings(settings, 0);
+    let cpus = crate::sync::available_parallelism().map_or(1, |n| n.get());
+    c.wall.or_else(|| c.cpu.map(|t| cpu_period(t, cpus)))
+}
+
 /// Everything the sampler thread acts on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SamplerConfig {

@@ -47,6 +47,8 @@ pub use control::set_signal;
 pub(crate) use control::{fork_lock, fork_unlock};
 #[cfg(not(flightrec_loom))]
 pub(crate) use control::{reconcile, shutdown};
+#[cfg(feature = "pyroscope")]
+pub(crate) use config::period_for_rate;
 
 /// A sampling mechanism: makes samples of one thread arrive (as the
 /// sampling signal carrying `value`) until detached. After async-profiler's
