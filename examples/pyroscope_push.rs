@@ -80,7 +80,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--seconds" => seconds = value()?.parse()?,
             "--period-ms" => period = Duration::from_millis(value()?.parse()?),
             "--out" => out = Some(PathBuf::from(value()?)),
-            _ => return Err(format!("unknown argument {a} (--url URL|local, --seconds N, --period-ms MS, --out PATH)").into()),
+            _ => return Err(format!(
+                "unknown argument {a} (--url URL|local, --seconds N, --period-ms MS, --out PATH)"
+            )
+            .into()),
         }
     }
     let url = url.ok_or("--url URL|local is required")?;
@@ -103,7 +106,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut settings = Settings::new();
     settings.set("jdk.ExecutionSample", "enabled", "true")?;
     settings.set("jdk.ExecutionSample", "period", "10 ms")?;
-    let recording = Recording::start(RecordingConfig::new(&out).settings(settings).pyroscope(upload))?;
+    let recording = Recording::start(
+        RecordingConfig::new(&out)
+            .settings(settings)
+            .pyroscope(upload),
+    )?;
 
     let stop = Arc::new(AtomicBool::new(false));
     let workers: Vec<_> = [("checkout", 0u64), ("search", 1)]
@@ -116,7 +123,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     let mut id = 0u64;
                     while !stop.load(Ordering::Relaxed) {
                         id += 1;
-                        black_box(if which == 0 { handle_checkout(id) } else { handle_search(id) });
+                        black_box(if which == 0 {
+                            handle_checkout(id)
+                        } else {
+                            handle_search(id)
+                        });
                     }
                 })
         })
@@ -131,7 +142,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(t) = totals
         && t.chunks_dropped > 0
     {
-        eprintln!("pyroscope_push: {} chunk(s) dropped before the stop", t.chunks_dropped);
+        eprintln!(
+            "pyroscope_push: {} chunk(s) dropped before the stop",
+            t.chunks_dropped
+        );
     }
     let recorded = count_samples(&std::fs::read(&out)?);
     println!(

@@ -92,13 +92,29 @@ fn pyroscope_push_prints() {
     let path = out(&dir, "pyroscope_push.jfr");
     let printed = run_example(
         "pyroscope_push",
-        &["--url", "local", "--seconds", "3", "--out", path.to_str().unwrap()],
+        &[
+            "--url",
+            "local",
+            "--seconds",
+            "3",
+            "--out",
+            path.to_str().unwrap(),
+        ],
     );
-    let recorded = printed["samples_recorded"].as_u64().expect("samples_recorded");
+    let recorded = printed["samples_recorded"]
+        .as_u64()
+        .expect("samples_recorded");
     assert!(recorded > 0, "{printed}");
-    assert_eq!(printed["samples_uploaded"].as_u64(), Some(recorded), "{printed}");
+    assert_eq!(
+        printed["samples_uploaded"].as_u64(),
+        Some(recorded),
+        "{printed}"
+    );
     assert!(printed["uploads"].as_u64() >= Some(2), "{printed}");
-    check(&path, &serde_json::json!({ "jdk.ExecutionSample": recorded }));
+    check(
+        &path,
+        &serde_json::json!({ "jdk.ExecutionSample": recorded }),
+    );
 }
 
 #[test]

@@ -83,7 +83,10 @@ fn labels_snapshot_entries(data: &[u8]) -> (usize, usize) {
 fn decode(r: &Request, app: &str) -> (Vec<u8>, Vec<u8>, i64, i64) {
     assert_eq!(r.method, "POST");
     assert_eq!(r.path(), "/ingest");
-    let p = |k: &str| r.param(k).unwrap_or_else(|| panic!("no `{k}` in {}", r.target));
+    let p = |k: &str| {
+        r.param(k)
+            .unwrap_or_else(|| panic!("no `{k}` in {}", r.target))
+    };
     assert_eq!(p("name"), app);
     assert_eq!(p("format"), "jfr");
     assert_eq!(p("spyName"), "flightrec");
@@ -140,8 +143,12 @@ fn each_upload_holds_its_period_and_together_they_hold_the_recording() {
     let mut settings = Settings::new();
     settings.set(SAMPLE, "enabled", "true").unwrap();
     settings.set(SAMPLE, "period", "10 ms").unwrap();
-    let rec = Recording::start(RecordingConfig::new(&out).settings(settings).pyroscope(upload))
-        .unwrap();
+    let rec = Recording::start(
+        RecordingConfig::new(&out)
+            .settings(settings)
+            .pyroscope(upload),
+    )
+    .unwrap();
     let stop = AtomicBool::new(false);
     std::thread::scope(|s| {
         s.spawn(|| workload(&stop));
@@ -154,7 +161,11 @@ fn each_upload_holds_its_period_and_together_they_hold_the_recording() {
     let requests = rx.requests();
     // At 400 ms: the first chunk ends late (its stacks are the first the
     // symbolizer sees), the others on time; the last at the stop.
-    assert!(requests.len() >= 3, "{} uploads in 3 s at 400 ms", requests.len());
+    assert!(
+        requests.len() >= 3,
+        "{} uploads in 3 s at 400 ms",
+        requests.len()
+    );
     let mut files = Vec::new();
     let mut spans = Vec::new();
     let mut last_until = None::<i64>;
@@ -165,12 +176,21 @@ fn each_upload_holds_its_period_and_together_they_hold_the_recording() {
         // No per-request labels are recorded yet: the empty snapshot.
         assert_eq!(labels_snapshot_entries(&labels), (0, 0));
         for (start, dur) in chunk_spans(&jfr) {
-            assert!(from * 1_000_000_000 <= start, "upload {i}: chunk starts before `from`");
-            assert!(start + dur <= until * 1_000_000_000, "upload {i}: chunk ends after `until`");
+            assert!(
+                from * 1_000_000_000 <= start,
+                "upload {i}: chunk starts before `from`"
+            );
+            assert!(
+                start + dur <= until * 1_000_000_000,
+                "upload {i}: chunk ends after `until`"
+            );
             spans.push((start, dur));
         }
         // Rounded to seconds, consecutive spans share at most one second.
-        assert!(last_until.is_none_or(|u| from >= u - 1), "upload {i} goes back in time");
+        assert!(
+            last_until.is_none_or(|u| from >= u - 1),
+            "upload {i} goes back in time"
+        );
         last_until = Some(until);
         files.push(write(&dir, &format!("upload-{i}.jfr"), &jfr));
     }
@@ -182,12 +202,22 @@ fn each_upload_holds_its_period_and_together_they_hold_the_recording() {
     let jdk = testkit::jfr();
     jdk.assert_prints(&files[0]);
     let per_upload = jdk.read_each_with_recording_file(&files);
-    let uploaded: u64 = per_upload.iter().map(|c| c.get(SAMPLE).copied().unwrap_or(0)).sum();
+    let uploaded: u64 = per_upload
+        .iter()
+        .map(|c| c.get(SAMPLE).copied().unwrap_or(0))
+        .sum();
     let local = testkit::summary(&out);
     let recorded = local.counts.get(SAMPLE).copied().unwrap_or(0);
-    assert!(recorded > 100, "{recorded} samples in 2.5 s of two busy threads");
+    assert!(
+        recorded > 100,
+        "{recorded} samples in 2.5 s of two busy threads"
+    );
     assert_eq!(uploaded, recorded, "per upload: {per_upload:?}");
-    assert_eq!(spans.len() as u64, local.chunks, "every chunk uploaded once");
+    assert_eq!(
+        spans.len() as u64,
+        local.chunks,
+        "every chunk uploaded once"
+    );
     // Nothing was dropped: no drop outcome in the file.
     let drops: Vec<_> = testkit::print_json(&out)
         .as_array()
@@ -254,8 +284,12 @@ fn failures_are_retried_dropped_and_counted_and_uploads_resume() {
                 std::thread::sleep(Duration::from_micros(200));
             }
         });
-        for mode in [Mode::Status(500), Mode::Down, Mode::Slow(Duration::from_millis(600)), Mode::Ok]
-        {
+        for mode in [
+            Mode::Status(500),
+            Mode::Down,
+            Mode::Slow(Duration::from_millis(600)),
+            Mode::Ok,
+        ] {
             rx.set_mode(mode);
             std::thread::sleep(Duration::from_millis(1500));
             progress.push(committed.load(Ordering::Relaxed));
@@ -275,10 +309,17 @@ fn failures_are_retried_dropped_and_counted_and_uploads_resume() {
         "every committed event is in the file"
     );
     let requests = rx.requests();
-    assert!(requests.iter().any(|r| r.status == 500), "the 500s were seen");
+    assert!(
+        requests.iter().any(|r| r.status == 500),
+        "the 500s were seen"
+    );
     let accepted = rx.accepted();
     let slow_or_later = accepted.iter().filter(|r| r.at > requests[0].at).count();
-    assert!(slow_or_later >= 2, "uploads resumed: {} accepted", accepted.len());
+    assert!(
+        slow_or_later >= 2,
+        "uploads resumed: {} accepted",
+        accepted.len()
+    );
     let uploaded_chunks: u64 = accepted
         .iter()
         .map(|r| chunk_spans(&decode(r, "faulty").0).len() as u64)
@@ -292,10 +333,15 @@ fn failures_are_retried_dropped_and_counted_and_uploads_resume() {
         .map(|o| o["chunks"].as_u64().unwrap())
         .sum();
     assert!(
-        outcomes.iter().any(|o| o["outcome"] == "dropped: failed" && o["tries"] == 2),
+        outcomes
+            .iter()
+            .any(|o| o["outcome"] == "dropped: failed" && o["tries"] == 2),
         "{outcomes:?}"
     );
-    assert!(totals.chunks_dropped >= 1 && totals.failed_requests >= 2, "{totals:?}");
+    assert!(
+        totals.chunks_dropped >= 1 && totals.failed_requests >= 2,
+        "{totals:?}"
+    );
     assert_eq!(
         uploaded_chunks + dropped,
         local.chunks,
@@ -315,21 +361,32 @@ fn redirects_are_not_followed() {
         .period(Duration::from_millis(200))
         .unwrap()
         .stop_timeout(Duration::from_secs(2));
-    let rec =
-        Recording::start(RecordingConfig::new(&out).settings(Settings::new()).pyroscope(upload))
-            .unwrap();
+    let rec = Recording::start(
+        RecordingConfig::new(&out)
+            .settings(Settings::new())
+            .pyroscope(upload),
+    )
+    .unwrap();
     std::thread::sleep(Duration::from_millis(1000));
     rec.stop().unwrap();
     let requests = rx.requests();
     assert!(!requests.is_empty());
-    assert!(requests.iter().all(|r| r.status == 302 && r.path() == "/ingest"));
+    assert!(
+        requests
+            .iter()
+            .all(|r| r.status == 302 && r.path() == "/ingest")
+    );
     let refused: Vec<_> = outcomes(&out)
         .into_iter()
         .filter(|o| o["outcome"] == "dropped: refused")
         .collect();
     assert!(!refused.is_empty());
     for o in &refused {
-        assert_eq!((o["tries"].as_u64(), o["httpStatus"].as_u64()), (Some(1), Some(302)), "{o}");
+        assert_eq!(
+            (o["tries"].as_u64(), o["httpStatus"].as_u64()),
+            (Some(1), Some(302)),
+            "{o}"
+        );
         assert_eq!(o["error"], "a redirect (not followed)");
     }
     // One request per batch: a redirect is not retried either.

@@ -54,6 +54,8 @@ mod panics;
 pub mod periodic;
 #[cfg(not(flightrec_loom))]
 mod physical;
+#[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
+pub mod pyroscope;
 #[cfg(not(flightrec_loom))]
 mod recorder_thread;
 #[cfg(not(flightrec_loom))]
@@ -69,8 +71,6 @@ mod stale;
 #[cfg(not(flightrec_loom))]
 mod statistics;
 pub mod stream;
-#[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
-pub mod pyroscope;
 pub(crate) mod sync;
 pub mod timing;
 mod union;

@@ -83,7 +83,10 @@ impl Request {
 
     /// The value of query parameter `key`.
     pub fn param(&self, key: &str) -> Option<String> {
-        self.query().into_iter().find(|(k, _)| k == key).map(|(_, v)| v)
+        self.query()
+            .into_iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v)
     }
 
     /// The value of header `name` (any case).
@@ -133,7 +136,10 @@ fn parse_multipart(body: &[u8], boundary: &str) -> Vec<Part> {
         if body[after..].starts_with(b"--") {
             return parts;
         }
-        assert!(body[after..].starts_with(b"\r\n"), "a boundary line ends with CRLF");
+        assert!(
+            body[after..].starts_with(b"\r\n"),
+            "a boundary line ends with CRLF"
+        );
         let start = after + 2;
         let next = find(body, start).expect("a closing boundary");
         // The part ends with the CRLF before the next boundary.
@@ -426,13 +432,19 @@ mod tests {
         std::thread::sleep(Duration::from_millis(100));
         assert!(post(&rx.url(), body).unwrap().starts_with("HTTP/1.1 200"));
         let reqs = rx.requests();
-        assert_eq!(reqs.iter().map(|r| r.status).collect::<Vec<_>>(), [200, 500, 200]);
+        assert_eq!(
+            reqs.iter().map(|r| r.status).collect::<Vec<_>>(),
+            [200, 500, 200]
+        );
         let r = &reqs[0];
         assert_eq!(r.path(), "/ingest");
         assert_eq!(r.param("name").as_deref(), Some("a{k=v}"));
         let parts = r.parts();
         assert_eq!(parts.len(), 2);
-        assert_eq!((parts[0].name.as_str(), &parts[0].data[..]), ("jfr", &b"abc"[..]));
+        assert_eq!(
+            (parts[0].name.as_str(), &parts[0].data[..]),
+            ("jfr", &b"abc"[..])
+        );
         assert_eq!((parts[1].name.as_str(), parts[1].data.len()), ("labels", 0));
     }
 }

@@ -177,7 +177,9 @@ mod tests {
     #[cfg(not(feature = "pyroscope"))]
     #[test]
     fn without_the_feature_the_keys_say_so() {
-        let e = super::super::parse("pyroscope=http://h").unwrap_err().to_string();
+        let e = super::super::parse("pyroscope=http://h")
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             e,
             "FLIGHTREC: option `pyroscope=http://h`: this program was built without flightrec's `pyroscope` feature"

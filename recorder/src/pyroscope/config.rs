@@ -282,7 +282,11 @@ impl PyroscopeConfig {
         if self.labels.is_empty() {
             return self.app.clone();
         }
-        let labels: Vec<String> = self.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let labels: Vec<String> = self
+            .labels
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
         format!("{}{{{}}}", self.app, labels.join(","))
     }
 
@@ -334,7 +338,9 @@ fn check_url(url: &str) -> Result<String, PyroscopeError> {
         return Err(bad("expected http://host[:port][/path]"));
     };
     if rest.contains(['?', '#']) {
-        return Err(bad("no query or fragment: the ingest path and parameters are added"));
+        return Err(bad(
+            "no query or fragment: the ingest path and parameters are added",
+        ));
     }
     if rest.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err(bad("contains blanks or control characters"));
@@ -407,7 +413,10 @@ fn parse_app(spec: &str) -> Result<(String, Vec<(String, String)>), PyroscopeErr
             return Err(bad(format!("label `{item}` has no `=`")));
         };
         let (k, v) = (k.trim(), v.trim());
-        let key_ok = k.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        let key_ok = k
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
             && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         if !key_ok {
             return Err(bad(format!(
@@ -415,10 +424,14 @@ fn parse_app(spec: &str) -> Result<(String, Vec<(String, String)>), PyroscopeErr
             )));
         }
         if k.starts_with("__") {
-            return Err(bad(format!("label name `{k}`: names starting with `__` are reserved")));
+            return Err(bad(format!(
+                "label name `{k}`: names starting with `__` are reserved"
+            )));
         }
         if k == "service_name" {
-            return Err(bad("`service_name` is the application name: write it before `{`".to_owned()));
+            return Err(bad(
+                "`service_name` is the application name: write it before `{`".to_owned(),
+            ));
         }
         if v.is_empty() {
             return Err(bad(format!("label `{k}` has an empty value")));
@@ -427,7 +440,10 @@ fn parse_app(spec: &str) -> Result<(String, Vec<(String, String)>), PyroscopeErr
             .chars()
             .find(|c| matches!(c, '{' | '}' | '=' | ',' | '"' | '\'') || c.is_control())
         {
-            return Err(bad(format!("`{}` in the value of label `{k}`", c.escape_default())));
+            return Err(bad(format!(
+                "`{}` in the value of label `{k}`",
+                c.escape_default()
+            )));
         }
         if out.iter().any(|(o, _)| o == k) {
             return Err(bad(format!("label `{k}` given twice")));
@@ -442,7 +458,9 @@ fn check_header_value(v: &str) -> Result<(), &'static str> {
     if v.is_empty() {
         return Err("is empty");
     }
-    if v.bytes().any(|b| !(b == b' ' || b == b'\t' || (0x21..0x7f).contains(&b))) {
+    if v.bytes()
+        .any(|b| !(b == b' ' || b == b'\t' || (0x21..0x7f).contains(&b)))
+    {
         return Err("holds a character a header value cannot (line break, control or non-ASCII)");
     }
     Ok(())
@@ -472,7 +490,9 @@ mod tests {
             "http://127.0.0.1:4040"
         );
         assert_eq!(
-            PyroscopeConfig::new("http://p.example/prefix").unwrap().base,
+            PyroscopeConfig::new("http://p.example/prefix")
+                .unwrap()
+                .base,
             "http://p.example/prefix"
         );
         for bad in [
@@ -486,7 +506,10 @@ mod tests {
             "http://h o",
         ] {
             assert!(
-                matches!(PyroscopeConfig::new(bad), Err(PyroscopeError::BadUrl { .. })),
+                matches!(
+                    PyroscopeConfig::new(bad),
+                    Err(PyroscopeError::BadUrl { .. })
+                ),
                 "{bad}"
             );
         }
@@ -522,7 +545,10 @@ mod tests {
             ("a{x=a\"b}", "in the value of label `x`"),
             ("a{service_name=b}", "service_name"),
         ] {
-            let e = PyroscopeConfig::new("http://h").unwrap().app(bad).unwrap_err();
+            let e = PyroscopeConfig::new("http://h")
+                .unwrap()
+                .app(bad)
+                .unwrap_err();
             assert!(e.to_string().contains(says), "{bad}: {e}");
         }
     }

@@ -152,16 +152,34 @@ mod tests {
             q.push(chunk(n));
         }
         let (taken, dropped, stop) = q.take();
-        assert_eq!(taken.iter().map(|c| c.bytes.len()).collect::<Vec<_>>(), [20, 30, 40]);
-        assert_eq!(dropped, Dropped { chunks: 1, bytes: 10 });
+        assert_eq!(
+            taken.iter().map(|c| c.bytes.len()).collect::<Vec<_>>(),
+            [20, 30, 40]
+        );
+        assert_eq!(
+            dropped,
+            Dropped {
+                chunks: 1,
+                bytes: 10
+            }
+        );
         assert!(stop.is_none());
         // bytes: 60 + 50 > 100 drops the 60
         q.push(chunk(60));
         q.push(chunk(50));
         q.push(chunk(101)); // alone over the bound
         let (taken, dropped, _) = q.take();
-        assert_eq!(taken.iter().map(|c| c.bytes.len()).collect::<Vec<_>>(), [50]);
-        assert_eq!(dropped, Dropped { chunks: 2, bytes: 161 });
+        assert_eq!(
+            taken.iter().map(|c| c.bytes.len()).collect::<Vec<_>>(),
+            [50]
+        );
+        assert_eq!(
+            dropped,
+            Dropped {
+                chunks: 2,
+                bytes: 161
+            }
+        );
     }
 
     #[test]

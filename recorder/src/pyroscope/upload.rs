@@ -279,7 +279,13 @@ impl Uploader {
                         } else {
                             "refused by the server"
                         };
-                        return self.drop_batch(batch, "dropped: refused", tries, status, Some(why));
+                        return self.drop_batch(
+                            batch,
+                            "dropped: refused",
+                            tries,
+                            status,
+                            Some(why),
+                        );
                     }
                 }
                 Err(e) => {
@@ -311,7 +317,14 @@ impl Uploader {
         self.totals
             .chunks_dropped
             .fetch_add(batch.len() as u64, Ordering::Relaxed);
-        record(outcome, batch.len() as u64, bytes as u64, tries, status, error);
+        record(
+            outcome,
+            batch.len() as u64,
+            bytes as u64,
+            tries,
+            status,
+            error,
+        );
     }
 }
 

@@ -37,6 +37,8 @@ pub(crate) mod threads;
 #[cfg(not(flightrec_loom))]
 mod unwind;
 
+#[cfg(feature = "pyroscope")]
+pub(crate) use config::period_for_rate;
 pub use config::{
     CPU_EVENT, DEFAULT_THROTTLE, DEFAULT_WALL_PERIOD, MIN_PERIOD, WALL_EVENT, parse_signal,
     signal_allowed,
@@ -47,8 +49,6 @@ pub use control::set_signal;
 pub(crate) use control::{fork_lock, fork_unlock};
 #[cfg(not(flightrec_loom))]
 pub(crate) use control::{reconcile, shutdown};
-#[cfg(feature = "pyroscope")]
-pub(crate) use config::period_for_rate;
 
 /// A sampling mechanism: makes samples of one thread arrive (as the
 /// sampling signal carrying `value`) until detached. After async-profiler's
