@@ -68,7 +68,7 @@ fn timed(
 
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
-    let (rounds, segments) = if full { (21, 5) } else { (2, 1) };
+    let (rounds, segments) = if full { (21, 25) } else { (2, 1) };
     let dir =
         std::env::temp_dir().join(format!("flightrec-pyroscope-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("bench dir");

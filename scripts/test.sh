@@ -53,6 +53,8 @@ pyroscope() {
     cargo clippy -p flightrec -p flightrec-recorder --all-targets --features pyroscope -- -D warnings
     cargo test --release -p flightrec-recorder --features pyroscope --lib pyroscope
     cargo test --release -p flightrec --features pyroscope --test pyroscope_push
+    # `--test` builds no example: build the one the next test runs.
+    cargo build --release -p flightrec --features pyroscope --example pyroscope_push
     cargo test --release -p flightrec --features pyroscope --test every_file_prints pyroscope_push
 }
 step pyroscope pyroscope
