@@ -8,7 +8,8 @@
 //!
 //! `--url local` starts a receiver on 127.0.0.1 that stores the requests
 //! (testkit's `receiver`) instead of a Pyroscope server. Two threads serve
-//! "requests" (`handle_checkout`, `handle_search`) that burn CPU; wall-clock
+//! "requests" (`handle_checkout`, `handle_search`) that burn CPU, each in a
+//! label scope (`endpoint`, `tenant`: Pyroscope's dynamic labels); wall-clock
 //! samples (`jdk.ExecutionSample`, what Pyroscope's JFR parser reads) are
 //! taken every 10 ms. The recording cuts a chunk every `--period` (1 s)
 //! and uploads it; at the end the whole recording is written to `--out`.
@@ -123,6 +124,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     let mut id = 0u64;
                     while !stop.load(Ordering::Relaxed) {
                         id += 1;
+                        // Each request's samples carry its labels
+                        // (Pyroscope's dynamic labels, the `labels` part).
+                        let tenant = ["acme", "globex", "initech"][(id % 3) as usize];
+                        let _labels = flightrec::labels::scope(&[
+                            ("endpoint", if which == 0 { "/checkout" } else { "/search" }),
+                            ("tenant", tenant),
+                        ]);
                         black_box(if which == 0 {
                             handle_checkout(id)
                         } else {

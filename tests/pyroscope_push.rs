@@ -100,14 +100,21 @@ fn decode(r: &Request, app: &str) -> (Vec<u8>, Vec<u8>, i64, i64) {
     (jfr, parts[1].data.clone(), from, until)
 }
 
-/// Spins on two threads until `stop`.
+/// Spins on two threads until `stop`, each "request" in a label scope:
+/// thread 0 serves `endpoint=/a`, thread 1 `endpoint=/b`, tenants `t0`
+/// and `t1` alternating.
 fn workload(stop: &AtomicBool) {
     std::thread::scope(|s| {
-        for seed in [3u64, 5] {
+        for (seed, endpoint) in [(3u64, "/a"), (5, "/b")] {
             s.spawn(move || {
                 let mut x = seed;
+                let mut n = 0u64;
                 while !stop.load(Ordering::Relaxed) {
-                    for _ in 0..10_000 {
+                    n += 1;
+                    let tenant = if n % 2 == 0 { "t0" } else { "t1" };
+                    let _labels =
+                        flightrec::labels::scope(&[("endpoint", endpoint), ("tenant", tenant)]);
+                    for _ in 0..200_000 {
                         x ^= x << 13;
                         x ^= x >> 7;
                         x ^= x << 17;
@@ -117,6 +124,20 @@ fn workload(stop: &AtomicBool) {
             });
         }
     });
+}
+
+/// The `contextId` of every `jdk.ExecutionSample` in `jfr`.
+fn sample_contexts(jfr: &[u8]) -> Vec<u64> {
+    use flightrec::chunk_writer::reader::{Value as V, read_recording};
+    read_recording(jfr)
+        .expect("an uploaded JFR reads")
+        .events()
+        .filter(|e| &*e.type_name == SAMPLE)
+        .map(|e| match e.get("contextId") {
+            Some(V::Long(id)) => *id as u64,
+            other => panic!("contextId is {other:?}"),
+        })
+        .collect()
 }
 
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
@@ -168,13 +189,38 @@ fn each_upload_holds_its_period_and_together_they_hold_the_recording() {
     );
     let mut files = Vec::new();
     let mut spans = Vec::new();
+    let mut labelled = std::collections::BTreeMap::new();
     let mut last_until = None::<i64>;
     for (i, r) in requests.iter().enumerate() {
         assert_eq!(r.status, 200);
         assert_eq!(r.header("authorization"), Some("Bearer t0k3n"));
         let (jfr, labels, from, until) = decode(r, app);
-        // No per-request labels are recorded yet: the empty snapshot.
-        assert_eq!(labels_snapshot_entries(&labels), (0, 0));
+        // The labels part is a LabelsSnapshot that names every sample's
+        // contextId with the labels of the request it was taken in.
+        let (contexts, strings) = labels_snapshot_entries(&labels);
+        assert!(
+            contexts >= 1 && strings >= 3,
+            "{contexts} contexts, {strings} strings"
+        );
+        let snap = flightrec::labels::LabelsSnapshot::decode(&labels).expect("labels decode");
+        for id in sample_contexts(&jfr) {
+            if id == 0 {
+                continue; // between two requests
+            }
+            let l = snap
+                .labels_of(id)
+                .unwrap_or_else(|| panic!("upload {i}: contextId {id} not in the labels part"));
+            let (endpoint, tenant) = (l[0], l[1]);
+            assert!(
+                endpoint.0 == "endpoint" && ["/a", "/b"].contains(&endpoint.1),
+                "{l:?}"
+            );
+            assert!(
+                tenant.0 == "tenant" && ["t0", "t1"].contains(&tenant.1),
+                "{l:?}"
+            );
+            *labelled.entry(endpoint.1.to_owned()).or_insert(0u64) += 1;
+        }
         for (start, dur) in chunk_spans(&jfr) {
             assert!(
                 from * 1_000_000_000 <= start,
@@ -194,6 +240,11 @@ fn each_upload_holds_its_period_and_together_they_hold_the_recording() {
         last_until = Some(until);
         files.push(write(&dir, &format!("upload-{i}.jfr"), &jfr));
     }
+    assert_eq!(
+        labelled.len(),
+        2,
+        "samples of both endpoints labelled: {labelled:?}"
+    );
     // The uploads' chunks follow each other without overlap.
     for w in spans.windows(2) {
         assert!(w[0].0 + w[0].1 <= w[1].0, "chunks overlap: {w:?}");

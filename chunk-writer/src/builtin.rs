@@ -92,6 +92,22 @@ fn event(
     )
 }
 
+/// `long contextId`, after the JDK's fields of the sample events: the label
+/// set the sampled thread was in (0 for none), the field Pyroscope's JFR
+/// parser reads to attach per-request labels.
+fn context_id() -> FieldDesc {
+    FieldDesc::annotated(
+        "contextId",
+        T::LONG,
+        vec![
+            label("Context Id"),
+            Annotation::Description(Cow::Borrowed(
+                "Label set of the sampled thread (0: none), see the recording's labels",
+            )),
+        ],
+    )
+}
+
 fn label(s: &'static str) -> Annotation {
     Annotation::Label(Cow::Borrowed(s))
 }
@@ -337,6 +353,7 @@ pub fn builtin_types() -> Vec<TypeDesc> {
                 stack_trace(),
                 FieldDesc::annotated("state", T::THREAD_STATE, vec![label("Thread State")])
                     .pooled_field(),
+                context_id(),
             ],
             vec![label("Method Profiling Sample"), category(PROFILING)],
             vec![ENABLED, PERIOD],
@@ -359,6 +376,7 @@ pub fn builtin_types() -> Vec<TypeDesc> {
                     ],
                 ),
                 FieldDesc::annotated("biased", T::BOOLEAN, vec![label("Biased")]),
+                context_id(),
             ],
             vec![label("CPU Time Method Sample"), category(PROFILING)],
             vec![ENABLED, THROTTLE, WITH_STACK],

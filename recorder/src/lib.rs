@@ -2,13 +2,18 @@
 //! buffer pool, constant pools, the recorder thread and chunk rotation.
 //!
 //! * [`event`]: declaring event types (static descriptors or the run-time
-//!   builder) and committing events.
+//!   builder), the type registry, and committing events.
 //! * `buffer`: thread-owned blocks ([`buffer`] docs give the state machine),
 //!   the bounded pool, and the write section of the rotation protocol.
+//! * `epoch`: the safepoint that closes an epoch, the drains, the
+//!   asymmetric fence.
 //! * `cpool`: threads, stack traces, and the class/method model they become.
-//! * [`recording`]: the lifecycle, the recorder thread, rotation and dumps.
+//! * [`recording`]: the lifecycle, the recorder thread, chunks, the
+//!   repository and dumps; [`recording::config`] holds the configuration,
+//!   the per-type settings and the `FLIGHTREC`/`.jfc` options.
 //! * [`timing`]: method timing and tracing of instrumented functions
 //!   (`jdk.MethodTiming`, `jdk.MethodTrace`).
+//! * [`labels`]: per-request labels on samples (Pyroscope's `contextId`).
 //! * [`stream`]: following a recording (or reading a file) from inside the
 //!   process, with callbacks per event type.
 //! * `pyroscope` (feature `pyroscope`): pushing each period's chunk to
@@ -22,77 +27,58 @@
 #![cfg_attr(flightrec_loom, allow(dead_code, unused_imports))]
 
 #[cfg(not(flightrec_loom))]
-mod active_recording;
-mod assemble;
-#[cfg(not(flightrec_loom))]
 pub mod attach;
-#[cfg(not(flightrec_loom))]
-pub mod autostart;
 pub(crate) mod buffer;
-mod chunk;
 pub mod clock;
-pub mod config;
 pub(crate) mod cpool;
+pub(crate) mod epoch;
 pub mod event;
 #[cfg(not(flightrec_loom))]
-mod fork;
-mod local;
+pub mod labels;
 #[cfg(flightrec_loom)]
 #[doc(hidden)]
 pub mod loom_api;
-mod loss;
-mod membarrier;
-#[cfg(not(flightrec_loom))]
-mod member;
-pub mod options;
-#[cfg(not(flightrec_loom))]
-#[doc(hidden)]
-pub mod panic_guard;
-#[cfg(not(flightrec_loom))]
-mod panics;
 #[cfg(not(flightrec_loom))]
 pub mod periodic;
-#[cfg(not(flightrec_loom))]
-mod physical;
 #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
 pub mod pyroscope;
-#[cfg(not(flightrec_loom))]
-mod recorder_thread;
-#[cfg(not(flightrec_loom))]
 pub mod recording;
-pub mod repository;
-mod rotation;
 mod runtime;
 pub mod sampler;
-pub mod settings;
 #[doc(hidden)]
 pub mod stack;
-mod stale;
-#[cfg(not(flightrec_loom))]
-mod statistics;
 pub mod stream;
 pub(crate) mod sync;
 pub mod timing;
-mod union;
 
+// The modules that lived at the crate root before `recording/` held them,
+// under their old public paths.
 #[cfg(not(flightrec_loom))]
-pub use autostart::{AutoStartError, start_from_env};
-pub use config::{Attach, RecordingConfig, StartError};
+pub use recording::autostart;
+pub use recording::config::{options, settings};
+#[cfg(not(flightrec_loom))]
+#[doc(hidden)]
+pub use recording::panic_guard;
+pub use recording::{config, repository};
+
 pub use event::commit::{DurationGuard, Event, StackTrace, ThreadRef, Timer};
 pub use event::descriptor::{DefaultSettings, EventKind, EventType, EventTypeInfo, FieldInfo};
 pub use event::dynamic::{EventTypeBuilder, Value, ValueSource};
 pub use event::field::{ContentType, FieldKind, FieldValue, FieldWriter};
-pub use loss::{LossCause, LossCounts};
 #[cfg(not(flightrec_loom))]
 pub use periodic::{add_periodic_event, remove_periodic_event};
 #[cfg(not(flightrec_loom))]
-pub use recording::{MemoryUse, Recording, RecordingError, RecordingSummary};
-pub use repository::{
+pub use recording::autostart::{AutoStartError, start_from_env};
+pub use recording::config::settings::{SettingError, Settings, TypeSettings};
+pub use recording::config::{Attach, RecordingConfig, StartError};
+pub use recording::loss::{LossCause, LossCounts};
+pub use recording::repository::{
     AssembleError, Assembled, RepositoryProblem, SkipReason, SkippedChunk, assemble, recover_chunk,
 };
-pub use settings::{SettingError, Settings, TypeSettings};
 #[cfg(not(flightrec_loom))]
-pub use statistics::RecorderStatistics;
+pub use recording::statistics::RecorderStatistics;
+#[cfg(not(flightrec_loom))]
+pub use recording::{MemoryUse, Recording, RecordingError, RecordingSummary};
 
 /// Paths used by `#[derive(Event)]`'s generated code.
 #[doc(hidden)]

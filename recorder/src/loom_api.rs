@@ -13,14 +13,17 @@ use chunk_writer::encode::Sink;
 use chunk_writer::record::EventEncoder;
 
 use crate::buffer::block::Block;
-use crate::buffer::slot::{Emitted, Encode, ThreadSlot};
-use crate::config::{DEFAULT_MAX_MEMORY, DEFAULT_THREAD_BUFFER};
+use crate::buffer::encode::Encode;
+use crate::buffer::local;
+use crate::buffer::slot::{Emitted, ThreadSlot};
+use crate::epoch::rotation;
 use crate::event::descriptor::{EventKind, EventType};
-use crate::loss::LossCounts;
+use crate::recording::config::builder::{DEFAULT_MAX_MEMORY, DEFAULT_THREAD_BUFFER};
+use crate::recording::config::settings::{self as settings_word, Settings};
+use crate::recording::loss::LossCounts;
+use crate::runtime;
 use crate::sampler::queue;
-use crate::settings::{self as settings_word, Settings};
 use crate::sync::{Arc, Ordering};
-use crate::{local, rotation, runtime};
 
 /// Bytes per block in the models (the shrunk default thread buffer).
 pub const BLOCK_SIZE: usize = DEFAULT_THREAD_BUFFER;
@@ -289,9 +292,9 @@ impl Encode for ModelEvent<'_> {
 
 // === settings ===
 
-/// A model's type registry: the real [`runtime::Registry`], not the global.
+/// A model's type registry: the real [`crate::event::registry::Registry`], not the global.
 #[derive(Debug)]
-pub struct Registry(runtime::Registry);
+pub struct Registry(crate::event::registry::Registry);
 
 impl Default for Registry {
     fn default() -> Self {
@@ -302,7 +305,7 @@ impl Default for Registry {
 impl Registry {
     /// An empty registry, not recording.
     pub fn new() -> Self {
-        Self(runtime::Registry::new())
+        Self(crate::event::registry::Registry::new())
     }
 
     /// Registers `ty` and returns its settings word.

@@ -14,7 +14,7 @@ mod imp {
     /// std's mutex with a poison-free `lock()`.
     ///
     /// std's futex mutex rather than parking_lot's: a forked child unlocks
-    /// the runtime's mutexes that the fork handler held (see `crate::fork`),
+    /// the runtime's mutexes that the fork handler held (see `crate::recording::fork`),
     /// and parking_lot may hand a contended lock on unlock to a waiter
     /// parked in its global table, a thread that does not exist in the
     /// child, which leaves the lock held forever. std's lock is one word.

@@ -264,7 +264,11 @@ fn sampling_handler_never_allocates_even_on_a_fresh_thread() {
         .map(|i| {
             std::thread::Builder::new()
                 .name(format!("fresh-{i}"))
-                .spawn(|| {
+                .spawn(move || {
+                    // Half of them in a label scope: the handler then finds
+                    // the thread's published context id (issue 20).
+                    let _labels =
+                        (i % 2 == 0).then(|| recorder::labels::scope(&[("worker", "fresh")]));
                     spin(Duration::from_millis(150));
                     // SAFETY: gettid has no preconditions.
                     unsafe { libc::gettid() as u64 }
@@ -294,11 +298,15 @@ fn sampling_handler_never_allocates_even_on_a_fresh_thread() {
     let json = flightrec_testkit::print_json(&out);
     let events = json.as_array().expect("events");
     let mut per_thread: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut labelled: BTreeMap<u64, u64> = BTreeMap::new();
     for e in events.iter().filter(|e| e["type"] == "jdk.CPUTimeSample") {
         let tid = e["values"]["eventThread"]["osThreadId"]
             .as_u64()
             .unwrap_or_else(|| panic!("a sample without a thread id: {e}"));
         *per_thread.entry(tid).or_default() += 1;
+        if e["values"]["contextId"].as_u64() != Some(0) {
+            *labelled.entry(tid).or_default() += 1;
+        }
     }
     let total: u64 = per_thread.values().sum();
     eprintln!("{total} samples by thread id: {per_thread:?}; fresh threads {fresh:?}");
@@ -308,6 +316,14 @@ fn sampling_handler_never_allocates_even_on_a_fresh_thread() {
             n >= 1,
             "no sample of fresh-{i} (thread {tid}): {per_thread:?}"
         );
+        // Labelled threads' samples (taken in their scope, which covers all
+        // but their first and last microseconds) carry their context id.
+        let with_id = labelled.get(tid).copied().unwrap_or(0);
+        if i % 2 == 0 {
+            assert!(with_id >= 1, "fresh-{i}: no sample with its labels");
+        } else {
+            assert_eq!(with_id, 0, "fresh-{i} has no labels");
+        }
     }
     assert!(total >= 100, "the handler ran only {total} times");
     let _ = std::fs::remove_dir_all(&dir);

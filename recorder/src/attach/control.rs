@@ -16,9 +16,9 @@ use crate::sync::mpsc;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::config::RecordingConfig;
-use crate::recorder_thread::Command;
-use crate::recording::RecordingError;
+use crate::recording::config::builder::RecordingConfig;
+use crate::recording::outcome::RecordingError;
+use crate::recording::recorder_thread::Command;
 use crate::runtime::Runtime;
 use crate::sync::Mutex;
 

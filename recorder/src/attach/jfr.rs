@@ -22,9 +22,9 @@ use std::time::{Duration, SystemTime};
 
 use super::control::{self, Active, CONFIGURED};
 use super::dcmd::{self, Arg};
-use crate::autostart::{self, AutoStartError};
-use crate::config::StartError;
-use crate::options;
+use crate::recording::autostart::{self, AutoStartError};
+use crate::recording::config::builder::StartError;
+use crate::recording::config::options;
 
 /// Every command, for `help`.
 const COMMANDS: &[(&str, &str)] = &[
@@ -316,7 +316,7 @@ fn check_one(a: &Active, verbose: bool) -> String {
 /// recordings' applies to events), sorted by name, as `JFR.check
 /// verbose=true` prints them.
 fn settings_text(a: &Active) -> String {
-    let reg = crate::runtime::registry();
+    let reg = crate::event::registry::registry();
     let own = reg
         .live_settings(a.id)
         .unwrap_or_else(|| a.config.settings.clone());
@@ -324,10 +324,14 @@ fn settings_text(a: &Active) -> String {
     types.sort_by_key(|t| t.info.name);
     let mut out = String::new();
     for ty in types {
-        let (enabled, stack, threshold) = crate::runtime::resolve(ty, &own);
+        let (enabled, stack, threshold) = crate::event::registry::resolve(ty, &own);
         let mut s = format!("enabled={enabled},stackTrace={stack}");
         if let Some(t) = threshold {
-            let _ = write!(s, ",threshold={}", crate::settings::format_duration(t));
+            let _ = write!(
+                s,
+                ",threshold={}",
+                crate::recording::config::settings::format_duration(t)
+            );
         }
         let label = ty.info.label.unwrap_or(ty.info.name);
         let _ = write!(out, " {label} ({})\n   [{s}]\n", ty.info.name);
@@ -347,7 +351,10 @@ fn settings_text(a: &Active) -> String {
             s.push(format!("stackTrace={e}"));
         }
         if let Some(d) = t.threshold {
-            s.push(format!("threshold={}", crate::settings::format_duration(d)));
+            s.push(format!(
+                "threshold={}",
+                crate::recording::config::settings::format_duration(d)
+            ));
         }
         if let Some(th) = t.throttle {
             s.push(format!("throttle={}", throttle_text(th)));
@@ -360,8 +367,8 @@ fn settings_text(a: &Active) -> String {
     out
 }
 
-fn throttle_text(t: crate::settings::Throttle) -> String {
-    use crate::settings::Throttle;
+fn throttle_text(t: crate::recording::config::settings::Throttle) -> String {
+    use crate::recording::config::settings::Throttle;
     match t {
         Throttle::Off => "off".to_owned(),
         Throttle::Rate { count, per } => {
@@ -376,14 +383,14 @@ fn throttle_text(t: crate::settings::Throttle) -> String {
             };
             format!("{count}/{unit}")
         }
-        Throttle::Interval(d) => crate::settings::format_duration(d),
+        Throttle::Interval(d) => crate::recording::config::settings::format_duration(d),
     }
 }
 
-fn period_text(p: crate::settings::Period) -> String {
-    use crate::settings::Period;
+fn period_text(p: crate::recording::config::settings::Period) -> String {
+    use crate::recording::config::settings::Period;
     match p {
-        Period::Interval(d) => crate::settings::format_duration(d),
+        Period::Interval(d) => crate::recording::config::settings::format_duration(d),
         Period::EveryChunk => "everyChunk".to_owned(),
         Period::BeginChunk => "beginChunk".to_owned(),
         Period::EndChunk => "endChunk".to_owned(),

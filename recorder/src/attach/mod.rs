@@ -90,7 +90,7 @@ mod sigquit;
 pub use listener::{listen, socket_path};
 pub use sigquit::listen_on_sigquit;
 
-use crate::config::Attach;
+use crate::recording::config::builder::Attach;
 
 /// Starts answering `jcmd` as `mode` says (see [`Attach`]).
 pub(crate) fn start(mode: Attach) -> std::io::Result<()> {

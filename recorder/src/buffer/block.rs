@@ -37,7 +37,7 @@
 //! without coordinating with the owner; and only the recorder thread resets
 //! blocks, so a block it is reading is never recycled under it.
 
-use crate::buffer::slot::Encode;
+use crate::buffer::encode::Encode;
 use crate::sync::{AtomicU64, ByteCell as UnsafeCell, ByteShadow, Ordering};
 
 /// The byte-position half of a `committed` or `flushed` word.

@@ -1,6 +1,8 @@
-//! Event buffers: thread-owned blocks, the bounded global pool, and the
-//! per-thread write section.
+//! Event buffers: thread-owned blocks, the bounded global pool, the
+//! per-thread write section, and the thread-local handle that finds them.
 
 pub(crate) mod block;
+pub(crate) mod encode;
+pub(crate) mod local;
 pub(crate) mod pool;
 pub(crate) mod slot;

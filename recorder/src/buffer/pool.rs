@@ -198,7 +198,7 @@ impl BufferPool {
     }
 }
 
-/// Fork handling (see `crate::fork`).
+/// Fork handling (see `crate::recording::fork`).
 #[cfg(not(flightrec_loom))]
 impl BufferPool {
     /// Holds every lock of the pool across a `fork()`.

@@ -52,10 +52,11 @@
 //! written.
 
 use crate::buffer::block::Block;
+use crate::buffer::encode::Encode;
 use crate::buffer::pool::{BlockPtr, BufferPool};
 use crate::cpool::threads::ThreadTags;
 use crate::event::sink::Packed;
-use crate::loss::{LossCause, Losses};
+use crate::recording::loss::{LossCause, Losses};
 use crate::runtime::Runtime;
 use crate::sync::{Arc, AtomicPtr, AtomicU64, Ordering, compiler_fence};
 
@@ -108,27 +109,6 @@ pub(crate) fn tag_stack(rt: &Runtime, key: u64, epoch: u64) -> u64 {
     } else {
         rt.losses.record(LossCause::StackDropped, 0);
         0
-    }
-}
-
-/// A record that encodes itself into a thread's block: the whole record at
-/// the start of `buf`, returning its length, or `None` if it does not fit.
-/// `Some(0)` abandons it: nothing is committed.
-///
-/// A trait rather than a closure so the hot path's encoder can be forced
-/// inline (`#[inline(always)]` cannot be put on a closure).
-pub(crate) trait Encode {
-    /// Encodes the record at the start of `buf`, in the write section of
-    /// `epoch`: the constants it references other than the writer's own
-    /// thread are tagged with `epoch` (see the module docs).
-    fn encode(&self, buf: &mut [u8], epoch: u64) -> Option<usize>;
-}
-
-impl<F: Fn(&mut [u8]) -> Option<usize>> Encode for F {
-    /// A record that references no constant but the writer's thread.
-    #[inline(always)]
-    fn encode(&self, buf: &mut [u8], _epoch: u64) -> Option<usize> {
-        self(buf)
     }
 }
 
@@ -237,7 +217,7 @@ impl ThreadSlot {
         // Orders the section store before the epoch load on this thread; the
         // rotating thread's membarrier upgrades it to a full fence.
         compiler_fence(Ordering::SeqCst);
-        if crate::membarrier::writers_need_fence() {
+        if crate::epoch::membarrier::writers_need_fence() {
             crate::sync::fence(Ordering::SeqCst);
         }
         let epoch = epoch_word.load(Ordering::Relaxed);

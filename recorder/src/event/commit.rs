@@ -17,11 +17,13 @@ use chunk_writer::encode::Sink;
 use super::descriptor::EventType;
 use super::field::{FieldKind, FieldValue, FieldWriter};
 use super::sink::{Packed, RecordSink};
-use crate::buffer::slot::{Emitted, Encode, ThreadSlot, tag_stack};
+use crate::buffer::encode::Encode;
+use crate::buffer::local;
+use crate::buffer::slot::{Emitted, ThreadSlot, tag_stack};
 use crate::cpool::threads::ThreadTags;
-use crate::loss::LossCause;
-use crate::settings::EnabledWord;
-use crate::{local, runtime};
+use crate::recording::config::settings::EnabledWord;
+use crate::recording::loss::LossCause;
+use crate::runtime;
 
 /// An event type declared in Rust, usually with `#[derive(Event)]`.
 pub trait Event {
@@ -428,7 +430,7 @@ impl StackTrace {
     #[inline(never)]
     pub fn capture() -> Self {
         match runtime::get() {
-            Some(rt) if runtime::registry().is_recording() => {
+            Some(rt) if crate::event::registry::registry().is_recording() => {
                 let (key, epoch) = capture_stack(rt);
                 Self { key, epoch }
             }

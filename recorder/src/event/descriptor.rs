@@ -15,7 +15,7 @@
 //! ```
 //!
 //! The hot path performs one load of the settings word (see
-//! [`crate::settings`]): enabled writes the event, registered-but-disabled
+//! [`crate::recording::config::settings`]): enabled writes the event, registered-but-disabled
 //! returns, unregistered goes to the cold path.
 //!
 //! Invariant: the enabled bit is set only while a recording is running and its
@@ -30,7 +30,7 @@ use chunk_writer::schema::{Annotation, EVENT_SUPER_TYPE, FieldDesc, SettingDesc,
 use chunk_writer::types::TypeId;
 
 use super::field::{ContentType, FieldKind};
-use crate::settings::{self, EnabledWord};
+use crate::recording::config::settings::{self, EnabledWord};
 use crate::sync::{AtomicU64, Ordering};
 
 /// Static description of one field.
@@ -115,7 +115,7 @@ pub struct EventTypeInfo {
 #[derive(Debug)]
 pub struct EventType {
     pub(crate) info: &'static EventTypeInfo,
-    /// The settings word (see [`crate::settings`]); 0 = unregistered.
+    /// The settings word (see [`crate::recording::config::settings`]); 0 = unregistered.
     pub(crate) word: AtomicU64,
     /// JFR type id, set once at registration, before `word` is published.
     pub(crate) type_id: AtomicU64,
@@ -177,7 +177,7 @@ impl EventType {
         let w = if w & settings::REGISTERED != 0 {
             w
         } else {
-            crate::runtime::global().register(self)
+            crate::event::registry::global().register(self)
         };
         EnabledWord::new(w)
     }
@@ -236,7 +236,7 @@ impl EventType {
             ),
         ];
         if info.kind == EventKind::Duration {
-            let threshold = crate::settings::format_duration(d.threshold);
+            let threshold = crate::recording::config::settings::format_duration(d.threshold);
             annotations.push(Annotation::Threshold(Cow::Owned(threshold.clone())));
             settings.push(SettingDesc {
                 name: Cow::Borrowed("threshold"),

@@ -31,7 +31,7 @@ use chunk_writer::metadata::{Metadata, SchemaError};
 use super::commit::{Fields, StackTrace, ThreadRef, commit_span, emit};
 use super::descriptor::{DefaultSettings, EventKind, EventType, EventTypeInfo, FieldInfo};
 use super::field::{ContentType, FieldKind, FieldValue, FieldWriter};
-use crate::loss::LossCause;
+use crate::recording::loss::LossCause;
 use crate::{clock, runtime};
 
 /// Declares an event type at run time.
@@ -179,7 +179,7 @@ pub(crate) fn validate(ty: &EventType) -> Result<(), SchemaError> {
     let mut m = Metadata::builtin();
     let id = m.next_dynamic_id();
     m.add(ty.describe(id))?;
-    if runtime::registry()
+    if crate::event::registry::registry()
         .types()
         .iter()
         .any(|t| t.name() == ty.name() && !std::ptr::eq(*t, ty))

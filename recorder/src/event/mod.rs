@@ -4,6 +4,7 @@ pub mod commit;
 pub mod descriptor;
 pub mod dynamic;
 pub mod field;
+pub(crate) mod registry;
 pub(crate) mod sink;
 #[cfg(not(flightrec_loom))]
 pub mod watch;

@@ -14,10 +14,7 @@
 //! Invariant: every change of the settings in force is followed by one call
 //! of every hook added before it, made after the new words are published.
 
-use crate::runtime;
-use crate::sync::Mutex;
-
-static HOOKS: Mutex<Vec<fn()>> = Mutex::new(Vec::new());
+use super::registry::{self, HOOKS};
 
 /// Calls `hook` after every change of the settings in force (a recording
 /// starts, stops, or is given new settings). Hooks are never removed; add
@@ -30,7 +27,7 @@ pub fn on_settings_change(hook: fn()) {
 /// `default_enabled` would record now: a recording runs and its settings
 /// enable the name.
 pub fn would_record(name: &str, default_enabled: bool) -> bool {
-    let reg = runtime::registry();
+    let reg = registry::registry();
     if !reg.is_recording() {
         return false;
     }
@@ -39,14 +36,4 @@ pub fn would_record(name: &str, default_enabled: bool) -> bool {
         .get(name)
         .and_then(|s| s.enabled)
         .unwrap_or(default_enabled)
-}
-
-/// Calls the hooks; the registry calls this after applying settings,
-/// outside its lock.
-pub(crate) fn notify() {
-    // Copy out so a hook that adds a hook does not deadlock.
-    let hooks: Vec<fn()> = HOOKS.lock().clone();
-    for hook in hooks {
-        hook();
-    }
 }

@@ -28,7 +28,7 @@ use std::time::Instant;
 use chunk_writer::TypeId;
 use chunk_writer::encode::Sink;
 
-use super::system::emit_with;
+use super::emit::emit_with;
 use crate::clock;
 use crate::event::commit::BuiltinRefs;
 use crate::runtime::Runtime;

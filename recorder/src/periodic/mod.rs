@@ -49,19 +49,22 @@
 //! edge's events land in the chunk of that edge, and none land after the
 //! stop.
 
+pub(crate) mod emit;
 pub(crate) mod lifecycle;
 pub(crate) mod procfs;
 pub(crate) mod system;
+pub(crate) mod table;
 
 use crate::sync::OnceLock;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::event::descriptor::EventType;
-use crate::panic_guard::{self, Place};
-use crate::runtime::{Runtime, registry};
-use crate::settings::{Period, Settings};
-use crate::statistics::{Role, RoleThread};
+use crate::event::registry::registry;
+use crate::recording::config::settings::{Period, Settings};
+use crate::recording::panic_guard::{self, Place};
+use crate::recording::statistics::{Role, RoleThread};
+use crate::runtime::Runtime;
 use crate::sync::{Arc, Condvar, Mutex};
 
 /// Longest sleep of the thread: how late a thread start or end is seen.
@@ -117,10 +120,10 @@ pub fn add_periodic_event(
 /// panics): to switch them off, e.g. for a recording that must hold only
 /// the program's own events.
 pub fn system_event_names() -> impl Iterator<Item = &'static str> {
-    system::BUILTIN
+    table::BUILTIN
         .iter()
         .map(|b| b.name)
-        .chain(system::EVENTS.iter().map(|e| e.0))
+        .chain(table::EVENTS.iter().map(|e| e.0))
 }
 
 /// Stops calling the closure registered for `ty`; true if there was one.
@@ -134,7 +137,7 @@ pub fn remove_periodic_event(ty: &'static EventType) -> bool {
 /// True if `event` is a periodic type (built-in or registered by the
 /// program), so it takes a `period` setting.
 pub(crate) fn is_periodic(event: &str) -> bool {
-    system::BUILTIN
+    table::BUILTIN
         .iter()
         .any(|b| b.name == event && b.period.is_some())
         || user_tasks().lock().iter().any(|t| t.ty.name() == event)
@@ -289,7 +292,7 @@ fn at_edge(edge: When) {
 /// Runs every enabled task whose period is `edge` or `everyChunk`, on the
 /// calling thread; the built-in ones under `system`'s lock.
 fn chunk_edge(system: &Mutex<system::SystemEvents>, settings: &Settings, edge: When) {
-    for (i, b) in system::BUILTIN.iter().enumerate() {
+    for (i, b) in table::BUILTIN.iter().enumerate() {
         if let Some(p) = b.effective_period(settings)
             && hits(p, edge)
         {
@@ -315,7 +318,7 @@ struct Schedule {
 struct Periodic {
     /// The built-in tasks' state, locked only while one runs.
     system: Arc<Mutex<system::SystemEvents>>,
-    /// Schedules of the built-in tasks, by index in [`system::BUILTIN`].
+    /// Schedules of the built-in tasks, by index in [`table::BUILTIN`].
     builtin: Vec<Schedule>,
     /// Schedules of user tasks, by type name.
     user: Vec<(&'static str, Schedule)>,
@@ -328,7 +331,7 @@ impl Periodic {
         let now = Instant::now();
         Self {
             system,
-            builtin: system::BUILTIN
+            builtin: table::BUILTIN
                 .iter()
                 .map(|_| Schedule {
                     when: None,
@@ -359,7 +362,7 @@ impl Periodic {
             if let Some(reason) = stop {
                 // A last value of every interval event, so the recording
                 // ends with the figures at its stop.
-                for (i, b) in system::BUILTIN.iter().enumerate() {
+                for (i, b) in table::BUILTIN.iter().enumerate() {
                     if b.effective_period(&settings).and_then(interval).is_some() {
                         self.system.lock().run(i, &settings);
                     }
@@ -383,7 +386,7 @@ impl Periodic {
     /// Runs the interval tasks that are due; returns when the next is.
     fn intervals(&mut self, settings: &Settings, now: Instant) -> Instant {
         let mut next = now + Duration::from_secs(3600);
-        for (i, b) in system::BUILTIN.iter().enumerate() {
+        for (i, b) in table::BUILTIN.iter().enumerate() {
             let when = b.effective_period(settings).and_then(interval);
             if let Some(due) = step(&mut self.builtin[i], when, now) {
                 self.system.lock().run(i, settings);

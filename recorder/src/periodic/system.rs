@@ -28,126 +28,15 @@ use std::time::Instant;
 
 use chunk_writer::TypeId;
 use chunk_writer::encode::Sink;
-use chunk_writer::record::EventEncoder;
 
+use super::emit::{emit, emit_with};
 use super::lifecycle::Lifecycle;
 use super::procfs::{self, Cgroup};
+use super::table::{BUILTIN, enabled};
 use crate::clock;
-use crate::event::commit::{BuiltinRefs, emit_builtin};
+use crate::event::commit::BuiltinRefs;
+use crate::recording::config::settings::Settings;
 use crate::runtime::Runtime;
-use crate::settings::{Period, Settings};
-
-/// One built-in periodic event type and its defaults (JDK 25's
-/// `default.jfc`, except where said).
-#[derive(Debug)]
-pub(crate) struct Builtin {
-    pub(crate) name: &'static str,
-    pub(crate) enabled: bool,
-    pub(crate) period: Option<Period>,
-}
-
-impl Builtin {
-    /// The period in force, or `None` if the type is disabled.
-    pub(crate) fn effective_period(&self, settings: &Settings) -> Option<Period> {
-        let s = settings.get(self.name);
-        let on = s.and_then(|s| s.enabled).unwrap_or(self.enabled);
-        if !on {
-            return None;
-        }
-        s.and_then(|s| s.period).or(self.period)
-    }
-}
-
-const fn every(ms: u64) -> Option<Period> {
-    Some(Period::Interval(std::time::Duration::from_millis(ms)))
-}
-
-const fn task(name: &'static str, enabled: bool, period: Option<Period>) -> Builtin {
-    Builtin {
-        name,
-        enabled,
-        period,
-    }
-}
-
-const BEGIN: Option<Period> = Some(Period::BeginChunk);
-const EVERY: Option<Period> = Some(Period::EveryChunk);
-
-/// The built-in periodic tasks, by index (the order of [`SystemEvents::run`]).
-/// `jdk.InitialEnvironmentVariable` and `flightrec.ProcessInformation` are
-/// off by default: environment variables and command lines carry secrets.
-pub(crate) const BUILTIN: &[Builtin] = &[
-    task("jdk.OSInformation", true, BEGIN),
-    task("jdk.CPUInformation", true, BEGIN),
-    task("jdk.PhysicalMemory", true, EVERY),
-    task("jdk.VirtualizationInformation", true, BEGIN),
-    task("jdk.ContainerConfiguration", true, BEGIN),
-    task("jdk.NativeLibrary", true, EVERY),
-    task("jdk.InitialEnvironmentVariable", false, BEGIN),
-    task("flightrec.ProcessInformation", false, BEGIN),
-    task("jdk.CPUTimeStampCounter", true, BEGIN),
-    task("jdk.CPULoad", true, every(1000)),
-    task("jdk.ThreadCPULoad", true, every(10_000)),
-    task("jdk.ResidentSetSize", true, every(1000)),
-    task("jdk.ContainerCPUUsage", true, every(30_000)),
-    task("jdk.ContainerMemoryUsage", true, every(30_000)),
-    task("jdk.ContainerCPUThrottling", true, every(30_000)),
-    task("jdk.ContainerIOUsage", true, every(30_000)),
-    task("jdk.NetworkUtilization", true, every(5000)),
-    task("jdk.JavaThreadStatistics", true, every(1000)),
-    task("jdk.ExceptionStatistics", true, every(1000)),
-    task("flightrec.RecorderStatistics", true, every(1000)),
-];
-
-/// The non-periodic built-in types this module writes, their default
-/// `enabled`, and the settings they take.
-pub(crate) const EVENTS: &[(&str, bool, &[&str])] = &[
-    ("jdk.ThreadStart", true, &["enabled", "stackTrace"]),
-    ("jdk.ThreadEnd", true, &["enabled"]),
-    ("jdk.Shutdown", true, &["enabled", "stackTrace"]),
-    ("jdk.JavaErrorThrow", true, &["enabled", "stackTrace"]),
-];
-
-/// The settings a built-in type of this module takes, if it is one.
-pub(crate) fn supported_settings(event: &str) -> Option<&'static [&'static str]> {
-    if BUILTIN.iter().any(|b| b.name == event) {
-        return Some(&["enabled", "period"]);
-    }
-    EVENTS.iter().find(|e| e.0 == event).map(|e| e.2)
-}
-
-/// `enabled` of a non-periodic type of [`EVENTS`].
-pub(crate) fn enabled(settings: &Settings, event: &str) -> bool {
-    let default = EVENTS.iter().find(|e| e.0 == event).is_some_and(|e| e.1);
-    settings
-        .get(event)
-        .and_then(|s| s.enabled)
-        .unwrap_or(default)
-}
-
-/// Writes one record of `ty` at `ticks` that references no thread or
-/// stack constant, its other fields by `fields`, through the commit path
-/// (this thread's buffer). False if dropped.
-pub(crate) fn emit(ty: TypeId, ticks: i64, fields: impl Fn(&mut EventEncoder<'_>)) -> bool {
-    emit_with(ty, ticks, BuiltinRefs::default(), |e, _| fields(e))
-}
-
-/// [`emit`] for a record that references the constants in `refs`: they are
-/// tagged with the epoch of the chunk the record lands in, and `fields` is
-/// given the stack key to write (`refs.stack`, or 0 if it was released).
-pub(crate) fn emit_with(
-    ty: TypeId,
-    ticks: i64,
-    refs: BuiltinRefs<'_>,
-    fields: impl Fn(&mut EventEncoder<'_>, u64),
-) -> bool {
-    emit_builtin(refs, |buf, stack| {
-        let mut e = EventEncoder::begin(buf, ty);
-        e.put_i64(ticks);
-        fields(&mut e, stack);
-        e.finish()
-    })
-}
 
 /// An interface's name and bytes received and sent.
 type Interface = (String, u64, u64);
@@ -213,7 +102,7 @@ impl SystemEvents {
             "jdk.NetworkUtilization" => self.network(ticks),
             "jdk.JavaThreadStatistics" => self.thread_statistics(ticks),
             "jdk.ExceptionStatistics" => {
-                let n = crate::panics::count() as i64;
+                let n = crate::recording::panics::count() as i64;
                 emit(TypeId::EXCEPTION_STATISTICS, ticks, |e| e.put_i64(n));
             }
             "flightrec.RecorderStatistics" => self.recorder_statistics(ticks),
@@ -223,12 +112,12 @@ impl SystemEvents {
 
     /// `jdk.Shutdown`, from the periodic thread's last round.
     pub(crate) fn shutdown(&mut self, reason: &str) {
-        let settings = crate::runtime::registry().settings.load();
+        let settings = crate::event::registry::registry().settings.load();
         if !enabled(&settings, "jdk.Shutdown") {
             return;
         }
         // This thread's own key: its slot tags it.
-        let key = crate::local::current_thread_key(self.rt).unwrap_or(0);
+        let key = crate::buffer::local::current_thread_key(self.rt).unwrap_or(0);
         let ticks = clock::ticks();
         emit(TypeId::SHUTDOWN, ticks, |e| {
             e.put_varint(key);
@@ -320,15 +209,16 @@ impl SystemEvents {
     }
 
     /// `flightrec.RecorderStatistics`: the totals since the recording
-    /// started (see `crate::statistics`), and the rates since the last one
+    /// started (see `crate::recording::statistics`), and the rates since the last one
     /// (over the recording's start for the first).
     fn recorder_statistics(&mut self, ticks: i64) {
-        let s = crate::statistics::snapshot(self.rt.pool.occupancy());
+        let s = crate::recording::statistics::snapshot(self.rt.pool.occupancy());
         let now = Instant::now();
-        let (then, events0, samples0) =
-            self.prev
-                .statistics
-                .unwrap_or((crate::statistics::started().unwrap_or(now), 0, 0));
+        let (then, events0, samples0) = self.prev.statistics.unwrap_or((
+            crate::recording::statistics::started().unwrap_or(now),
+            0,
+            0,
+        ));
         self.prev.statistics = Some((now, s.events, s.samples));
         let secs = now.duration_since(then).as_secs_f64();
         let rate = |n: u64, n0: u64| {

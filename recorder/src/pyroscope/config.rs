@@ -291,7 +291,7 @@ impl PyroscopeConfig {
     }
 
     /// The ingest URL for a batch spanning `from..until` (Unix seconds).
-    pub(crate) fn ingest_url(&self, from: i64, until: i64, sample_rate: u32) -> String {
+    pub(crate) fn ingest_url(&self, from: i64, until: i64, sample_rate: u64) -> String {
         format!(
             "{}/ingest?name={}&from={from}&until={until}&format=jfr&sampleRate={sample_rate}&spyName=flightrec",
             self.base,

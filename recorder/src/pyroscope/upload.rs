@@ -86,12 +86,16 @@ pub(crate) struct Uploader {
     /// Set by the thread as its last act.
     done: Mutex<bool>,
     done_cv: Condvar,
+    /// The sample rate the last upload sent.
+    last_rate: AtomicU64,
 }
 
 impl Uploader {
     /// Checks the `Authorization` source and starts the thread.
     pub(crate) fn spawn(config: PyroscopeConfig) -> Result<Arc<Self>, super::PyroscopeError> {
         let auth = config.auth_value()?;
+        // Samples in the shape Pyroscope's parser reads (process-wide).
+        crate::sampler::set_pyroscope_events(true);
         let queue = Queue::new(config.max_queued_chunks, config.max_queued_bytes);
         let up = Arc::new(Self {
             config,
@@ -99,6 +103,7 @@ impl Uploader {
             totals: Totals::default(),
             done: Mutex::new(false),
             done_cv: Condvar::new(),
+            last_rate: AtomicU64::new(0),
         });
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .max_redirects(0)
@@ -211,7 +216,7 @@ impl Uploader {
         }
         let from = batch[0].start.div_euclid(1_000_000_000);
         let until = (batch[batch.len() - 1].end + 999_999_999).div_euclid(1_000_000_000);
-        let labels = labels_snapshot();
+        let labels = crate::labels::snapshot().encode();
         let gz = match gzip(&jfr) {
             Ok(gz) => gz,
             Err(e) => {
@@ -220,7 +225,9 @@ impl Uploader {
             }
         };
         let (content_type, body) = multipart(&gz, &labels);
-        let url = self.config.ingest_url(from, until, sample_rate_hz());
+        let url = self
+            .config
+            .ingest_url(from, until, sample_rate_hz(&self.last_rate));
         let mut delay = self.config.backoff;
         let mut tries = 0;
         let (mut status, mut error) = (0u16, None::<String>);
@@ -365,14 +372,6 @@ fn record(outcome: &str, chunks: u64, bytes: u64, tries: u32, status: u16, error
     }
 }
 
-/// The `labels` part: a `LabelsSnapshot` protobuf
-/// (`contexts: map<int64, Context> = 1; strings: map<int64, string> = 2`).
-/// No labels are recorded yet, so it is the empty message (zero bytes),
-/// which Pyroscope reads as "no dynamic labels".
-fn labels_snapshot() -> Vec<u8> {
-    Vec::new()
-}
-
 fn gzip(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
     let mut e = flate2::write::GzEncoder::new(
         Vec::with_capacity(bytes.len() / 4),
@@ -413,15 +412,19 @@ fn multipart(jfr: &[u8], labels: &[u8]) -> (String, Vec<u8>) {
     (format!("multipart/form-data; boundary={boundary}"), body)
 }
 
-/// Samples per second per thread of the sampler the settings turn on:
-/// wall-clock (`jdk.ExecutionSample`, what Pyroscope reads) first, else
-/// CPU time; 100 when neither is on.
-fn sample_rate_hz() -> u32 {
-    let settings = crate::runtime::registry().settings.load();
-    let period = crate::sampler::period_for_rate(&settings);
-    match period {
-        Some(p) if !p.is_zero() => (1e9 / p.as_nanos() as f64).round().max(1.0) as u32,
-        _ => 100,
+/// Samples per second per thread of the running sampler (wall-clock
+/// interval, else CPU-time), as the last upload saw it if sampling has
+/// stopped since (the batches sent at the stop); 100 if never known.
+fn sample_rate_hz(last: &AtomicU64) -> u64 {
+    match crate::sampler::pyroscope_sample_rate() {
+        Some(hz) => {
+            last.store(hz, Ordering::Relaxed);
+            hz
+        }
+        None => match last.load(Ordering::Relaxed) {
+            0 => 100,
+            hz => hz,
+        },
     }
 }
 

@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use crate::settings::{Period, Settings, Throttle, format_duration};
+use crate::recording::config::settings::{Period, Settings, Throttle, format_duration};
 
 /// The event CPU-time samples are written as.
 pub const CPU_EVENT: &str = "jdk.CPUTimeSample";
@@ -125,17 +125,6 @@ pub fn parse_signal(text: &str) -> Result<i32, String> {
     Ok(signal)
 }
 
-/// The per-thread interval between samples the settings ask for:
-/// wall-clock sampling's `period` if it is on, else CPU-time sampling's
-/// (its `throttle` over the CPUs), else `None` (for the `sampleRate` of a
-/// Pyroscope upload).
-#[cfg(feature = "pyroscope")]
-pub(crate) fn period_for_rate(settings: &Settings) -> Option<Duration> {
-    let c = SamplerConfig::from_settings(settings, 0);
-    let cpus = crate::sync::available_parallelism().map_or(1, |n| n.get());
-    c.wall.or_else(|| c.cpu.map(|t| cpu_period(t, cpus)))
-}
-
 /// Everything the sampler thread acts on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SamplerConfig {
@@ -170,7 +159,7 @@ impl SamplerConfig {
 #[cfg(all(test, not(flightrec_loom)))]
 mod tests {
     use super::*;
-    use crate::settings::parse_throttle;
+    use crate::recording::config::settings::parse_throttle;
 
     #[test]
     fn throttles_become_per_thread_intervals() {

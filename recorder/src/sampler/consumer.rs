@@ -54,6 +54,7 @@ use super::Sampler;
 use super::birth;
 use super::config::{self, SamplerConfig};
 use super::cpu_timer_linux::{ThreadTimers, TimerClock};
+use super::pyroscope;
 use super::queue::{QUEUE_CAPACITY, RawSample, SampleKind, SampleSlot, SlotTable};
 use super::signal::{self, SLOTS};
 use super::threads;
@@ -61,10 +62,10 @@ use super::unwind::{self, ModuleWatch};
 use crate::clock;
 use crate::cpool::threads::ThreadTags;
 use crate::event::commit::{BuiltinRefs, emit_builtin};
-use crate::loss::LossCause;
-use crate::panic_guard::{self, Place};
+use crate::recording::loss::LossCause;
+use crate::recording::panic_guard::{self, Place};
+use crate::recording::statistics;
 use crate::runtime::Runtime;
-use crate::statistics;
 use crate::sync::{Arc, AtomicBool, Ordering};
 
 /// Longest time between two passes, hence how long a new thread may run
@@ -106,6 +107,8 @@ pub(crate) struct Consumer {
     watch: ModuleWatch,
     threads: threads::Watch,
     settings_epoch: u64,
+    /// Whether the last settings written had the Pyroscope shape on.
+    pyroscope_seen: bool,
     /// Fewest timer expiries one CPU-time signal stood for in the last pass
     /// that drained any (1 until then): see "Cadence".
     merged: u32,
@@ -149,6 +152,7 @@ impl Consumer {
             watch,
             threads: threads::Watch::new(),
             settings_epoch: 0,
+            pyroscope_seen: false,
             merged: 1,
             pass_merged: u32::MAX,
             tids: Vec::new(),
@@ -198,6 +202,7 @@ impl Consumer {
     /// their queues still hold.
     fn detach_all(&mut self) {
         birth::set_active(false);
+        pyroscope::publish_mode(None, None);
         self.cpu = None;
         self.wall = None;
         let tids: Vec<u64> = self.tracked.keys().copied().collect();
@@ -223,7 +228,7 @@ impl Consumer {
             self.configure(config);
         }
         let epoch = self.rt.epoch.load(Ordering::Relaxed);
-        if epoch != self.settings_epoch {
+        if epoch != self.settings_epoch || pyroscope::pyroscope_events() != self.pyroscope_seen {
             self.write_settings();
             self.settings_epoch = epoch;
         }
@@ -477,6 +482,10 @@ impl Consumer {
             return;
         };
         let mut key = t.key.clone();
+        // Pyroscope reads CPU from `jdk.ExecutionSample`s: with wall-clock
+        // sampling off, each CPU-time sample is written as one too.
+        let cpu_as_execution =
+            pyroscope::pyroscope_events() && self.config.as_ref().is_some_and(|c| c.wall.is_none());
         let (cpu_period, wall_on) = match &self.config {
             Some(c) => (
                 self.cpu
@@ -490,7 +499,7 @@ impl Consumer {
         let (rt, slots, watch) = (self.rt, self.slots, &mut self.watch);
         let merged = &mut self.pass_merged;
         // The handler's time on flightrec's own threads is in their CPU
-        // time already (see `crate::statistics`).
+        // time already (see `crate::recording::statistics`).
         let own_thread = statistics::is_own_thread(tid);
         let (mut handler_ticks, mut written) = (0u64, 0u64);
         // SAFETY: this thread is the only consumer of every queue.
@@ -537,7 +546,17 @@ impl Consumer {
                     ..thread
                 };
                 let wrote = match (s.kind, cpu_period) {
-                    (SampleKind::CpuTime, Some(period)) => write_cpu_sample(s, refs, *key, period),
+                    (SampleKind::CpuTime, Some(period)) => {
+                        let wrote = write_cpu_sample(s, refs, *key, period);
+                        if cpu_as_execution {
+                            // Pyroscope weighs each ExecutionSample as one
+                            // period: one per expiry the signal stands for.
+                            for _ in 0..=s.overrun.min(pyroscope::MAX_WEIGHT) {
+                                write_execution_sample(s, refs, *key);
+                            }
+                        }
+                        wrote
+                    }
                     _ => write_execution_sample(s, refs, *key),
                 };
                 written += u64::from(wrote);
@@ -585,11 +604,25 @@ impl Consumer {
         }
     }
 
-    fn write_settings(&self) {
+    fn write_settings(&mut self) {
+        let pyroscope_on = pyroscope::pyroscope_events();
+        self.pyroscope_seen = pyroscope_on;
+        let mode = pyroscope::mode_of(self.config.as_ref());
+        let period = match &self.config {
+            Some(c) if c.wall.is_some() => c.wall,
+            Some(c) if c.cpu.is_some() => self.cpu.as_ref().map(|t| t.period()),
+            _ => None,
+        };
+        pyroscope::publish_mode(mode, period);
         let Some(c) = &self.config else { return };
+        if let Some(value) = mode.filter(|_| pyroscope_on) {
+            // Pyroscope's parser takes the mode from this setting (see
+            // `super::pyroscope`).
+            write_setting(TypeId::EXECUTION_SAMPLE, "event", value);
+        }
         let cpu_on = if c.cpu.is_some() { "true" } else { "false" };
         let throttle = c.cpu.map_or_else(
-            || crate::settings::format_duration(config::DEFAULT_THROTTLE),
+            || crate::recording::config::settings::format_duration(config::DEFAULT_THROTTLE),
             config::throttle_text,
         );
         write_setting(TypeId::CPU_TIME_SAMPLE, "enabled", cpu_on);
@@ -601,7 +634,7 @@ impl Consumer {
             write_setting(
                 TypeId::EXECUTION_SAMPLE,
                 "period",
-                &crate::settings::format_duration(p),
+                &crate::recording::config::settings::format_duration(p),
             );
         }
     }
@@ -619,7 +652,7 @@ fn register(rt: &Runtime, tid: u64) -> (u64, Arc<ThreadTags>) {
 }
 
 /// `jdk.CPUTimeSample`: ts, stackTrace, eventThread, failed,
-/// samplingPeriod (ticks), biased. The period covers the expiries the
+/// samplingPeriod (ticks), biased, contextId. The period covers the expiries the
 /// signal stands for (1 + overruns): the CPU time the sample represents.
 fn write_cpu_sample(s: &RawSample, refs: BuiltinRefs<'_>, thread: u64, period_ticks: i64) -> bool {
     let period_ticks = period_ticks.saturating_mul(1 + i64::from(s.overrun));
@@ -631,13 +664,15 @@ fn write_cpu_sample(s: &RawSample, refs: BuiltinRefs<'_>, thread: u64, period_ti
         e.put_bool(s.failed);
         e.put_i64(period_ticks);
         e.put_bool(false);
+        e.put_i64(s.context as i64);
         e.finish()
     })
 }
 
-/// `jdk.ExecutionSample`: ts, sampledThread, stackTrace, state.
+/// `jdk.ExecutionSample`: ts, sampledThread, stackTrace, state, contextId.
+/// CPU-time samples are always `STATE_RUNNABLE`.
 fn write_execution_sample(s: &RawSample, refs: BuiltinRefs<'_>, thread: u64) -> bool {
-    let state = if s.running {
+    let state = if s.running || s.kind == SampleKind::CpuTime {
         thread_state::RUNNABLE.0
     } else {
         thread_state::SLEEPING.0
@@ -648,6 +683,7 @@ fn write_execution_sample(s: &RawSample, refs: BuiltinRefs<'_>, thread: u64) -> 
         e.put_varint(thread);
         e.put_varint(stack);
         e.put_varint(state);
+        e.put_i64(s.context as i64);
         e.finish()
     })
 }

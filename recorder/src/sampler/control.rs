@@ -17,9 +17,10 @@ use std::thread::JoinHandle;
 
 use super::config::SamplerConfig;
 use super::consumer::Consumer;
-use crate::runtime::{self, registry};
-use crate::settings::SettingError;
-use crate::statistics::{Role, RoleThread};
+use crate::event::registry::registry;
+use crate::recording::config::settings::SettingError;
+use crate::recording::statistics::{Role, RoleThread};
+use crate::runtime;
 use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
 
 struct Running {

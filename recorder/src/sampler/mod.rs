@@ -14,6 +14,7 @@
 //!   `jdk.CPUTimeSamplesLost`, `jdk.ExecutionSample`, `jdk.ActiveSetting`.
 //! * `control`: start, re-configure and stop with the recording.
 //! * `config`: settings (`enabled`, `throttle`).
+//! * `pyroscope`: the optional shape of the samples Pyroscope's ingest reads.
 
 //!
 //! Under `cfg(flightrec_loom)` only `config` and `queue` are built: the
@@ -29,6 +30,8 @@ mod consumer;
 mod control;
 #[cfg(not(flightrec_loom))]
 mod cpu_timer_linux;
+#[cfg(not(flightrec_loom))]
+pub(crate) mod pyroscope;
 pub(crate) mod queue;
 #[cfg(not(flightrec_loom))]
 mod signal;
@@ -37,8 +40,6 @@ pub(crate) mod threads;
 #[cfg(not(flightrec_loom))]
 mod unwind;
 
-#[cfg(feature = "pyroscope")]
-pub(crate) use config::period_for_rate;
 pub use config::{
     CPU_EVENT, DEFAULT_THROTTLE, DEFAULT_WALL_PERIOD, MIN_PERIOD, WALL_EVENT, parse_signal,
     signal_allowed,
@@ -49,6 +50,8 @@ pub use control::set_signal;
 pub(crate) use control::{fork_lock, fork_unlock};
 #[cfg(not(flightrec_loom))]
 pub(crate) use control::{reconcile, shutdown};
+#[cfg(not(flightrec_loom))]
+pub use pyroscope::{pyroscope_events, pyroscope_sample_rate, set_pyroscope_events};
 
 /// A sampling mechanism: makes samples of one thread arrive (as the
 /// sampling signal carrying `value`) until detached. After async-profiler's

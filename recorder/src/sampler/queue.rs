@@ -120,8 +120,11 @@ pub(crate) struct RawSample {
     /// at its tick, so periods shorter than a tick arrive as overruns).
     pub(crate) overrun: u32,
     /// Ticks the handler spent on this sample, from its entry to the end
-    /// of the unwind (summed into `crate::statistics` by the consumer).
+    /// of the unwind (summed into `crate::recording::statistics` by the consumer).
     pub(crate) handler_ticks: u64,
+    /// The thread's label context id when the signal came (see
+    /// `crate::labels`); 0 for none.
+    pub(crate) context: u64,
     /// Lookup addresses, innermost first: the interrupted PC unadjusted,
     /// then return addresses minus one.
     pub(crate) frames: [u64; MAX_DEPTH],
@@ -137,6 +140,7 @@ impl RawSample {
         len: 0,
         overrun: 0,
         handler_ticks: 0,
+        context: 0,
         frames: [0; MAX_DEPTH],
     };
 

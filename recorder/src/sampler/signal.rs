@@ -22,7 +22,8 @@
 //! `clock_gettime(CLOCK_THREAD_CPUTIME_ID)`, `process_vm_readv` and `getpid`
 //! (in [`super::unwind`]), framehop's unwinder with a
 //! `MustNotAllocateDuringUnwind` cache preallocated per slot, bounds-checked
-//! reads of the own stack, and the previous handler. It never allocates,
+//! reads of the own stack, the label context lookup (`labels::context_of`:
+//! bounded atomic loads in a static table), and the previous handler. It never allocates,
 //! locks, touches a lazily initialised thread-local, or blocks; its work is
 //! bounded by [`MAX_DEPTH`](super::queue::MAX_DEPTH) frames. `errno` is saved
 //! on entry and restored on exit.
@@ -225,8 +226,12 @@ unsafe fn sample(info: *mut libc::siginfo_t, uc: *mut libc::c_void) -> bool {
     };
     let lo = slot.stack_lo.load(Ordering::Acquire);
     let hi = slot.stack_hi.load(Ordering::Acquire);
+    // The slot's tid is this thread's (the signal names a current-generation
+    // slot, on its own thread): its label context, by bounded atomic probes.
+    let context = crate::labels::context_of(slot.tid.load(Ordering::Relaxed));
     let fill = |s: &mut super::queue::RawSample| {
         s.ticks = entered;
+        s.context = context;
         s.kind = kind;
         s.running = running;
         s.overrun = info.si_overrun.max(0) as u32;

@@ -338,7 +338,7 @@ impl EventStream {
             // Read the recording's state before the directory: chunks
             // listed after it stopped are all there will be.
             let stopped =
-                self.recording_pid.is_some() && !crate::runtime::registry().is_recording();
+                self.recording_pid.is_some() && !crate::event::registry::registry().is_recording();
             let names = match list_chunks(dir) {
                 Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {

@@ -36,10 +36,11 @@ use chunk_writer::{Checkpoint, TypeId};
 use super::accum;
 use super::guard::TRACE_STACK;
 use super::sites::{SITES, TRACE_THRESHOLD};
+use crate::buffer::local;
 use crate::event::commit::{BuiltinRefs, builtin};
-use crate::loss::LossCause;
+use crate::recording::loss::LossCause;
+use crate::runtime;
 use crate::sync::Ordering;
-use crate::{local, runtime};
 
 /// The first key of the sites' constants (see the module docs).
 pub(crate) const SITE_KEY_BASE: u64 = 1 << 40;

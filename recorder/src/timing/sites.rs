@@ -10,7 +10,7 @@
 //! is selected then.
 //!
 //! The filters here are those of the settings in force: the union over
-//! the live recordings (see `crate::union`) of the filters each was given
+//! the live recordings (see `crate::recording::config::union`) of the filters each was given
 //! (`method-timing=`/`method-trace=` and `jdk.MethodTiming#filter`/
 //! `jdk.MethodTrace#filter` in `FLIGHTREC` and in every settings file,
 //! joined); `Recording::set` replaces one recording's filter (which is how
@@ -24,7 +24,7 @@ use super::guard::{
     CLOCK_TSC, GEN_SHIFT, INDEX_MASK, INDEX_SHIFT, Site, SitePath, TIMING, TRACE, TRACE_STACK,
     UNREGISTERED,
 };
-use crate::settings::Settings;
+use crate::recording::config::settings::Settings;
 use crate::stack::names::jfr_name;
 use crate::sync::{AtomicU64, Mutex, Ordering};
 

@@ -1,0 +1,127 @@
+//! The rotation core: the safepoint that closes an epoch, and the drains that
+//! move committed events out of the blocks. The recorder thread runs it with
+//! its chunk as the sink; the loom models run the same code with a sink that
+//! collects what each chunk received.
+//!
+//! # Safepoint
+//!
+//! 1. flip the epoch (SeqCst store): writers that open a section from now on
+//!    load the new epoch and tag their blocks with it;
+//! 2. [`membarrier::barrier`]: each writer's open section is visible here, or
+//!    the writer will load the new epoch (see [`crate::buffer::slot`]);
+//! 3. wait until no registered slot is inside a write section (bounded:
+//!    sections never block).
+//!
+//! # Drains
+//!
+//! * [`drain_live`]: the committed, unflushed part of every owned block of
+//!   one epoch (blocks stay with their owners);
+//! * [`drain_sealed`]: every sealed block of that epoch or older, which then
+//!   returns to the free list; sealed blocks of a later epoch are requeued in
+//!   order for the next chunk.
+//!
+//! [`rotate`] is the safepoint followed by both drains of the old epoch.
+//!
+//! Invariant: every event committed in epoch *e* reaches the sink of the
+//! rotation that closes *e* (or an earlier drain of *e*), exactly once: blocks
+//! hold one epoch each, `flushed` makes every drain resume where the last one
+//! stopped, and after the safepoint no block of epoch *e* can grow.
+
+use crate::buffer::block::Block;
+use crate::epoch::membarrier;
+use crate::runtime::Runtime;
+use crate::sync::{Ordering, spin_hint};
+
+/// Skips step 3 of the safepoint: the loom negative control
+/// `--cfg flightrec_loom_weaken="skip_section_wait"` (see `loom-tests/`).
+const SKIP_SECTION_WAIT: bool = cfg!(all(
+    flightrec_loom,
+    flightrec_loom_weaken = "skip_section_wait"
+));
+
+/// Flips the epoch, fences, and waits out every open write section. Returns
+/// the epoch it closed. Recorder thread only.
+pub(crate) fn safepoint(rt: &Runtime) -> u64 {
+    let old = rt.epoch.load(Ordering::Relaxed);
+    // SeqCst: pairs with the writers' (membarrier-upgraded) fences between
+    // their section store and their epoch load.
+    rt.epoch.store(old + 1, Ordering::SeqCst);
+    membarrier::barrier();
+    if SKIP_SECTION_WAIT {
+        return old;
+    }
+    let slots: Vec<_> = rt.slots.lock().clone();
+    for slot in &slots {
+        // Acquire (in `in_section`): pairs with the section's Release close,
+        // so the writer's committed position is visible once it reads 0.
+        while slot.in_section() {
+            spin_hint();
+            crate::sync::yield_now();
+        }
+    }
+    old
+}
+
+/// The safepoint, then every live and sealed block of the closed epoch into
+/// `sink`. Returns the closed epoch. Recorder thread only.
+pub(crate) fn rotate<E>(
+    rt: &Runtime,
+    mut sink: impl FnMut(&Block) -> Result<(), E>,
+) -> Result<u64, E> {
+    let old = safepoint(rt);
+    drain_live(rt, old, &mut sink)?;
+    drain_sealed(rt, old, &mut sink)?;
+    Ok(old)
+}
+
+/// Drains sealed blocks of epoch `<= epoch` into `sink` and frees them;
+/// later ones, and any the sink failed on (with all after it), go back to the
+/// queue in order. Recorder thread only.
+pub(crate) fn drain_sealed<E>(
+    rt: &Runtime,
+    epoch: u64,
+    mut sink: impl FnMut(&Block) -> Result<(), E>,
+) -> Result<(), E> {
+    let sealed = rt.pool.take_sealed();
+    let mut later = Vec::new();
+    let mut result = Ok(());
+    for b in sealed {
+        if b.get().epoch() > epoch || result.is_err() {
+            later.push(b);
+            continue;
+        }
+        match sink(b.get()) {
+            Ok(()) => rt.pool.release(b),
+            Err(e) => {
+                later.push(b);
+                result = Err(e);
+            }
+        }
+    }
+    rt.pool.requeue(later);
+    result
+}
+
+/// Drains the committed part of every live block of epoch `epoch` into
+/// `sink`, and forgets slots of exited threads whose block is sealed.
+/// Recorder thread only.
+pub(crate) fn drain_live<E>(
+    rt: &Runtime,
+    epoch: u64,
+    mut sink: impl FnMut(&Block) -> Result<(), E>,
+) -> Result<(), E> {
+    let slots: Vec<_> = {
+        let mut slots = rt.slots.lock();
+        slots.retain(|s| !(s.has_exited() && s.current_block().is_none()));
+        slots.clone()
+    };
+    for slot in slots {
+        let Some(b) = slot.current_block() else {
+            continue;
+        };
+        if b.get().epoch() == epoch {
+            sink(b.get())?;
+        }
+    }
+    Ok(())
+}
