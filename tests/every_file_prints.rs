@@ -16,13 +16,14 @@ use flightrec_testkit::{self as testkit, example_binary, run_example};
 
 /// The examples this file runs; `every_example_is_covered` keeps the list
 /// in step with `examples/`.
-const EXAMPLES: [&str; 10] = [
+const EXAMPLES: [&str; 11] = [
     "always_on",
     "cpu_profile",
     "custom_events",
     "env_start",
     "format_tour",
     "method_timing",
+    "pyroscope_push",
     "rotation_stress",
     "stream_watchdog",
     "system_events",
@@ -81,6 +82,39 @@ fn always_on_prints() {
         ],
     );
     check(&path, &printed["counts"]);
+}
+
+/// Built with the `pyroscope` feature only (`required-features`).
+#[cfg(feature = "pyroscope")]
+#[test]
+fn pyroscope_push_prints() {
+    let dir = testkit::temp_dir("prints-pyroscope_push");
+    let path = out(&dir, "pyroscope_push.jfr");
+    let printed = run_example(
+        "pyroscope_push",
+        &[
+            "--url",
+            "local",
+            "--seconds",
+            "3",
+            "--out",
+            path.to_str().unwrap(),
+        ],
+    );
+    let recorded = printed["samples_recorded"]
+        .as_u64()
+        .expect("samples_recorded");
+    assert!(recorded > 0, "{printed}");
+    assert_eq!(
+        printed["samples_uploaded"].as_u64(),
+        Some(recorded),
+        "{printed}"
+    );
+    assert!(printed["uploads"].as_u64() >= Some(2), "{printed}");
+    check(
+        &path,
+        &serde_json::json!({ "jdk.ExecutionSample": recorded }),
+    );
 }
 
 #[test]

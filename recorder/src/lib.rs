@@ -16,6 +16,8 @@
 //! * [`labels`]: per-request labels on samples (Pyroscope's `contextId`).
 //! * [`stream`]: following a recording (or reading a file) from inside the
 //!   process, with callbacks per event type.
+//! * `pyroscope` (feature `pyroscope`): pushing each period's chunk to
+//!   Grafana Pyroscope.
 //! * `sync`: every atomic, cell and thread-local, swapped for loom's under
 //!   `cfg(flightrec_loom)`.
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -38,6 +40,8 @@ pub mod labels;
 pub mod loom_api;
 #[cfg(not(flightrec_loom))]
 pub mod periodic;
+#[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
+pub mod pyroscope;
 pub mod recording;
 mod runtime;
 pub mod sampler;

@@ -41,10 +41,12 @@
 //! [`child`]: tests that re-execute their binary to run a child test (a
 //! crash, a disk limit) and read its reports; [`measure`]: CPU-time clocks,
 //! medians and a spinning start line for the benches; [`view_rows`]: the
-//! rows of a `jfr view` table.
+//! rows of a `jfr view` table; [`receiver`]: an HTTP server on 127.0.0.1
+//! that stores the requests (the Pyroscope uploader's tests).
 
 pub mod child;
 pub mod measure;
+pub mod receiver;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;

@@ -91,6 +91,10 @@ pub fn config_from_options(o: &StartOptions) -> RecordingConfig {
     if let Some(n) = &o.name {
         c = c.name(n);
     }
+    #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
+    if let Some(p) = &o.pyroscope {
+        c = c.pyroscope(p.clone());
+    }
     c.keep_repository(o.preserve_repository == Some(true))
         .disk(o.disk != Some(false))
         .max_chunk_age(o.max_chunk_age)

@@ -83,6 +83,7 @@ impl Recording {
     /// use by a running recording is refused ([`StartError::NameInUse`]).
     pub fn start(config: RecordingConfig) -> Result<Recording, StartError> {
         config.validate()?;
+        let config = config.effective();
         clock::init();
         crate::recording::fork::install();
         membarrier::register();
@@ -119,6 +120,9 @@ impl Recording {
                 source,
             })
         })?;
+        #[cfg(feature = "pyroscope")]
+        crate::pyroscope::start(id, config.pyroscope.as_ref())
+            .map_err(|e| release(StartError::Pyroscope(e)))?;
         reg.add_live(id, config.settings.clone());
         crate::recording::statistics::reset();
         let (tx, rx) = mpsc::channel();
@@ -130,6 +134,8 @@ impl Recording {
             })
             .map_err(|source| {
                 reg.clear_live();
+                #[cfg(feature = "pyroscope")]
+                crate::pyroscope::finish(id);
                 release(StartError::Io {
                     path: PathBuf::from("<recorder thread>"),
                     source,
@@ -160,6 +166,7 @@ impl Recording {
 
     /// Starts a recording beside the running ones.
     fn join(p: &mut Physical, config: RecordingConfig) -> Result<Recording, StartError> {
+        let config = config.effective();
         if let Some(name) = &config.name
             && let Some(id) = p.named(name)
         {
@@ -171,19 +178,32 @@ impl Recording {
         let rt = p.rt;
         let id = active_recording::next_id();
         let member = Member::new(id, config.clone(), rt.losses.snapshot());
+        #[cfg(feature = "pyroscope")]
+        crate::pyroscope::start(id, config.pyroscope.as_ref()).map_err(StartError::Pyroscope)?;
         let (tx, rx) = mpsc::channel();
         let gone = || StartError::Io {
             path: PathBuf::from("<recorder thread>"),
             source: io::Error::other("the recorder thread has stopped"),
         };
-        p.commands
+        let added = p
+            .commands
             .send(Command::Add {
                 member: Box::new(member),
                 reply: tx,
             })
-            .map_err(|_| gone())?;
-        rt.pool.wake_for_command();
-        let dir = rx.recv().map_err(|_| gone())??;
+            .map_err(|_| gone())
+            .and_then(|()| {
+                rt.pool.wake_for_command();
+                rx.recv().map_err(|_| gone())?
+            });
+        let dir = match added {
+            Ok(dir) => dir,
+            Err(e) => {
+                #[cfg(feature = "pyroscope")]
+                crate::pyroscope::finish(id);
+                return Err(e);
+            }
+        };
         let repository = if config.disk { dir } else { PathBuf::new() };
         registry().add_live(id, config.settings.clone());
         crate::sampler::reconcile();
@@ -315,6 +335,13 @@ impl Recording {
         crate::recording::statistics::snapshot(self.rt.pool.occupancy())
     }
 
+    /// What this recording's Pyroscope uploader has done so far (`None`
+    /// without one). See [`crate::pyroscope`].
+    #[cfg(feature = "pyroscope")]
+    pub fn pyroscope_totals(&self) -> Option<crate::pyroscope::UploadTotals> {
+        crate::pyroscope::totals(self.id)
+    }
+
     fn request(
         &self,
         cmd: impl FnOnce(mpsc::Sender<Result<(), RecordingError>>) -> Command,
@@ -398,6 +425,9 @@ impl Recording {
             registry().remove_live(self.id);
             crate::sampler::reconcile();
             crate::periodic::wake();
+            // Its last chunk is queued: the uploader sends what is left.
+            #[cfg(feature = "pyroscope")]
+            crate::pyroscope::finish(self.id);
             return result;
         }
         let p = physical.take().expect("checked above");
@@ -425,6 +455,9 @@ impl Recording {
         let _ = p.thread.join();
         registry().apply(Settings::new(), false);
         registry().clear_live();
+        // Every chunk is queued: the uploader sends what is left.
+        #[cfg(feature = "pyroscope")]
+        crate::pyroscope::finish(self.id);
         result
     }
 }

@@ -640,6 +640,19 @@ impl Recorder {
         rotation::drain_live(rt, epoch, |b| self.chunk_mut()?.add_block(b).map(drop))
     }
 
+    /// Hands finished chunk `seq` to the members' Pyroscope uploaders (its
+    /// bytes are read now, before retention may delete the file).
+    #[cfg(feature = "pyroscope")]
+    fn offer_to_uploaders(&self, seq: u64, start: i64, end: i64, size: u64) {
+        let ids: Vec<u64> = self.members.iter().map(|m| m.id).collect();
+        crate::pyroscope::chunk_finished(&ids, start, end, || {
+            let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+            let one = std::collections::VecDeque::from([seq]);
+            self.repo.concat_into(&mut bytes, &one, None, None, None)?;
+            Ok(bytes)
+        });
+    }
+
     /// Finishes the current chunk after the safepoint and, unless `last`,
     /// starts the next one.
     fn rotate(&mut self, last: bool, frames: &mut FrameTables) -> io::Result<()> {
@@ -685,6 +698,8 @@ impl Recorder {
             size,
         };
         let seq = self.repo.add_finished(chunk, self.members.len());
+        #[cfg(feature = "pyroscope")]
+        self.offer_to_uploaders(seq, start_nanos, end_nanos, size);
         for m in &mut self.members {
             m.chunks.push_back(seq);
             let (age, size) = (m.config.max_age, m.config.max_size);

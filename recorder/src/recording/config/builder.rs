@@ -48,6 +48,9 @@ pub struct RecordingConfig {
     /// Start the attach listener with the recording (`attach=true`), or
     /// when `jcmd` asks (`attach=lazy`).
     pub(crate) attach: Attach,
+    /// Push each period's chunk to Pyroscope.
+    #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
+    pub(crate) pyroscope: Option<crate::pyroscope::PyroscopeConfig>,
 }
 
 /// When the `jcmd` listener (see [`crate::attach`]) starts.
@@ -96,7 +99,33 @@ impl RecordingConfig {
             disk: true,
             duration: None,
             attach: Attach::Off,
+            #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
+            pyroscope: None,
         }
+    }
+
+    /// Pushes the recording to Grafana Pyroscope (feature `pyroscope`):
+    /// a chunk is cut every [`PyroscopeConfig::period`] (the chunk age
+    /// limit is lowered to it) and uploaded by a thread of its own; see
+    /// [`crate::pyroscope`].
+    ///
+    /// [`PyroscopeConfig::period`]: crate::pyroscope::PyroscopeConfig::period
+    #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
+    pub fn pyroscope(mut self, upload: crate::pyroscope::PyroscopeConfig) -> Self {
+        self.pyroscope = Some(upload);
+        self
+    }
+
+    /// The configuration as recorded: with an uploader, chunks are cut at
+    /// least every upload period.
+    pub(crate) fn effective(self) -> Self {
+        #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
+        if let Some(p) = &self.pyroscope {
+            let period = p.upload_period();
+            let age = self.max_chunk_age.map_or(period, |a| a.min(period));
+            return self.max_chunk_age(Some(age));
+        }
+        self
     }
 
     /// The recording's name, shown by `jfr view active-recordings`
@@ -388,6 +417,10 @@ pub enum StartError {
         /// Why.
         source: std::io::Error,
     },
+    /// The Pyroscope uploader could not start (its `Authorization`
+    /// variable is not set, ...).
+    #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
+    Pyroscope(crate::pyroscope::PyroscopeError),
     /// The repository or the first chunk could not be created.
     Io {
         /// The file or directory.
@@ -414,6 +447,8 @@ impl std::fmt::Display for StartError {
                 write!(f, "refusing repository {}: {problem}", path.display())
             }
             Self::Setting(e) => write!(f, "{e}"),
+            #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
+            Self::Pyroscope(e) => write!(f, "{e}"),
             Self::Destination { path, source } => write!(
                 f,
                 "cannot write the recording to {}: {source} (nothing was recorded)",

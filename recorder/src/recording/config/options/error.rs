@@ -131,6 +131,17 @@ pub enum OptionError {
         /// Why.
         reason: String,
     },
+    /// A `pyroscope*` option that cannot be used (a malformed URL or
+    /// application name, a period below 100 ms, no `pyroscope=` for the
+    /// others, or a build without the `pyroscope` feature).
+    Pyroscope {
+        /// The key.
+        key: String,
+        /// The value as written.
+        value: String,
+        /// Why.
+        reason: String,
+    },
     /// `settings=` names neither a built-in set nor an existing file.
     SettingsNotFound {
         /// The value of `settings=`.
@@ -184,6 +195,7 @@ impl OptionError {
             | Self::BadPeriod { key, value }
             | Self::OutOfRange { key, value, .. }
             | Self::BadSignal { key, value, .. }
+            | Self::Pyroscope { key, value, .. }
             | Self::BadFilter { key, value, .. } => Some(format!("{key}={value}")),
             Self::UnknownEventSetting { key, .. } | Self::InvalidEventName { key, .. } => {
                 Some(key.clone())
@@ -206,7 +218,7 @@ impl OptionError {
                  to record nothing",
             ),
             Self::OutOfRange { reason, .. } => f.write_str(reason),
-            Self::BadSignal { reason, .. } => f.write_str(reason),
+            Self::BadSignal { reason, .. } | Self::Pyroscope { reason, .. } => f.write_str(reason),
             Self::BadFilter { part, reason, .. } => {
                 write!(f, "malformed filter part `{part}`: {reason}")
             }

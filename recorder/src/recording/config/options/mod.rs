@@ -41,6 +41,7 @@
 //! | `method-timing`  | FILTER                        | JEP 520: time the instrumented functions it selects (joined with `jdk.MethodTiming#filter`) |
 //! | `method-trace`   | FILTER                        | JEP 520: trace them (joined with `jdk.MethodTrace#filter`) |
 //! | `attach`         | `true`, `false` or `lazy`     | answer `jcmd` on the attach socket, from the start or (`lazy`) from the first `jcmd`'s SIGQUIT (default `false`; see `crate::attach`) |
+//! | `pyroscope`, `pyroscope.app`, `pyroscope.period`, `pyroscope.auth-env` | see `pyroscope.rs` | push to Grafana Pyroscope (feature `pyroscope`); the commas inside `pyroscope.app=NAME{k=v,...}` do not end it |
 //! | EVENT`#`SETTING  | per setting, below            | may repeat; later wins |
 //!
 //! * TIME: digits, optional blanks, a unit `ns`, `us`, `ms`, `s`, `m`/`min`,
@@ -92,6 +93,7 @@
 
 mod error;
 mod jfc;
+mod pyroscope;
 mod source;
 mod start;
 mod value;

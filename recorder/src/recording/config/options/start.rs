@@ -60,6 +60,10 @@ pub struct StartOptions {
     /// attach socket, from the start or (`lazy`) from the first `jcmd`'s
     /// SIGQUIT (see [`crate::attach`]).
     pub attach: Option<crate::recording::config::builder::Attach>,
+    /// `pyroscope=URL` and its `pyroscope.*` options: push each period's
+    /// chunk to Grafana Pyroscope (feature `pyroscope`).
+    #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
+    pub pyroscope: Option<crate::pyroscope::PyroscopeConfig>,
     /// The `settings=` sets layered in order (the built-in `default` if none
     /// is given), then every `event#setting=value` in order; later wins.
     pub settings: Settings,
@@ -86,6 +90,10 @@ enum Key {
     MethodTiming,
     MethodTrace,
     Attach,
+    Pyroscope,
+    PyroscopeApp,
+    PyroscopePeriod,
+    PyroscopeAuthEnv,
 }
 
 impl Key {
@@ -109,6 +117,10 @@ impl Key {
             "method-timing" => Key::MethodTiming,
             "method-trace" => Key::MethodTrace,
             "attach" => Key::Attach,
+            "pyroscope" => Key::Pyroscope,
+            "pyroscope.app" => Key::PyroscopeApp,
+            "pyroscope.period" => Key::PyroscopePeriod,
+            "pyroscope.auth-env" => Key::PyroscopeAuthEnv,
             _ => return None,
         })
     }
@@ -139,6 +151,8 @@ pub fn parse(text: &str) -> Result<StartOptions, OptionError> {
         dump_on_exit: None,
         signal: None,
         attach: None,
+        #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
+        pyroscope: None,
         settings: Settings::new(),
     };
     if !text.trim().is_empty() && text.split(',').all(|item| item.trim().is_empty()) {
@@ -148,7 +162,8 @@ pub fn parse(text: &str) -> Result<StartOptions, OptionError> {
     let mut sets: Option<Settings> = None;
     let mut overrides = Settings::new();
     let mut filters: Vec<(&str, &str, &str)> = Vec::new();
-    for item in text.split(',') {
+    let mut upload = super::pyroscope::PyroscopeKeys::default();
+    for item in super::pyroscope::split_items(text) {
         let item = item.trim();
         if item.is_empty() {
             continue;
@@ -239,8 +254,18 @@ pub fn parse(text: &str) -> Result<StartOptions, OptionError> {
             Key::MethodTiming => filters.push((name, "jdk.MethodTiming", value)),
             Key::MethodTrace => filters.push((name, "jdk.MethodTrace", value)),
             Key::Attach => o.attach = Some(attach_mode(name, value)?),
+            Key::Pyroscope => upload.url = Some((name, value)),
+            Key::PyroscopeApp => upload.app = Some((name, value)),
+            Key::PyroscopePeriod => upload.period = Some((name, value)),
+            Key::PyroscopeAuthEnv => upload.auth_env = Some((name, value)),
         }
     }
+    #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
+    {
+        o.pyroscope = upload.build()?;
+    }
+    #[cfg(not(all(feature = "pyroscope", not(flightrec_loom))))]
+    upload.build()?;
     o.settings = match sets {
         Some(s) => s,
         None => source::builtin("default", DEFAULT_SET)?,

@@ -26,6 +26,10 @@ pub(super) const KEYS: &[&str] = &[
     "method-timing",
     "method-trace",
     "attach",
+    "pyroscope",
+    "pyroscope.app",
+    "pyroscope.period",
+    "pyroscope.auth-env",
 ];
 
 /// The settings an `event#setting` key may name.
