@@ -353,11 +353,7 @@ impl EventStream {
     /// its own.
     fn list(&self, dir: &Path) -> std::io::Result<Vec<(PathBuf, Option<File>)>> {
         match &self.source {
-            Source::Memory(sub) => Ok(sub
-                .take()
-                .into_iter()
-                .map(|(p, f)| (p, Some(f)))
-                .collect()),
+            Source::Memory(sub) => Ok(sub.take().into_iter().map(|(p, f)| (p, Some(f))).collect()),
             _ => Ok(list_chunks(dir)?.into_iter().map(|p| (p, None)).collect()),
         }
     }
