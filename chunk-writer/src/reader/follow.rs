@@ -39,6 +39,7 @@ use crate::types::TypeId;
 /// ```
 /// use std::io::Cursor;
 /// use chunk_writer::{ChunkEnd, ChunkStart, ChunkWriter, EventEncoder, Metadata, TypeId};
+/// use chunk_writer::encode::Sink;
 /// use chunk_writer::header::{ChunkHeader, HEADER_LEN};
 /// use chunk_writer::reader::ChunkFollower;
 ///
