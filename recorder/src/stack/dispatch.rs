@@ -6,10 +6,11 @@
 //! # Mechanism
 //!
 //! The capture cannot cut them by count: how many there are depends on the
-//! subscriber's layers and on inlining. Instead, when a stack is resolved
-//! to names (on the recorder thread, once per stack, see
-//! [`crate::cpool::methods`]), the leading frames whose class lies in one of
-//! the crates registered here, or in the recorder itself, are dropped,
+//! subscriber's layers and on inlining. Instead, when a stack captured on
+//! the commit path (its top frame is the recorder's) is resolved to names
+//! (on the recorder thread, once per stack, see [`crate::cpool::methods`]),
+//! the leading frames whose class lies in one of the crates registered
+//! here, or in the recorder itself, are dropped,
 //! together with standard-library frames (`std`, `core`, `alloc`: thread
 //! locals, closures, `Arc`) between them. The cut ends at the last
 //! dispatch frame of that leading run: a standard-library frame above the
@@ -18,6 +19,9 @@
 //! user's function at the macro's line) goes too, so the top frame is the
 //! function that called the macro, at the macro's line. A stack made only
 //! of such frames is written whole.
+//!
+//! A stack the sampler took keeps its dispatch frames: CPU time spent in
+//! them is theirs.
 //!
 //! Invariant: only a leading run is ever cut, and never a whole stack.
 
@@ -62,7 +66,11 @@ fn in_module(class: &str, path: &str) -> bool {
 /// How many leading frames of `frames` (innermost first) to cut; `own` is
 /// the recorder's own class prefix.
 pub(crate) fn leading_cut(frames: &[ResolvedFrame], own: &str) -> usize {
-    let crates = registered();
+    // Only a stack captured on the commit path (its top frame is the
+    // recorder's) loses dispatch frames: a CPU sample taken in dispatch code
+    // keeps them, or the time would be charged to the caller.
+    let committed = frames.first().is_some_and(|f| f.class.starts_with(own));
+    let crates = if committed { registered() } else { Vec::new() };
     let mut cut = 0;
     let mut dispatch = false;
     for (i, f) in frames.iter().enumerate() {
@@ -126,23 +134,36 @@ mod tests {
         );
         // Standard-library frames over the user's code stay.
         assert_eq!(cut(&["std/thread/local", "user/app"]), 0);
-        assert_eq!(cut(&["dispatch_test_crate", "core/ops", "user/app"]), 1);
+        assert_eq!(
+            cut(&["recorder/x", "dispatch_test_crate", "core/ops", "user/app"]),
+            2
+        );
         // A crate is matched by whole segments.
-        assert_eq!(cut(&["dispatch_test_crate_2/x", "user/app"]), 0);
+        assert_eq!(
+            cut(&["recorder/x", "dispatch_test_crate_2/x", "user/app"]),
+            1
+        );
+        // A stack not captured by the recorder's commit path (a CPU
+        // sample) keeps its dispatch frames.
+        assert_eq!(cut(&["dispatch_test_crate", "user/app"]), 0);
     }
 
     #[test]
     fn a_macro_closure_at_its_callers_line_goes_with_the_dispatch_frames() {
         trim_dispatch_frames("dispatch_test_crate");
+        let own = frame("recorder/event/commit", "stack_keys", 1, false);
         let d = frame("dispatch_test_crate", "event", 9, false);
         let macro_closure = frame("app", "{closure#1}", 42, true);
         let serve = frame("app", "serve", 42, false);
         let at = |fs: &[ResolvedFrame]| leading_cut(fs, "recorder/");
-        assert_eq!(at(&[d.clone(), macro_closure.clone(), serve.clone()]), 2);
+        assert_eq!(
+            at(&[own.clone(), d.clone(), macro_closure.clone(), serve.clone()]),
+            3
+        );
         // A closure of the user's at another line stays, and so does one
         // with no dispatch frame above it.
         let own_closure = frame("app", "{closure#0}", 40, true);
-        assert_eq!(at(&[d.clone(), own_closure, serve.clone()]), 1);
+        assert_eq!(at(&[own, d.clone(), own_closure, serve.clone()]), 2);
         assert_eq!(at(&[macro_closure, serve]), 0);
     }
 }
