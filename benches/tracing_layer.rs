@@ -4,8 +4,11 @@
 //!
 //! * a 3-field `tracing` event through the flightrec layer (type enabled,
 //!   recording running) vs the same event into a minimal layer that pushes
-//!   the values to a thread-local `Vec` (target ≤ 1.5×), and vs
-//!   `tracing-subscriber`'s fmt layer writing to `io::sink()`;
+//!   every field value to a thread-local `Vec` (target ≤ 1.5×), vs that
+//!   layer also pushing a timestamp read from the recorder's clock (what
+//!   any recorder of events does at least: the flightrec layer reads the
+//!   same clock), and vs `tracing-subscriber`'s fmt layer writing to
+//!   `io::sink()`;
 //! * a span enter/exit through the layer (one duration event each);
 //! * an event of a type disabled by its JFR setting vs the same event with no
 //!   subscriber interested (target ≤ 1.2×).
@@ -20,7 +23,7 @@
 //! one by a disabled type too, since its filter wants every enabled type; a
 //! process with no subscriber at all cannot be timed in the same run).
 //!
-//! `FLIGHTREC_BENCH_ONLY=<variant>` (vec, jfr, fmt, span, off, none) times
+//! `FLIGHTREC_BENCH_ONLY=<variant>` (vec, jfr, fmt, span, off, none, vec_ts) times
 //! one variant only, for a profiler.
 //!
 //! Prints a Markdown table and a last line `tracing_layer summary: {json}`.
@@ -41,8 +44,11 @@ fn thread_ns() -> f64 {
     flightrec_testkit::measure::thread_cpu_ns() as f64
 }
 
-/// A `tracing` layer that pushes each event's values to a thread-local Vec.
-struct VecLayer;
+/// A `tracing` layer that pushes each event's values (every field, of any
+/// kind) to a thread-local Vec, and with `stamp` a timestamp first.
+struct VecLayer {
+    stamp: bool,
+}
 
 thread_local! {
     static SINK: RefCell<Vec<u64>> = RefCell::new(Vec::with_capacity(1 << 16));
@@ -60,7 +66,15 @@ impl Visit for Push<'_> {
     fn record_f64(&mut self, _: &Field, v: f64) {
         self.0.push(v.to_bits());
     }
-    fn record_debug(&mut self, _: &Field, _: &dyn std::fmt::Debug) {}
+    fn record_bool(&mut self, _: &Field, v: bool) {
+        self.0.push(u64::from(v));
+    }
+    fn record_str(&mut self, _: &Field, v: &str) {
+        self.0.extend(v.bytes().map(u64::from));
+    }
+    fn record_debug(&mut self, f: &Field, v: &dyn std::fmt::Debug) {
+        self.record_str(f, &format!("{v:?}"));
+    }
 }
 
 impl<S: tracing::Subscriber> Layer<S> for VecLayer {
@@ -70,6 +84,9 @@ impl<S: tracing::Subscriber> Layer<S> for VecLayer {
             if v.len() > (1 << 16) - 8 {
                 v.clear();
             }
+            if self.stamp {
+                v.push(flightrec::clock::ticks() as u64);
+            }
             event.record(&mut Push(&mut v));
         });
     }
@@ -78,6 +95,12 @@ impl<S: tracing::Subscriber> Layer<S> for VecLayer {
 fn vec_segment() {
     for i in 0..SEGMENT {
         tracing::info!(target: "bench_vec", a = black_box(i), b = 7i64, c = 0.5f64);
+    }
+}
+
+fn vec_ts_segment() {
+    for i in 0..SEGMENT {
+        tracing::info!(target: "bench_vec_ts", a = black_box(i), b = 7i64, c = 0.5f64);
     }
 }
 
@@ -132,8 +155,14 @@ fn main() {
     let dir = std::env::temp_dir().join(format!("flightrec-tracing-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("bench dir");
     let only = |t: &'static str| filter_fn(move |m| m.target() == t);
-    let vec =
-        Dispatch::new(tracing_subscriber::registry().with(VecLayer.with_filter(only("bench_vec"))));
+    let vec = Dispatch::new(
+        tracing_subscriber::registry()
+            .with(VecLayer { stamp: false }.with_filter(only("bench_vec"))),
+    );
+    let vec_ts = Dispatch::new(
+        tracing_subscriber::registry()
+            .with(VecLayer { stamp: true }.with_filter(only("bench_vec_ts"))),
+    );
     let fmt = Dispatch::new(
         tracing_subscriber::registry().with(
             tracing_subscriber::fmt::layer()
@@ -162,9 +191,10 @@ fn main() {
     );
 
     let only = std::env::var("FLIGHTREC_BENCH_ONLY").ok();
-    let keys = ["vec", "jfr", "fmt", "span", "off", "none"];
+    let keys = ["vec", "jfr", "fmt", "span", "off", "none", "vec_ts"];
     let mut ns: Vec<Vec<f64>> = vec![Vec::new(); keys.len()];
     let (mut jfr_vec, mut jfr_fmt, mut off_none, mut span_vec) = (vec![], vec![], vec![], vec![]);
+    let mut jfr_vec_ts = vec![];
     for _ in 0..rounds {
         rec.flush().expect("flush");
         let run = |k: usize, d: &Dispatch, f: &dyn Fn()| {
@@ -181,6 +211,7 @@ fn main() {
             run(3, &jfr, &|| span_segment(&span)),
             run(4, &jfr, &off_segment),
             run(5, &none, &none_segment),
+            run(6, &vec_ts, &vec_ts_segment),
         ];
         for (v, x) in ns.iter_mut().zip(r) {
             v.push(x);
@@ -189,11 +220,13 @@ fn main() {
         jfr_fmt.push(r[1] / r[2]);
         span_vec.push(r[3] / r[0]);
         off_none.push(r[4] / r[5]);
+        jfr_vec_ts.push(r[1] / r[6]);
     }
     drop(span);
     let summary = rec.stop().expect("stop");
     let _ = std::fs::remove_dir_all(&dir);
     let m: Vec<f64> = ns.iter_mut().map(|v| median(v)).collect();
+    let jfr_vec_ts = median(&mut jfr_vec_ts);
     let (jfr_vec, jfr_fmt, span_vec, off_none) = (
         median(&mut jfr_vec),
         median(&mut jfr_fmt),
@@ -207,7 +240,12 @@ fn main() {
         m[0]
     );
     println!(
-        "| 3-field event through the flightrec layer | {:.1} | {jfr_vec:.2} × Vec |",
+        "| 3-field event into the Vec layer, with a clock read | {:.1} | {:.2} |",
+        m[6],
+        m[6] / m[0]
+    );
+    println!(
+        "| 3-field event through the flightrec layer | {:.1} | {jfr_vec:.2} × Vec, {jfr_vec_ts:.2} × Vec with clock |",
         m[1]
     );
     println!(
@@ -231,10 +269,10 @@ fn main() {
         eprintln!("tracing_layer bench: {lost} events dropped: the figures include the drop path");
     }
     println!(
-        "tracing_layer summary: {{\"vec_ns\": {:.2}, \"flightrec_ns\": {:.2}, \"fmt_ns\": {:.2}, \
+        "tracing_layer summary: {{\"vec_ns\": {:.2}, \"vec_clock_ns\": {:.2}, \"flightrec_ns\": {:.2}, \"fmt_ns\": {:.2}, \
          \"span_enter_exit_ns\": {:.2}, \"disabled_ns\": {:.3}, \"no_subscriber_ns\": {:.3}, \
-         \"flightrec_over_vec\": {jfr_vec:.3}, \"flightrec_over_fmt\": {jfr_fmt:.3}, \
+         \"flightrec_over_vec\": {jfr_vec:.3}, \"flightrec_over_vec_clock\": {jfr_vec_ts:.3}, \"flightrec_over_fmt\": {jfr_fmt:.3}, \
          \"span_over_vec\": {span_vec:.3}, \"disabled_over_no_subscriber\": {off_none:.3}, \"events_lost\": {lost}}}",
-        m[0], m[1], m[2], m[3], m[4], m[5]
+        m[0], m[6], m[1], m[2], m[3], m[4], m[5]
     );
 }

@@ -346,3 +346,115 @@ fn a_start_time_skips_older_events_and_panicking_callbacks_are_reported() {
     );
     assert_eq!(summary.errors, 6);
 }
+
+#[test]
+fn an_in_memory_recording_is_followed_to_its_end() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = flightrec_testkit::temp_dir("stream_memory");
+    let out = dir.join("out.jfr");
+    let rec = Recording::start(
+        RecordingConfig::new(&out)
+            .disk(false)
+            .flush_interval(Duration::from_millis(50))
+            .settings(quiet()),
+    )
+    .unwrap();
+    assert!(rec.repository().as_os_str().is_empty());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    let mut s = EventStream::for_recording(&rec).expect("an in-memory recording streams");
+    s.poll_interval(Duration::from_millis(10));
+    let q = Arc::clone(&seen);
+    s.on_event("test.stream.Tick", move |e| {
+        q.lock().unwrap().push(e.u64("seq").unwrap())
+    });
+    let er = Arc::clone(&errors);
+    s.on_error(move |e| er.lock().unwrap().push(e.to_string()));
+    let h = s.start().unwrap();
+
+    // The chunk being written, in memory, is followed as it grows.
+    for seq in 0..300 {
+        Tick { seq }.commit();
+    }
+    wait_until("the open chunk's events", Duration::from_secs(10), || {
+        seen.lock().unwrap().len() == 300
+    });
+    rec.rotate().unwrap();
+    for seq in 300..600 {
+        Tick { seq }.commit();
+    }
+    // Stopped at once: the last chunk is freed by the stop, yet the stream
+    // reads it to its end through its own descriptor.
+    rec.stop().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || tx.send(h.join()).unwrap());
+    let summary = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the stream ends after the stop");
+    assert_eq!(*seen.lock().unwrap(), (0..600).collect::<Vec<_>>());
+    assert!(
+        errors.lock().unwrap().is_empty(),
+        "{:?}",
+        errors.lock().unwrap()
+    );
+    assert!(summary.chunks >= 2, "{summary:?}");
+    // The file the stop wrote holds the events the stream delivered.
+    let counts = flightrec_testkit::summary(&out).counts;
+    assert_eq!(counts.get("test.stream.Tick"), Some(&600), "{counts:?}");
+}
+
+#[test]
+fn a_long_chunk_flushed_many_times_is_read_once() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = flightrec_testkit::temp_dir("stream_read_once");
+    let repo = dir.join("repo");
+    let rec = Recording::start(
+        RecordingConfig::repository_only()
+            .repository(&repo)
+            .keep_repository(true)
+            .flush_interval(Duration::from_secs(3600))
+            .settings(quiet()),
+    )
+    .unwrap();
+    let seen = Arc::new(AtomicU64::new(0));
+    let mut s = EventStream::for_recording(&rec).unwrap();
+    s.poll_interval(Duration::from_millis(2));
+    let c = Arc::clone(&seen);
+    s.on_event("test.stream.Tick", move |_| {
+        c.fetch_add(1, Ordering::Relaxed);
+    });
+    let h = s.start().unwrap();
+    let flushes = 40u64;
+    for round in 0..flushes {
+        for seq in round * 200..(round + 1) * 200 {
+            Tick { seq }.commit();
+        }
+        rec.flush().unwrap();
+        // Each flush is read before the next one is made.
+        wait_until("the flush's events", Duration::from_secs(10), || {
+            seen.load(Ordering::Relaxed) == (round + 1) * 200
+        });
+    }
+    rec.stop().unwrap();
+    let summary = h.join();
+    assert_eq!(seen.load(Ordering::Relaxed), flushes * 200);
+    let chunks: Vec<_> = std::fs::read_dir(&repo)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jfr"))
+        .collect();
+    assert_eq!(chunks.len(), 1, "one long chunk: {chunks:?}");
+    let size = std::fs::metadata(&chunks[0]).unwrap().len();
+    // The chunk grew through 40 flushes, each read at once; its body was
+    // still read once (a stream re-reading from the start would read
+    // about 20 times as much).
+    assert_eq!(summary.bytes_read, size, "{summary:?}");
+    assert_eq!(summary.chunks, 1);
+    let file = read_recording(&std::fs::read(&chunks[0]).unwrap()).unwrap();
+    assert_eq!(
+        file.events()
+            .filter(|e| &*e.type_name == "test.stream.Tick")
+            .count() as u64,
+        flushes * 200
+    );
+}

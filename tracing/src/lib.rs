@@ -33,8 +33,12 @@
 //!   or else the innermost recorded span entered on this thread; 0 if
 //!   none), then its fields (`message` included).
 //! * Stack traces: with `stackTrace=true` the trace is captured inside the
-//!   layer, so the layer's and `tracing-subscriber`'s dispatch frames (about
-//!   a dozen) come first, then the instrumented function and its callers.
+//!   layer; the dispatch frames above the instrumented code (this crate's,
+//!   `tracing`'s, `tracing-core`'s and `tracing-subscriber`'s, and the
+//!   standard-library glue between them) are cut when the trace is written
+//!   (see `recorder::stack::trim_dispatch_frames`), so the top frame is the
+//!   function that emitted the event or exited the span. No trace is
+//!   captured for a type whose `stackTrace` is off.
 //! * Field types are fixed at first use; names are sanitized into Java
 //!   identifiers. Both rules are spelled out below.
 //!
@@ -80,7 +84,7 @@
 mod site;
 mod values;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::Once;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -92,8 +96,8 @@ use tracing_subscriber::filter::Filtered;
 use tracing_subscriber::layer::{Context, Filter, Layer};
 use tracing_subscriber::registry::LookupSpan;
 
-use site::{AddrMap, Site, SiteKind, site, site_in};
-use values::{EventValues, Slot, Slots, SpanValues};
+use site::{SiteKind, site};
+use values::{Slot, Slots};
 
 /// The layer with its filter, as [`layer`] returns it.
 pub type FlightrecLayer<S> = Filtered<JfrLayer, JfrFilter, S>;
@@ -136,7 +140,16 @@ impl JfrFilter {
         HOOK.call_once(|| {
             recorder::event::watch::on_settings_change(
                 tracing_core::callsite::rebuild_interest_cache,
-            )
+            );
+            for krate in [
+                "flightrec_tracing",
+                // This crate's inlined frames, named after its directory.
+                "tracing",
+                "tracing_core",
+                "tracing_subscriber",
+            ] {
+                recorder::stack::trim_dispatch_frames(krate);
+            }
         });
         Self { _private: () }
     }
@@ -150,7 +163,7 @@ impl Default for JfrFilter {
 
 impl<S> Filter<S> for JfrFilter {
     fn enabled(&self, meta: &Metadata<'_>, _: &Context<'_, S>) -> bool {
-        as_static(meta).is_some_and(|m| site(m).records_now())
+        site(meta).records_now()
     }
 
     fn callsite_enabled(&self, meta: &'static Metadata<'static>) -> Interest {
@@ -160,11 +173,6 @@ impl<S> Filter<S> for JfrFilter {
             Interest::never()
         }
     }
-}
-
-/// Callsite metadata is `'static`; the trait signature just does not say so.
-fn as_static(meta: &Metadata<'_>) -> Option<&'static Metadata<'static>> {
-    Some(meta.callsite().0.metadata())
 }
 
 /// What the layer could not record as given (process-wide).
@@ -242,8 +250,6 @@ struct Entry {
 
 /// Everything the layer keeps per thread, behind one thread-local access.
 struct Local {
-    /// This thread's copy of the site lookups it made (no lock).
-    sites: AddrMap<&'static Site>,
     /// Open entries, innermost last: their start times, and the current
     /// recorded span an event belongs to.
     entries: Vec<Entry>,
@@ -253,7 +259,6 @@ struct Local {
 
 thread_local! {
     static LOCAL: RefCell<Local> = RefCell::new(Local {
-        sites: AddrMap::default(),
         entries: Vec::with_capacity(64),
         scratch: Slots::new(),
     });
@@ -341,21 +346,19 @@ where
         let Some(data) = ext.get::<SpanData>() else {
             return;
         };
-        built.ty.commit_span_from(
-            start,
-            end,
-            &SpanValues {
-                id: data.id,
-                parent: data.parent,
-                slots: &data.values,
-                kinds: &built.kinds,
-            },
-        );
+        // The values were converted when recorded: nothing is counted here.
+        built.ty.commit_span_fields(start, end, |w| {
+            w.uint(data.id);
+            w.uint(data.parent);
+            data.values.write_fields(&built.kinds, w);
+            true
+        });
     }
 
     fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
         // An explicit parent is looked up; a contextual event belongs to
         // the innermost recorded span entered on this thread.
+        let s = site(event.metadata());
         let explicit = event
             .parent()
             .map(|id| span_id(ctx.span(id)))
@@ -364,12 +367,7 @@ where
             let Ok(mut l) = l.try_borrow_mut() else {
                 return; // an event recorded while formatting one of ours
             };
-            let Local {
-                sites,
-                entries,
-                scratch,
-            } = &mut *l;
-            let s = site_in(sites, event.metadata());
+            let Local { entries, scratch } = &mut *l;
             let parent = explicit.unwrap_or_else(|| entries.last().map_or(0, |e| e.id));
             let n = s.fields.len();
             scratch.clear(n);
@@ -382,12 +380,19 @@ where
                 }
             };
             let Some(built) = built else { return };
-            scratch.fix(&built.kinds);
-            built.ty.commit_from(&EventValues {
-                parent,
-                slots: scratch,
-                kinds: &built.kinds,
+            // Converted as they are encoded; the writer may run twice (a
+            // full block), so the count of the last run is kept.
+            let bad = Cell::new(0);
+            built.ty.commit_fields(|w| {
+                w.uint(parent);
+                bad.set(scratch.write_fields(&built.kinds, w));
+                true
             });
+            if bad.get() > 0 {
+                site::STATS
+                    .mismatched_values
+                    .fetch_add(u64::from(bad.get()), Ordering::Relaxed);
+            }
         });
     }
 }

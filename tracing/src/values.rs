@@ -1,7 +1,8 @@
 //! Field values: visited from `tracing` into fixed-size slots, converted to
-//! the kinds of the callsite's JFR type, and handed to the recorder as a
-//! [`ValueSource`] (nothing is allocated once a thread's scratch text
-//! buffer has grown to its largest event).
+//! the kinds of the callsite's JFR type, and encoded straight into the
+//! recorder's buffer through its one-pass field writer
+//! ([`recorder::EventType::commit_fields`]; nothing is allocated once a
+//! thread's scratch text buffer has grown to its largest event).
 //!
 //! Text (strings, `Debug`, errors) is formatted into one thread-local
 //! `String` and the slots hold ranges of it, because `tracing` lends a
@@ -11,10 +12,9 @@
 //! `kinds[i]` (or nothing, written as that kind's zero / null).
 
 use std::fmt::{self, Write as _};
-use std::ops::Range;
 use std::sync::atomic::Ordering;
 
-use recorder::{FieldKind, Value, ValueSource};
+use recorder::{FieldKind, FieldWriter};
 use tracing_core::field::{Field, Visit};
 
 use crate::site::STATS;
@@ -98,7 +98,8 @@ impl Slots {
         self.text = text;
     }
 
-    pub(crate) fn text(&self, r: Range<usize>) -> &str {
+    #[cfg(test)]
+    pub(crate) fn text(&self, r: std::ops::Range<usize>) -> &str {
         &self.text[r]
     }
 
@@ -141,8 +142,9 @@ impl Slots {
     }
 
     /// The value of slot `i` as a field of `kind` (after [`fix`](Self::fix)).
-    #[inline]
-    pub(crate) fn value(&self, i: usize, kind: FieldKind) -> Value<'_> {
+    #[cfg(test)]
+    pub(crate) fn value(&self, i: usize, kind: FieldKind) -> recorder::Value<'_> {
+        use recorder::Value;
         match self.slots[i] {
             Slot::Int(v) => Value::Int(v),
             Slot::UInt(v) => Value::UInt(v),
@@ -195,55 +197,101 @@ impl Visit for Slots {
     }
 }
 
-/// An event's values: `parentId`, then the callsite's fields.
-pub(crate) struct EventValues<'a> {
-    pub(crate) parent: u64,
-    pub(crate) slots: &'a Slots,
-    pub(crate) kinds: &'a [FieldKind],
+impl Slots {
+    /// Encodes slots `0..kinds.len()` as fields of `kinds`, converting as
+    /// [`fix`](Self::fix) does (a number into a `String` field is formatted
+    /// on the stack, so nothing is allocated) and writing a value that
+    /// cannot be converted as its kind's zero / null. Returns how many
+    /// could not be.
+    #[inline]
+    pub(crate) fn write_fields(&self, kinds: &[FieldKind], w: &mut FieldWriter<'_>) -> u32 {
+        let mut bad = 0;
+        for (i, &kind) in kinds.iter().enumerate().take(MAX_FIELDS) {
+            match (self.slots[i], kind) {
+                (Slot::Int(v), FieldKind::I64) => w.int(v),
+                (Slot::UInt(v), FieldKind::U64) => w.uint(v),
+                (Slot::F64(v), FieldKind::F64) => w.f64(v),
+                (Slot::Bool(v), FieldKind::Bool) => w.bool(v),
+                (Slot::Text(a, b), FieldKind::String) => w.opt_str(Some(&self.text[a..b])),
+                (Slot::Int(v), FieldKind::U64) if v >= 0 => w.uint(v as u64),
+                (Slot::UInt(v), FieldKind::I64) if v <= i64::MAX as u64 => w.int(v as i64),
+                (Slot::Int(v), FieldKind::F64) => w.f64(v as f64),
+                (Slot::UInt(v), FieldKind::F64) => w.f64(v as f64),
+                (
+                    s @ (Slot::Int(_) | Slot::UInt(_) | Slot::F64(_) | Slot::Bool(_)),
+                    FieldKind::String,
+                ) => {
+                    let mut t = StackText::new();
+                    let _ = match s {
+                        Slot::Int(v) => write!(t, "{v}"),
+                        Slot::UInt(v) => write!(t, "{v}"),
+                        Slot::F64(v) => write!(t, "{v}"),
+                        Slot::Bool(v) => write!(t, "{v}"),
+                        Slot::Empty | Slot::Text(..) => Ok(()),
+                    };
+                    w.opt_str(Some(t.as_str()));
+                }
+                (s, kind) => {
+                    bad += u32::from(s != Slot::Empty);
+                    match kind {
+                        FieldKind::I64 => w.int(0),
+                        FieldKind::U64 => w.uint(0),
+                        FieldKind::F64 => w.f64(0.0),
+                        FieldKind::Bool => w.bool(false),
+                        _ => w.opt_str(None),
+                    }
+                }
+            }
+        }
+        bad
+    }
 }
 
-impl ValueSource for EventValues<'_> {
-    #[inline]
-    fn len(&self) -> usize {
-        1 + self.kinds.len()
-    }
+/// Text formatted on the stack: the `Display` of an `f64` (its longest)
+/// fits.
+struct StackText {
+    buf: [u8; 512],
+    len: usize,
+}
 
-    #[inline]
-    fn get(&self, index: usize) -> Value<'_> {
-        match index {
-            0 => Value::UInt(self.parent),
-            i => self.slots.value(i - 1, self.kinds[i - 1]),
+impl StackText {
+    fn new() -> Self {
+        Self {
+            buf: [0; 512],
+            len: 0,
         }
     }
-}
 
-/// A span's values: `spanId`, `parentId`, then the callsite's fields.
-pub(crate) struct SpanValues<'a> {
-    pub(crate) id: u64,
-    pub(crate) parent: u64,
-    pub(crate) slots: &'a Slots,
-    pub(crate) kinds: &'a [FieldKind],
-}
-
-impl ValueSource for SpanValues<'_> {
-    #[inline]
-    fn len(&self) -> usize {
-        2 + self.kinds.len()
+    fn as_str(&self) -> &str {
+        // Only whole `str`s are appended, so this never fails.
+        std::str::from_utf8(&self.buf[..self.len]).unwrap_or_default()
     }
+}
 
-    #[inline]
-    fn get(&self, index: usize) -> Value<'_> {
-        match index {
-            0 => Value::UInt(self.id),
-            1 => Value::UInt(self.parent),
-            i => self.slots.value(i - 2, self.kinds[i - 2]),
-        }
+impl fmt::Write for StackText {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let end = self.len + s.len();
+        let dst = self.buf.get_mut(self.len..end).ok_or(fmt::Error)?;
+        dst.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use recorder::Value;
+
+    #[test]
+    fn stack_text_holds_the_longest_f64() {
+        for v in [f64::MAX, f64::MIN, f64::MIN_POSITIVE, 5e-324, -5e-324] {
+            let mut t = StackText::new();
+            write!(t, "{v}").unwrap();
+            assert_eq!(t.as_str(), format!("{v}"));
+        }
+    }
 
     #[test]
     fn compact_keeps_live_text_and_drops_the_rest() {

@@ -11,6 +11,7 @@ mod chunk;
 mod decode;
 mod error;
 mod event;
+mod follow;
 mod input;
 mod metadata;
 mod pools;
@@ -21,6 +22,7 @@ pub use chunk::{ChunkRecord, RecordingFile, read_recording};
 pub use decode::{MAX_NESTING, MAX_REF_DEPTH, ZERO_WIDTH_BUDGET};
 pub use error::ReadError;
 pub use event::EventRecord;
+pub use follow::ChunkFollower;
 pub use metadata::{
     AnnotationRecord, ClassRecord, FieldRecord, MetadataRecord, RegionRecord, SettingRecord,
 };

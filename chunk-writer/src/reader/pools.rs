@@ -21,6 +21,16 @@
 //! close a cycle, or lie more than [`MAX_REF_DEPTH`] references deep, stays a
 //! [`Value::Ref`].
 //!
+//! # Growth
+//!
+//! A chunk followed while it is written (see [`super::follow`]) gains
+//! checkpoints at each flush; [`GrowingPools`] walks the chain back only to
+//! the last checkpoint it read and resolves only the entries added. An
+//! entry resolved earlier is not revisited, so a reference from it to a key
+//! first defined in a later checkpoint stays [`Value::Null`] (a writer that
+//! defines constants before the records that use them, as JFR writers do,
+//! never produces one).
+//!
 //! Invariant: each entry is resolved once and then shared by pointer, so
 //! resolution is linear in the size of the pools however the entries refer
 //! to each other; and the result depends only on the bytes of the chunk.
@@ -102,56 +112,97 @@ pub(crate) fn read_pools(
     meta: &MetadataRecord,
     budget: &mut Budget,
 ) -> Result<PoolSet, ReadError> {
-    let mut decoder = Decoder::new(meta, Refs::Raw, budget);
-    let mut chain = Vec::new();
-    let mut at = last;
-    let mut limit = chunk_end;
-    loop {
-        let (cp, entries, start) = read_checkpoint(buf, at, limit, &mut decoder)?;
-        chain.push((cp, entries));
-        if cp.delta == 0 {
-            break;
-        }
-        let bad = ReadError::BadCheckpoint {
-            at: at as u64,
-            reason: "delta does not lead back to an earlier record of the chunk",
-        };
-        let prev = i64::try_from(at)
-            .ok()
-            .and_then(|a| a.checked_add(cp.delta))
-            .and_then(|p| usize::try_from(p).ok())
-            .ok_or(bad.clone())?;
-        if prev >= at || prev < chunk_start + HEADER_LEN {
-            return Err(bad);
-        }
-        // The earlier checkpoint must end before this one starts.
-        limit = start;
-        at = prev;
-    }
+    let mut pools = GrowingPools::default();
+    pools.extend(buf, chunk_start, chunk_end, last, meta, budget)?;
+    Ok(pools.pools)
+}
 
-    let mut raw = HashMap::new();
-    let mut order = Vec::new();
-    for (_, entries) in chain.iter_mut().rev() {
-        for (key, value) in entries.drain(..) {
-            // The earliest definition in file order wins (JDK behaviour).
-            raw.entry(key).or_insert_with(|| {
-                order.push(key);
-                value
-            });
+/// The pools of a chunk that grows: each [`extend`](Self::extend) reads
+/// only the checkpoints written since the last one, and resolves only the
+/// entries they add (entries already resolved are kept as they are).
+#[derive(Debug, Default)]
+pub(crate) struct GrowingPools {
+    /// Unresolved entries, every checkpoint read so far.
+    raw: HashMap<PoolKey, Value>,
+    /// Offset of the last checkpoint read (absolute; 0: none).
+    last: usize,
+    pub(crate) pools: PoolSet,
+}
+
+impl GrowingPools {
+    /// Reads the checkpoints of the chain ending at `last` (absolute) that
+    /// come after the last one read, and resolves what they define.
+    pub(crate) fn extend(
+        &mut self,
+        buf: &[u8],
+        chunk_start: usize,
+        chunk_end: usize,
+        last: usize,
+        meta: &MetadataRecord,
+        budget: &mut Budget,
+    ) -> Result<(), ReadError> {
+        if last == self.last {
+            return Ok(());
         }
+        let mut decoder = Decoder::new(meta, Refs::Raw, budget);
+        let mut chain = Vec::new();
+        let mut at = last;
+        let mut limit = chunk_end;
+        loop {
+            let (cp, entries, start) = read_checkpoint(buf, at, limit, &mut decoder)?;
+            chain.push((cp, entries));
+            let bad = ReadError::BadCheckpoint {
+                at: at as u64,
+                reason: "delta does not lead back to an earlier record of the chunk",
+            };
+            if cp.delta == 0 {
+                if self.last != 0 {
+                    // The chain no longer passes through the checkpoint read
+                    // before: not the same chunk growing.
+                    return Err(bad);
+                }
+                break;
+            }
+            let prev = i64::try_from(at)
+                .ok()
+                .and_then(|a| a.checked_add(cp.delta))
+                .and_then(|p| usize::try_from(p).ok())
+                .ok_or(bad.clone())?;
+            if prev >= at || prev < chunk_start + HEADER_LEN || prev < self.last {
+                return Err(bad);
+            }
+            if prev == self.last {
+                break;
+            }
+            // The earlier checkpoint must end before this one starts.
+            limit = start;
+            at = prev;
+        }
+
+        let mut order = Vec::new();
+        for (_, entries) in chain.iter_mut().rev() {
+            for (key, value) in entries.drain(..) {
+                // The earliest definition in file order wins (JDK behaviour).
+                self.raw.entry(key).or_insert_with(|| {
+                    order.push(key);
+                    value
+                });
+            }
+        }
+        let mut resolver = Resolver {
+            raw: &self.raw,
+            done: &mut self.pools.entries,
+            active: HashSet::new(),
+        };
+        for &key in &order {
+            resolver.key(key, 0);
+        }
+        self.pools
+            .checkpoints
+            .extend(chain.into_iter().rev().map(|(cp, _)| cp));
+        self.last = last;
+        Ok(())
     }
-    let mut resolver = Resolver {
-        raw: &raw,
-        done: HashMap::with_capacity(raw.len()),
-        active: HashSet::new(),
-    };
-    for &key in &order {
-        resolver.key(key, 0);
-    }
-    Ok(PoolSet {
-        entries: resolver.done,
-        checkpoints: chain.into_iter().rev().map(|(cp, _)| cp).collect(),
-    })
 }
 
 /// Entries of one checkpoint, in record order.
@@ -217,7 +268,7 @@ fn read_checkpoint(
 /// Depth-first, memoised resolution of pool entries (see module docs).
 struct Resolver<'r> {
     raw: &'r HashMap<PoolKey, Value>,
-    done: HashMap<PoolKey, Value>,
+    done: &'r mut HashMap<PoolKey, Value>,
     /// Entries being resolved on the current path: a reference to one of
     /// them closes a cycle.
     active: HashSet<PoolKey>,

@@ -189,11 +189,9 @@ impl FrameTables {
             resolved.extend_from_slice(self.symbolizer.resolve(addr));
         }
         // The recorder's own commit path (inlined into the caller, so the
-        // capture cannot skip it by frame count) is not the user's code.
-        let own = resolved
-            .iter()
-            .take_while(|f| f.class.starts_with(RECORDER_CLASS_PREFIX))
-            .count();
+        // capture cannot skip it by frame count) is not the user's code, nor
+        // are the registered dispatch frames above it (`crate::stack::dispatch`).
+        let own = crate::stack::leading_cut(&resolved, RECORDER_CLASS_PREFIX);
         if own < resolved.len() {
             resolved.drain(..own);
         }

@@ -221,6 +221,7 @@ impl Repository {
             let file = memory_file(&name)?;
             let path = PathBuf::from(format!("memory:{name}"));
             self.memory.insert(path.clone(), file.try_clone()?);
+            crate::stream::memory::publish(&path, &file);
             return Ok((path, file));
         }
         let path = self.dir.join(chunk_file_name(start_nanos));
@@ -392,6 +393,9 @@ impl Repository {
     /// left in it and the user did not ask to keep it.
     pub(crate) fn close(&mut self) {
         let memory = std::mem::take(&mut self.memory);
+        for path in memory.keys() {
+            crate::stream::memory::withdraw(path);
+        }
         self.finished
             .retain(|_, h| !memory.contains_key(&h.chunk.path));
         if self.has_dir() && self.created && !self.keep && self.finished.is_empty() {
@@ -409,7 +413,9 @@ impl Repository {
 impl Repository {
     /// Deletes a chunk file (on disk) or frees it (in memory).
     fn remove(&mut self, path: &Path) {
-        if self.memory.remove(path).is_none() {
+        if self.memory.remove(path).is_some() {
+            crate::stream::memory::withdraw(path);
+        } else {
             let _ = fs::remove_file(path);
         }
     }

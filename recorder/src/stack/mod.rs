@@ -5,9 +5,12 @@
 //! go to [`Symbolizer::resolve`] as they are.
 
 mod capture;
+mod dispatch;
 pub(crate) mod names;
 mod symbolize;
 mod syntax;
 
 pub use capture::{Captured, capture};
+pub(crate) use dispatch::leading_cut;
+pub use dispatch::trim_dispatch_frames;
 pub use symbolize::{ResolvedFrame, Symbolizer};

@@ -7,20 +7,27 @@
 //! The stream polls the repository directory (every
 //! [`poll_interval`](EventStream::poll_interval), 100 ms by default: below
 //! the recorder's flush interval, so events reach callbacks within about
-//! one flush interval of being written). Chunk files are taken in name
-//! order, which is start-time order. For each file not yet done it reads
-//! the bytes, checks the header's state byte (255: being updated, try at
-//! the next poll), cuts the file at the header's `chunk_size` (the part
-//! the last flush made complete; the whole chunk once the state is 0,
-//! finished), re-reads the header to be sure it did not change meanwhile,
-//! decodes that prefix with the project's reader
-//! ([`chunk_writer::reader`]), and hands each event past the ones already
-//! delivered to the callbacks. A finished chunk is then done.
+//! one flush interval of being written); a recording kept in memory
+//! (`disk(false)`) is followed the same way through its in-memory chunk
+//! files, each handed to the stream when it is created (see [`memory`]). Chunk files are taken in name order, which is
+//! start-time order. For each chunk not yet done it reads the header and
+//! checks its state byte (255: being updated, try at the next poll), then
+//! reads only the bytes between what it holds and the header's
+//! `chunk_size` (the part the last flush made complete; the whole chunk
+//! once the state is 0, finished), re-reads the header to be sure it did
+//! not change meanwhile, and hands the new part to the project's reader
+//! ([`chunk_writer::reader::ChunkFollower`]), which decodes only the
+//! records and constants added since the last poll. Those events go to
+//! the callbacks. A finished chunk is then done. So each byte of a chunk
+//! is read and decoded once, however many flushes it takes
+//! ([`StreamSummary::bytes_read`] counts them).
 //!
 //! * **Rotation**: a new chunk file simply appears; its events follow.
-//! * **Retention** deleting a chunk under the reader: a chunk that vanishes
-//!   before it was read to its end is reported to `on_error`
-//!   ([`StreamError::ChunkRemoved`]), never silently skipped.
+//! * **Retention** deleting a chunk under the reader: a chunk file that
+//!   vanishes before it was read to its end is reported to `on_error`
+//!   ([`StreamError::ChunkRemoved`]), never silently skipped. A chunk in
+//!   memory is read to its end through the stream's own descriptor, so
+//!   nothing of it is lost (the stream holds its memory meanwhile).
 //! * **Stop**: a stream ends once it has delivered the recording's final
 //!   chunk (the header flag the stop sets). If the directory disappears
 //!   first, or the recording has stopped (or, for a directory not of this
@@ -28,24 +35,25 @@
 //!   [`idle_end`](EventStream::idle_end)) with no final chunk in sight, the
 //!   stream reports [`StreamError::FinalChunkUnread`] and ends: the stop's
 //!   clean-up removed chunks it never saw. A stream that must see every
-//!   event keeps the repository (`keep_repository(true)`).
+//!   event of a recording on disk keeps the repository
+//!   (`keep_repository(true)`).
 //! * **Callbacks** run on the streaming thread; one that panics is caught,
 //!   reported to `on_error` ([`StreamError::CallbackPanicked`]) and the
 //!   stream goes on.
 //!
 //! # Memory
 //!
-//! One chunk's bytes and decoded events at a time (the recorder bounds a
-//! chunk's size, `max_chunk_size`), plus the names of the chunk files
-//! present. Re-decoding the growing chunk at each poll costs time linear in
-//! the chunk so far; a chunk is small and this keeps the reader the one
-//! the tests check.
+//! The bytes and constants of the chunks being read (the chunk being
+//! written and any finished ones not yet read to their end; the recorder
+//! bounds a chunk's size, `max_chunk_size`), the events decoded by one
+//! poll, and the names of the chunk files present.
 //!
 //! Invariant: each event of a chunk is delivered at most once, in file
 //! order, and a chunk whose remaining events can no longer be read is
 //! reported.
 
 mod event;
+pub(crate) mod memory;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -53,8 +61,11 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
 use chunk_writer::header::{ChunkHeader, HEADER_LEN};
-use chunk_writer::reader::{ReadError, read_recording};
+use chunk_writer::reader::{ChunkFollower, ReadError, read_recording};
 
 pub use event::{Frame, RecordedEvent};
 
@@ -105,7 +116,8 @@ pub enum StreamError {
         dir: PathBuf,
     },
     /// The recording keeps its chunks in memory (`disk(false)`): nothing to
-    /// follow on disk.
+    /// follow on disk. (No longer returned: such a recording is followed
+    /// through its in-memory chunks.)
     InMemoryRecording,
 }
 
@@ -151,12 +163,18 @@ pub struct StreamSummary {
     pub chunks: u64,
     /// Errors reported to `on_error`.
     pub errors: u64,
+    /// Bytes of chunks read: each byte of a chunk once (the header, also
+    /// re-read at each poll to see how much of the chunk is complete, is
+    /// counted once).
+    pub bytes_read: u64,
 }
 
 #[derive(Debug)]
 enum Source {
     Repository(PathBuf),
     File(PathBuf),
+    /// The in-memory chunks of this process's recording.
+    Memory(memory::Subscription),
 }
 
 /// Closes a running stream from any thread.
@@ -222,15 +240,18 @@ impl EventStream {
         Self::new(Source::File(path.into()))
     }
 
-    /// Follows `recording`'s repository, and ends once it has stopped and
-    /// its chunks are delivered.
+    /// Follows `recording`'s repository, or its chunks in memory for a
+    /// recording with `disk(false)`, and ends once it has stopped and its
+    /// chunks are delivered. (Never fails today; the `Result` is kept for
+    /// sources that cannot be followed.)
     #[cfg(not(flightrec_loom))]
     pub fn for_recording(recording: &crate::Recording) -> Result<Self, StreamError> {
         let dir = recording.repository();
-        if dir.as_os_str().is_empty() {
-            return Err(StreamError::InMemoryRecording);
-        }
-        let mut s = Self::open_repository(dir);
+        let mut s = if dir.as_os_str().is_empty() {
+            Self::new(Source::Memory(memory::subscribe()))
+        } else {
+            Self::open_repository(dir)
+        };
         s.recording_pid = Some(std::process::id());
         Ok(s)
     }
@@ -308,7 +329,7 @@ impl EventStream {
                     Ok(bytes) => match read_recording(&bytes) {
                         Ok(file) => {
                             for chunk in &file.chunks {
-                                self.deliver(&chunk.header, &chunk.events, 0);
+                                self.deliver(&chunk.header, &chunk.events);
                                 self.summary.chunks += 1;
                             }
                             self.flushed();
@@ -322,13 +343,24 @@ impl EventStream {
                 let dir = dir.clone();
                 self.follow(&dir);
             }
+            Source::Memory(_) => self.follow(Path::new("memory:")),
         }
         self.summary
     }
 
+    /// The chunk files present now, in name order; in memory, the chunks
+    /// handed to the stream since the last poll, each with a descriptor of
+    /// its own.
+    fn list(&self, dir: &Path) -> std::io::Result<Vec<(PathBuf, Option<File>)>> {
+        match &self.source {
+            Source::Memory(sub) => Ok(sub.take().into_iter().map(|(p, f)| (p, Some(f))).collect()),
+            _ => Ok(list_chunks(dir)?.into_iter().map(|p| (p, None)).collect()),
+        }
+    }
+
     fn follow(&mut self, dir: &Path) {
-        // Per chunk file not yet done: events delivered so far.
-        let mut open: BTreeMap<PathBuf, u64> = BTreeMap::new();
+        // The chunks not yet done that the stream has begun to read.
+        let mut open: BTreeMap<PathBuf, OpenChunk> = BTreeMap::new();
         let mut done: Vec<PathBuf> = Vec::new();
         let mut idle_since = Instant::now();
         // Read a finished chunk flagged as the recording's last.
@@ -339,7 +371,7 @@ impl EventStream {
             // listed after it stopped are all there will be.
             let stopped =
                 self.recording_pid.is_some() && !crate::event::registry::registry().is_recording();
-            let names = match list_chunks(dir) {
+            let listed = match self.list(dir) {
                 Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     self.report_vanished(&mut open, &[]);
@@ -358,44 +390,53 @@ impl EventStream {
                     return;
                 }
             };
+            let names: Vec<PathBuf> = listed.iter().map(|(p, _)| p.clone()).collect();
             done.retain(|d| names.contains(d));
             self.report_vanished(&mut open, &names);
+            // Listed chunks, then those no longer listed that the stream
+            // still holds a descriptor of, in name order.
+            let mut todo: BTreeMap<PathBuf, Option<File>> = listed.into_iter().collect();
+            for p in open.keys() {
+                todo.entry(p.clone()).or_insert(None);
+            }
             let mut progressed = false;
             let mut all_finished = true;
-            for path in names {
+            for (path, file) in todo {
                 if done.contains(&path) || closed {
                     continue;
                 }
-                let delivered = open.get(&path).copied().unwrap_or(0);
-                match self.read_chunk(&path, delivered) {
-                    Step::Again => all_finished = false,
-                    Step::Progress {
-                        delivered: d,
-                        finished,
-                        last,
-                    } => {
-                        progressed |= d != delivered;
+                let mut chunk = open.remove(&path).unwrap_or_else(|| OpenChunk {
+                    follower: ChunkFollower::new(),
+                    delivered: 0,
+                    file,
+                });
+                let before = chunk.delivered;
+                match self.read_chunk(&path, &mut chunk) {
+                    Step::Again => {
+                        all_finished = false;
+                        open.insert(path, chunk);
+                    }
+                    Step::Progress { finished, last } => {
+                        progressed |= chunk.delivered != before;
                         saw_final |= last;
                         if finished {
-                            open.remove(&path);
                             done.push(path);
                             self.summary.chunks += 1;
                             progressed = true;
                         } else {
-                            open.insert(path, d);
+                            open.insert(path, chunk);
                             all_finished = false;
                         }
                     }
                     Step::Gone => {
-                        if delivered > 0 || open.contains_key(&path) {
-                            open.remove(&path);
-                            self.error(StreamError::ChunkRemoved { path, delivered });
+                        if chunk.delivered > 0 || !chunk.follower.is_empty() {
+                            self.error(StreamError::ChunkRemoved {
+                                path,
+                                delivered: chunk.delivered,
+                            });
                         }
                     }
-                    Step::Skip => {
-                        open.remove(&path);
-                        done.push(path);
-                    }
+                    Step::Skip => done.push(path),
                 }
             }
             if progressed {
@@ -422,33 +463,46 @@ impl EventStream {
         }
     }
 
-    /// Reports every open chunk no longer listed.
-    fn report_vanished(&mut self, open: &mut BTreeMap<PathBuf, u64>, names: &[PathBuf]) {
-        let gone: Vec<(PathBuf, u64)> = open
+    /// Reports every open chunk no longer listed that the stream cannot
+    /// read on (a file on disk; one in memory is read through the stream's
+    /// own descriptor).
+    fn report_vanished(&mut self, open: &mut BTreeMap<PathBuf, OpenChunk>, names: &[PathBuf]) {
+        let gone: Vec<PathBuf> = open
             .iter()
-            .filter(|(p, _)| !names.contains(p))
-            .map(|(p, d)| (p.clone(), *d))
+            .filter(|(p, c)| c.file.is_none() && !names.contains(p))
+            .map(|(p, _)| p.clone())
             .collect();
-        for (path, delivered) in gone {
-            open.remove(&path);
+        for path in gone {
+            let delivered = open.remove(&path).map_or(0, |c| c.delivered);
             self.error(StreamError::ChunkRemoved { path, delivered });
         }
     }
 
-    fn read_chunk(&mut self, path: &Path, delivered: u64) -> Step {
-        let bytes = match std::fs::read(path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Step::Gone,
-            Err(error) => {
-                self.error(StreamError::Io {
-                    path: path.to_owned(),
-                    error,
-                });
-                return Step::Skip;
-            }
+    fn read_chunk(&mut self, path: &Path, chunk: &mut OpenChunk) -> Step {
+        let opened;
+        let file = match &chunk.file {
+            Some(f) => f,
+            None => match File::open(path) {
+                Ok(f) => {
+                    opened = f;
+                    &opened
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Step::Gone,
+                Err(error) => {
+                    self.error(StreamError::Io {
+                        path: path.to_owned(),
+                        error,
+                    });
+                    return Step::Skip;
+                }
+            },
         };
-        let Some(header) = bytes.get(..HEADER_LEN).and_then(ChunkHeader::parse) else {
+        let mut head = [0u8; HEADER_LEN];
+        if file.read_exact_at(&mut head, 0).is_err() {
             return Step::Again; // not even a header yet
+        }
+        let Some(header) = ChunkHeader::parse(&head) else {
+            return Step::Again;
         };
         if header.state == chunk_writer::header::STATE_UPDATING {
             return Step::Again;
@@ -460,26 +514,30 @@ impl EventStream {
                 return Step::Skip;
             }
         }
-        let Some(prefix) = usize::try_from(header.chunk_size)
-            .ok()
-            .and_then(|n| bytes.get(..n))
-        else {
+        let Ok(size) = usize::try_from(header.chunk_size) else {
             return Step::Again;
         };
-        if !finished && !header_unchanged(path, &bytes[..HEADER_LEN]) {
+        let held = chunk.follower.len();
+        if size > held {
+            // Only the part past what is held: the bytes before the size a
+            // published header gives never change.
+            let mut more = vec![0u8; size - held];
+            if file.read_exact_at(&mut more, held as u64).is_err() {
+                return Step::Again;
+            }
+            self.summary.bytes_read += more.len() as u64;
+            chunk.follower.append(&more);
+        }
+        if !finished && !header_unchanged(file, &head) {
             return Step::Again;
         }
-        match read_recording(prefix) {
-            Ok(file) => {
-                let Some(chunk) = file.chunks.first() else {
-                    return Step::Again;
-                };
-                let n = chunk.events.len() as u64;
-                if n > delivered {
-                    self.deliver(&chunk.header, &chunk.events, delivered as usize);
+        match chunk.follower.advance(&header) {
+            Ok(events) => {
+                if !events.is_empty() {
+                    chunk.delivered += events.len() as u64;
+                    self.deliver(&header, &events);
                 }
                 Step::Progress {
-                    delivered: n.max(delivered),
                     finished,
                     last: finished && header.flags & chunk_writer::header::FLAG_FINAL_CHUNK != 0,
                 }
@@ -495,14 +553,9 @@ impl EventStream {
         }
     }
 
-    fn deliver(
-        &mut self,
-        header: &ChunkHeader,
-        events: &[chunk_writer::reader::EventRecord],
-        from: usize,
-    ) {
+    fn deliver(&mut self, header: &ChunkHeader, events: &[chunk_writer::reader::EventRecord]) {
         let mut panics = Vec::new();
-        for record in events.iter().skip(from) {
+        for record in events {
             let ev = RecordedEvent { record, header };
             if self.start_time.is_some_and(|t| ev.start_time() < t) {
                 continue;
@@ -578,11 +631,19 @@ impl StreamHandle {
     }
 }
 
+/// A chunk the stream has begun to read.
+struct OpenChunk {
+    follower: ChunkFollower,
+    /// Events of it delivered so far.
+    delivered: u64,
+    /// The stream's own descriptor of a chunk in memory.
+    file: Option<File>,
+}
+
 enum Step {
     /// Nothing readable yet (being updated, or only a partial header).
     Again,
     Progress {
-        delivered: u64,
         finished: bool,
         /// Finished and flagged as the recording's last chunk.
         last: bool,
@@ -609,12 +670,10 @@ fn list_chunks(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(v)
 }
 
-/// True if the header of `path` still reads as `header` (the chunk was not
+/// True if the header of `file` still reads as `header` (the chunk was not
 /// flushed between the read of its header and of its body).
-fn header_unchanged(path: &Path, header: &[u8]) -> bool {
-    use std::io::Read;
+fn header_unchanged(file: &File, header: &[u8]) -> bool {
     let mut now = [0u8; HEADER_LEN];
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut now))
+    file.read_exact_at(&mut now, 0)
         .is_ok_and(|()| now[..] == *header)
 }
