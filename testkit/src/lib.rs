@@ -41,10 +41,11 @@
 //! [`child`]: tests that re-execute their binary to run a child test (a
 //! crash, a disk limit) and read its reports; [`measure`]: CPU-time clocks,
 //! medians and a spinning start line for the benches; [`view_rows`]: the
-//! rows of a `jfr view` table.
+//! rows of a `jfr view` table; [`samples`]: samples counted per thread.
 
 pub mod child;
 pub mod measure;
+pub mod samples;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
