@@ -90,6 +90,15 @@ pub use settings::{SettingError, Settings, TypeSettings};
 #[cfg(not(flightrec_loom))]
 pub use statistics::RecorderStatistics;
 
+/// The wrapped `pthread_create` behind the `thread-hook` feature, for the
+/// C library to export as its own `pthread_create` (see
+/// `sampler::birth`'s docs).
+#[cfg(not(flightrec_loom))]
+#[doc(hidden)]
+pub mod __thread_hook {
+    pub use crate::sampler::birth::{Start, create};
+}
+
 /// Paths used by `#[derive(Event)]`'s generated code.
 #[doc(hidden)]
 pub mod __private {

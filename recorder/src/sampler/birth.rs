@@ -232,10 +232,14 @@ pub(crate) fn creator() -> Option<Parent> {
         return None;
     }
     let rt = crate::runtime::get()?;
-    let key = rt.threads.key_for_own_thread(
-        crate::sync::os_thread_id(),
-        crate::cpool::threads::current_thread_name,
-    );
+    // Its kernel name (a thread's own first event gives the key its Rust
+    // name); nothing here panics, so the hook needs no unwinding guard (a
+    // guard's frames would sit between the stack and the hook).
+    let key = rt.threads.key_for_tid(crate::sync::os_thread_id(), || {
+        let name = own_name();
+        let len = name.iter().position(|&c| c == 0).unwrap_or(name.len());
+        String::from_utf8_lossy(&name[..len]).into_owned()
+    });
     let (stack, stack_epoch) = if starts == STARTS_STACK {
         creator_stack(rt)
     } else {
@@ -249,7 +253,8 @@ pub(crate) fn creator() -> Option<Parent> {
 }
 
 /// The stack above the hook: skips this function, [`creator`] and the
-/// hook's `pthread_create`; its key and the epoch it was interned in.
+/// exported `pthread_create` (with [`hook::create`] inlined in it); its key
+/// and the epoch it was interned in.
 #[cfg_attr(not(feature = "thread-hook"), allow(dead_code))] // used by the hook
 #[inline(never)]
 fn creator_stack(rt: &crate::runtime::Runtime) -> (u64, u64) {
@@ -444,15 +449,18 @@ pub(crate) unsafe fn fork_unlock(in_child: bool) {
     unsafe { crate::sync::fork_unlock(&BIRTHS) }
 }
 
-#[cfg(feature = "thread-hook")]
+#[cfg(not(flightrec_loom))]
 mod hook {
-    //! The `pthread_create` definition (module docs of [`super`]).
+    //! The wrapped `pthread_create` (module docs of [`super`]): [`create`],
+    //! exported as `pthread_create` by the `thread-hook` feature and by the
+    //! C library (`libflightrec.so`, `libflightrec.a`).
 
     use std::ffi::{c_int, c_void};
 
     use crate::sync::{AtomicUsize, Ordering};
 
-    type Start = extern "C" fn(*mut c_void) -> *mut c_void;
+    /// A thread's start routine.
+    pub type Start = extern "C" fn(*mut c_void) -> *mut c_void;
     type Create = unsafe extern "C" fn(
         *mut libc::pthread_t,
         *const libc::pthread_attr_t,
@@ -467,9 +475,11 @@ mod hook {
         let mut f = REAL.load(Ordering::Acquire);
         if f == 0 {
             // SAFETY: RTLD_NEXT with a NUL-terminated name; dlsym takes no
-            // lock this hook could hold.
+            // lock this hook could hold. The next definition after the
+            // object that holds this code: the C library's.
             f = unsafe { libc::dlsym(libc::RTLD_NEXT, c"pthread_create".as_ptr()) } as usize;
             // Never ourselves (that would recurse).
+            #[cfg(feature = "thread-hook")]
             if f == pthread_create as Create as usize {
                 f = 0;
             }
@@ -488,8 +498,8 @@ mod hook {
     }
 
     extern "C" fn trampoline(p: *mut c_void) -> *mut c_void {
-        // SAFETY: `p` is the `Routine` boxed by `pthread_create` below,
-        // handed to this thread only.
+        // SAFETY: `p` is the `Routine` boxed by `create` below, handed to
+        // this thread only.
         let r = unsafe { Box::from_raw(p.cast::<Routine>()) };
         let born = super::announce(r.parent);
         let ret = (r.start)(r.arg);
@@ -501,15 +511,16 @@ mod hook {
 
     /// Creates a thread with the C library's `pthread_create`; while
     /// sampling runs, its timers are armed before `start` runs; while
-    /// `jdk.ThreadStart` is on, its creator and the creator's stack are
-    /// kept for the thread's `jdk.ThreadStart`.
+    /// `jdk.ThreadStart` is on, its creator and the creator's stack (from
+    /// the caller of the exported `pthread_create` outward) are kept for
+    /// the thread's `jdk.ThreadStart`. For the exported `pthread_create`
+    /// only: it must call this directly (the stack skips that one frame).
     ///
     /// # Safety
     ///
     /// The C library's contract for `pthread_create`.
-    #[unsafe(no_mangle)]
-    #[allow(unreachable_pub)] // exported by symbol name, not by path
-    pub unsafe extern "C" fn pthread_create(
+    #[inline(always)]
+    pub unsafe fn create(
         thread: *mut libc::pthread_t,
         attr: *const libc::pthread_attr_t,
         start: Start,
@@ -534,12 +545,35 @@ mod hook {
         rc
     }
 
+    /// [`create`], as the program's `pthread_create` (feature
+    /// `thread-hook`).
+    ///
+    /// # Safety
+    ///
+    /// The C library's contract for `pthread_create`.
+    #[cfg(feature = "thread-hook")]
+    #[unsafe(no_mangle)]
+    #[allow(unreachable_pub)] // exported by symbol name, not by path
+    pub unsafe extern "C" fn pthread_create(
+        thread: *mut libc::pthread_t,
+        attr: *const libc::pthread_attr_t,
+        start: Start,
+        arg: *mut c_void,
+    ) -> c_int {
+        // SAFETY: the caller's contract.
+        unsafe { create(thread, attr, start, arg) }
+    }
+
     /// Keeps the hook's code in the link (a `no_mangle` function in an
     /// object nothing else pulls in could be left out).
+    #[cfg(feature = "thread-hook")]
     pub(crate) fn keep() {
         std::hint::black_box(pthread_create as Create);
     }
 }
+
+#[cfg(not(flightrec_loom))]
+pub use hook::{Start, create};
 
 /// Links the hook in (with the `thread-hook` feature); called when sampling
 /// starts.
