@@ -188,7 +188,9 @@ fn thread_start_has_the_creators_stack_and_parent() {
         .find(|v| samples::thread_name(&v["thread"]) == "creator")
         .expect("the creator's jdk.ThreadStart");
     assert!(
-        creator_start["parentThread"]["osThreadId"].as_i64().is_some(),
+        creator_start["parentThread"]["osThreadId"]
+            .as_i64()
+            .is_some(),
         "{creator_start:#}"
     );
 }

@@ -61,6 +61,7 @@ mod rotation;
 mod runtime;
 pub mod sampler;
 pub mod settings;
+mod signals;
 #[doc(hidden)]
 pub mod stack;
 mod stale;

@@ -34,7 +34,10 @@ pub fn per_thread(events: &serde_json::Value, ty: &str) -> BTreeMap<(String, i64
 
 /// Of the counts [`per_thread`] returns, those of the threads `pick`
 /// chooses by name: their total and how many distinct threads had any.
-pub fn total_of(counts: &BTreeMap<(String, i64), u64>, pick: impl Fn(&str) -> bool) -> (u64, usize) {
+pub fn total_of(
+    counts: &BTreeMap<(String, i64), u64>,
+    pick: impl Fn(&str) -> bool,
+) -> (u64, usize) {
     counts
         .iter()
         .filter(|((name, _), _)| pick(name))

@@ -38,8 +38,8 @@ use chunk_writer::record::EventEncoder;
 use super::system::emit_with;
 use crate::clock;
 use crate::event::commit::{BuiltinRefs, emit_builtin_also};
-use crate::sampler::birth::Parent;
 use crate::runtime::Runtime;
+use crate::sampler::birth::Parent;
 use crate::sampler::threads;
 use crate::sync::Ordering;
 
