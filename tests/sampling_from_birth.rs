@@ -164,12 +164,7 @@ fn thread_start_has_the_creators_stack_and_parent() {
         assert_eq!(parent["osThreadId"].as_i64(), Some(creator_tid), "{v:#}");
         // As the JDK writes it: the event is the new thread's.
         assert_eq!(v["eventThread"], v["thread"], "{v:#}");
-        let frames: Vec<&str> = v["stackTrace"]["frames"]
-            .as_array()
-            .unwrap_or_else(|| panic!("no stack trace: {v:#}"))
-            .iter()
-            .filter_map(|f| f["method"]["name"].as_str())
-            .collect();
+        let frames = samples::method_names(v);
         assert!(
             frames.contains(&"spawn_three_children"),
             "the creator's frames are missing: {frames:?}"

@@ -205,11 +205,6 @@ fn preload_samples_threads_from_birth() {
         Some(field(&text, "pid").parse::<i64>().unwrap()),
         "{start:#}"
     );
-    let frames: Vec<&str> = start["stackTrace"]["frames"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no stack trace: {start:#}"))
-        .iter()
-        .filter_map(|f| f["method"]["name"].as_str())
-        .collect();
+    let frames = samples::method_names(start);
     assert_eq!(frames.first(), Some(&"main"), "{frames:?}");
 }

@@ -1,7 +1,8 @@
 //! Reading `jdk.CPUTimeSample`s (or any event with an `eventThread`) per
 //! thread out of [`crate::print_json`]'s events: the count of each thread,
 //! by name and kernel id, for tests that compare threads' shares of the
-//! samples with their shares of the CPU.
+//! samples with their shares of the CPU; and the names in a thread or a
+//! stack trace.
 
 use std::collections::BTreeMap;
 
@@ -12,6 +13,20 @@ pub fn thread_name(thread: &serde_json::Value) -> &str {
         .as_str()
         .or_else(|| thread["osName"].as_str())
         .unwrap_or("?")
+}
+
+/// The method names of an event's `stackTrace`, innermost first.
+///
+/// # Panics
+///
+/// If `values` (an event's `values`) has no stack trace.
+pub fn method_names(values: &serde_json::Value) -> Vec<&str> {
+    values["stackTrace"]["frames"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no stack trace: {values:#}"))
+        .iter()
+        .filter_map(|f| f["method"]["name"].as_str())
+        .collect()
 }
 
 /// The events of type `ty` in `events` (the array [`crate::print_json`]
@@ -62,5 +77,9 @@ mod tests {
         assert_eq!(c[&("b".to_owned(), 2)], 1);
         assert_eq!(total_of(&c, |n| n == "a"), (3, 2));
         assert_eq!(total_of(&c, |n| n == "c"), (0, 0));
+        let v = serde_json::json!({"stackTrace": {"frames": [
+            {"method": {"name": "inner"}}, {"method": {"name": "outer"}}
+        ]}});
+        assert_eq!(method_names(&v), ["inner", "outer"]);
     }
 }
