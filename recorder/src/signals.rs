@@ -126,9 +126,7 @@ mod tests {
         assert_eq!(HITS.load(Ordering::Relaxed), 11);
         // Put back as it was (the restore above kept our flags).
         // SAFETY: `before` is a valid action the kernel gave us.
-        assert_eq!(
-            unsafe { libc::sigaction(sig, &before, std::ptr::null_mut()) },
-            0
-        );
+        let restored = unsafe { libc::sigaction(sig, &before, std::ptr::null_mut()) };
+        assert_eq!(restored, 0);
     }
 }
