@@ -21,6 +21,9 @@
 //! any dynamically linked program with `FLIGHTREC` set starts the recording
 //! before `main` and writes it at exit; without `FLIGHTREC` the
 //! constructor returns at once and the program runs as if it were absent.
+//! The library also defines `pthread_create` ([`thread_hook`]), so while a
+//! recording samples, each new thread is sampled from its first
+//! instruction.
 //!
 //! # The boundary
 //!
@@ -36,6 +39,7 @@ pub mod commit;
 pub mod error;
 mod layout;
 pub mod recording;
+pub mod thread_hook;
 pub mod types;
 
 use std::ffi::c_char;

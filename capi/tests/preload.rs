@@ -4,6 +4,10 @@
 //! `main` returns or calls `exit()`, and its CPU-heavy function tops `jfr
 //! view cpu-time-hot-methods`. Without `FLIGHTREC` the program runs
 //! unchanged: same output, same exit status, no file, nothing on stderr.
+//! The library's `pthread_create` samples each thread the program creates
+//! from its first instruction (`tests/c/threads.c`, linked with
+//! `-lpthread`): 300 threads of 3 ms CPU each get their share of the
+//! samples.
 
 mod support;
 
@@ -11,6 +15,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::Mutex;
 
+use flightrec_testkit::samples;
 use support::{Link, capi_dir, compile, hot_methods, lib_dir};
 
 /// One profiled run at a time: two would share the two cores.
@@ -120,4 +125,86 @@ fn preload_without_flightrec_changes_nothing() {
         String::from_utf8_lossy(&maps.stdout).contains("libflightrec.so"),
         "libflightrec.so not mapped"
     );
+}
+
+/// The value of `key=` in the program's output.
+fn field<'a>(out: &'a str, key: &str) -> &'a str {
+    out.split(|c: char| c.is_whitespace())
+        .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
+        .unwrap_or_else(|| panic!("no {key}= in:\n{out}"))
+}
+
+#[test]
+fn preload_samples_threads_from_birth() {
+    let _alone = ONE_RUN_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = flightrec_testkit::temp_dir("preload-birth");
+    let exe = compile(
+        &capi_dir().join("tests/c/threads.c"),
+        &dir.join("threads"),
+        Link::PthreadOnly,
+    );
+    let out = dir.join("OUT.jfr");
+    let run = preloaded(&exe, &[])
+        .env(
+            "FLIGHTREC",
+            format!(
+                "filename={},jdk.CPUTimeSample#enabled=true,jdk.CPUTimeSample#throttle=1ms",
+                out.display()
+            ),
+        )
+        .output()
+        .expect("run threads");
+    let text = String::from_utf8_lossy(&run.stdout).into_owned();
+    assert_eq!(run.status.code(), Some(0), "{run:?}");
+    let long_tid: i64 = field(&text, "long_tid").parse().unwrap();
+    let long_cpu: f64 = field(&text, "long_cpu_ns").parse().unwrap();
+    let short_cpu: f64 = field(&text, "short_cpu_ns").parse().unwrap();
+    let short_tids: std::collections::HashSet<i64> = field(&text, "short_tids")
+        .split(',')
+        .map(|t| t.parse().unwrap())
+        .collect();
+    assert_eq!(short_tids.len(), 300, "{text}");
+
+    let events = flightrec_testkit::print_json(&out);
+    let counts = samples::per_thread(&events, "jdk.CPUTimeSample");
+    let (mut long_samples, mut short_samples, mut sampled_short) = (0, 0, 0);
+    for ((_, tid), n) in &counts {
+        if *tid == long_tid {
+            long_samples += n;
+        } else if short_tids.contains(tid) {
+            short_samples += n;
+            sampled_short += 1;
+        }
+    }
+    let cpu_share = short_cpu / (short_cpu + long_cpu);
+    let sample_share = short_samples as f64 / (short_samples + long_samples) as f64;
+    let report = format!(
+        "short threads: {:.1} ms CPU, {short_samples} samples from {sampled_short} threads; \
+         long thread: {:.1} ms CPU, {long_samples} samples; \
+         CPU share {cpu_share:.3}, sample share {sample_share:.3}",
+        short_cpu / 1e6,
+        long_cpu / 1e6,
+    );
+    eprintln!("{report}");
+    // Without the hook a short thread is found by the sampler's listing,
+    // 20 ms after it started: long after its 3 ms are over.
+    assert!(long_samples >= 100 && short_samples >= 100, "{report}");
+    assert!((sample_share - cpu_share).abs() <= 0.03, "{report}");
+    // The long thread's `jdk.ThreadStart` has its creator: `main`, on the
+    // process's first thread.
+    let start = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "jdk.ThreadStart")
+        .map(|e| &e["values"])
+        .find(|v| v["thread"]["osThreadId"].as_i64() == Some(long_tid))
+        .unwrap_or_else(|| panic!("no jdk.ThreadStart of the long thread"));
+    assert_eq!(
+        start["parentThread"]["osThreadId"].as_i64(),
+        Some(field(&text, "pid").parse::<i64>().unwrap()),
+        "{start:#}"
+    );
+    let frames = samples::method_names(start);
+    assert_eq!(frames.first(), Some(&"main"), "{frames:?}");
 }

@@ -45,6 +45,7 @@ pub mod pyroscope;
 pub mod recording;
 mod runtime;
 pub mod sampler;
+mod signals;
 #[doc(hidden)]
 pub mod stack;
 pub mod stream;
@@ -79,6 +80,15 @@ pub use recording::repository::{
 pub use recording::statistics::RecorderStatistics;
 #[cfg(not(flightrec_loom))]
 pub use recording::{MemoryUse, Recording, RecordingError, RecordingSummary};
+
+/// The wrapped `pthread_create` behind the `thread-hook` feature, for the
+/// C library to export as its own `pthread_create` (see
+/// `sampler::birth`'s docs).
+#[cfg(not(flightrec_loom))]
+#[doc(hidden)]
+pub mod __thread_hook {
+    pub use crate::sampler::birth::{Start, create};
+}
 
 /// Paths used by `#[derive(Event)]`'s generated code.
 #[doc(hidden)]

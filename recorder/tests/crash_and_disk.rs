@@ -76,19 +76,11 @@ fn sigkill_leaves_a_recoverable_repository() {
         return;
     }
     let dir = flightrec_testkit::temp_dir("sigkill");
-    let mut c = child::command("killed_child", &dir).spawn().unwrap();
-    let mut flushed = 0;
-    for line in child::lines(&mut c) {
-        if let Some(report) = child::report(&line, "flushed ") {
-            flushed = child::numbers(report)[0];
-            if flushed == 15000 {
-                break;
-            }
-        }
-    }
+    let reports = child::kill_when("killed_child", &dir, "flushed ", |r| {
+        r.last().is_some_and(|n| n.first() == Some(&15000))
+    });
+    let flushed = reports.last().map_or(0, |n| n[0]);
     assert_eq!(flushed, 15000, "child did not report its flushes");
-    c.kill().unwrap(); // SIGKILL
-    c.wait().unwrap();
 
     let out = dir.join("recovered.jfr");
     let done = recorder::assemble(&dir.join("repo"), &out).unwrap();

@@ -112,23 +112,9 @@ fn a_killed_process_leaves_its_losses_up_to_the_last_flush() {
         return;
     }
     let dir = flightrec_testkit::temp_dir("loss_sigkill");
-    let mut c = child::command("dropping_child", &dir).spawn().unwrap();
-    let mut last = None;
-    let mut flushes = 0;
-    for line in child::lines(&mut c) {
-        let Some(report) = child::report(&line, "flushed ") else {
-            continue;
-        };
-        let nums = child::numbers(report);
-        last = Some((nums[0], nums[1], nums[2]));
-        flushes += 1;
-        if flushes == 4 {
-            break;
-        }
-    }
-    c.kill().unwrap(); // SIGKILL
-    c.wait().unwrap();
-    let (committed, lost, exhausted) = last.expect("the child reported no flush");
+    let reports = child::kill_when("dropping_child", &dir, "flushed ", |r| r.len() == 4);
+    let last = reports.get(3).map(|n| (n[0], n[1], n[2]));
+    let (committed, lost, exhausted) = last.expect("the child reported fewer than 4 flushes");
     assert_eq!(committed, 80_000);
     assert!(exhausted > 0, "the tiny pool dropped nothing");
     assert_eq!(lost, exhausted, "only the pool dropped events");

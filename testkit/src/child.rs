@@ -2,6 +2,7 @@
 //! re-executes itself to run one test (the child) with
 //! `FLIGHTREC_TEST_CHILD` naming it and `FLIGHTREC_TEST_DIR` the parent's
 //! directory, and the child reports on stdout in `key=value` words.
+//! [`kill_when`] runs a child and SIGKILLs it after a given report.
 //!
 //! ```no_run
 //! # use flightrec_testkit::child;
@@ -77,6 +78,32 @@ pub fn report<'a>(line: &'a str, marker: &str) -> Option<&'a str> {
 /// The first report with `marker` in a child's whole `output`.
 pub fn find_report<'a>(output: &'a str, marker: &str) -> Option<&'a str> {
     output.lines().find_map(|l| report(l, marker))
+}
+
+/// Runs child test `name` with `dir` and collects the numbers of each
+/// report with `marker` as they come; once `done` says so of the reports so
+/// far (or the child's output ends), kills the child with SIGKILL and reaps
+/// it: a crash at a known point. Returns the reports' numbers, in order.
+pub fn kill_when(
+    name: &str,
+    dir: &Path,
+    marker: &str,
+    mut done: impl FnMut(&[Vec<u64>]) -> bool,
+) -> Vec<Vec<u64>> {
+    let mut c = command(name, dir).spawn().expect("spawn the child");
+    let mut reports = Vec::new();
+    for line in lines(&mut c) {
+        let Some(r) = report(&line, marker) else {
+            continue;
+        };
+        reports.push(numbers(r));
+        if done(&reports) {
+            break;
+        }
+    }
+    c.kill().expect("SIGKILL the child");
+    c.wait().expect("reap the child");
+    reports
 }
 
 /// The numbers of a report, in order: the value of each `key=value` word

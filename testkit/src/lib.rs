@@ -42,11 +42,13 @@
 //! crash, a disk limit) and read its reports; [`measure`]: CPU-time clocks,
 //! medians and a spinning start line for the benches; [`view_rows`]: the
 //! rows of a `jfr view` table; [`receiver`]: an HTTP server on 127.0.0.1
-//! that stores the requests (the Pyroscope uploader's tests).
+//! that stores the requests (the Pyroscope uploader's tests); [`samples`]:
+//! samples counted per thread.
 
 pub mod child;
 pub mod measure;
 pub mod receiver;
+pub mod samples;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;

@@ -41,6 +41,9 @@ pub(crate) enum Link {
     Static,
     /// Not at all.
     None,
+    /// Not at all, but with `-lpthread` (a program that links the C
+    /// library's thread library itself).
+    PthreadOnly,
 }
 
 /// Compiles `source` (C, or C++17 for `.cpp`) into `out` and returns it.
@@ -76,6 +79,9 @@ pub(crate) fn compile(source: &Path, out: &Path, link: Link) -> PathBuf {
             ]);
         }
         Link::None => {}
+        Link::PthreadOnly => {
+            cmd.arg("-lpthread");
+        }
     }
     let run = cmd.output().expect("run the system compiler");
     assert!(

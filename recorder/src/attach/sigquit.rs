@@ -96,18 +96,7 @@ pub fn listen_on_sigquit() -> io::Result<()> {
 /// is ours already, as in a forked child).
 fn install_handler() -> io::Result<()> {
     let ours = on_sigquit as *const () as usize;
-    // SAFETY: an all-zero `sigaction` is a valid value (SIG_DFL, empty mask).
-    let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
-    action.sa_sigaction = ours;
-    action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART | libc::SA_ONSTACK;
-    // SAFETY: `action.sa_mask` is a valid sigset to initialise.
-    unsafe { libc::sigemptyset(&mut action.sa_mask) };
-    // SAFETY: as above.
-    let mut prev: libc::sigaction = unsafe { std::mem::zeroed() };
-    // SAFETY: both pointers are valid `sigaction`s; the kernel fills `prev`.
-    if unsafe { libc::sigaction(libc::SIGQUIT, &action, &mut prev) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let prev = crate::signals::install(libc::SIGQUIT, ours, libc::SA_ONSTACK)?;
     if prev.sa_sigaction != ours {
         // A SIGQUIT between the sigaction and these stores is forwarded to
         // the default (noted on stderr) instead: harmless.
@@ -216,16 +205,10 @@ unsafe fn forward(sig: libc::c_int, info: *mut libc::siginfo_t, uc: *mut libc::c
         unsafe { libc::write(2, note.as_ptr().cast(), note.len()) };
         return;
     }
-    if PREVIOUS_FLAGS.load(Ordering::Relaxed) & libc::SA_SIGINFO as usize != 0 {
-        // SAFETY: the previous handler was installed with this signature.
-        let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
-            unsafe { std::mem::transmute(h) };
-        f(sig, info, uc);
-    } else {
-        // SAFETY: the previous handler was installed with this signature.
-        let f: extern "C" fn(libc::c_int) = unsafe { std::mem::transmute(h) };
-        f(sig);
-    }
+    let flags = PREVIOUS_FLAGS.load(Ordering::Relaxed) as libc::c_int;
+    // SAFETY: `h` and `flags` are the replaced action's; the arguments are
+    // the handler's.
+    unsafe { crate::signals::call(h, flags, sig, info, uc) };
 }
 
 #[cfg(all(test, not(flightrec_loom)))]

@@ -332,6 +332,8 @@ pub(crate) struct BuiltinRefs<'a> {
 pub(crate) struct Builtin<'a, F> {
     rt: &'a runtime::Runtime,
     refs: BuiltinRefs<'a>,
+    /// A second thread it references (`jdk.ThreadStart`'s parent).
+    also: Option<&'a ThreadTags>,
     encode: F,
 }
 
@@ -342,13 +344,21 @@ pub(crate) fn builtin<'a, F: Fn(&mut [u8], u64) -> Option<usize>>(
     refs: BuiltinRefs<'a>,
     encode: F,
 ) -> Builtin<'a, F> {
-    Builtin { rt, refs, encode }
+    Builtin {
+        rt,
+        refs,
+        also: None,
+        encode,
+    }
 }
 
 impl<F: Fn(&mut [u8], u64) -> Option<usize>> Encode for Builtin<'_, F> {
     #[inline]
     fn encode(&self, buf: &mut [u8], epoch: u64) -> Option<usize> {
         if let Some(t) = self.refs.thread {
+            t.tag(epoch);
+        }
+        if let Some(t) = self.also {
             t.tag(epoch);
         }
         let mut stack = self.refs.stack;
@@ -371,10 +381,25 @@ pub(crate) fn emit_builtin(
     refs: BuiltinRefs<'_>,
     encode: impl Fn(&mut [u8], u64) -> Option<usize>,
 ) -> bool {
+    emit_builtin_also(refs, None, encode)
+}
+
+/// [`emit_builtin`] for a record that references a second thread, `also`
+/// (tagged with the section's epoch as `refs.thread` is).
+pub(crate) fn emit_builtin_also(
+    refs: BuiltinRefs<'_>,
+    also: Option<&ThreadTags>,
+    encode: impl Fn(&mut [u8], u64) -> Option<usize>,
+) -> bool {
     let Some(rt) = runtime::get() else {
         return false;
     };
-    let record = builtin(rt, refs, encode);
+    let record = Builtin {
+        rt,
+        refs,
+        also,
+        encode,
+    };
     match local::with_slot(rt, |slot| {
         slot.emit(&rt.epoch, &rt.pool, &rt.losses, &record)
     }) {

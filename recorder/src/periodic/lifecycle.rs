@@ -17,6 +17,12 @@
 //! to 200 ms to name itself (Rust's `Builder::name` takes effect in the new
 //! thread, once it runs).
 //!
+//! With the `thread-hook` feature, a thread created through the hook while
+//! `jdk.ThreadStart` is on has its creator and the creator's stack at the
+//! creation in its `jdk.ThreadStart` ([`crate::sampler::birth::take_parent`]),
+//! as the JDK writes them; without it (or for a thread the hook did not
+//! see) both are empty and `eventThread` is the new thread.
+//!
 //! Invariant: every thread that appears after the first listing gets one
 //! `jdk.ThreadStart` before its `jdk.ThreadEnd`, and every thread seen gets
 //! at most one `jdk.ThreadEnd`; a thread's key is marked exited only after
@@ -27,11 +33,13 @@ use std::time::Instant;
 
 use chunk_writer::TypeId;
 use chunk_writer::encode::Sink;
+use chunk_writer::record::EventEncoder;
 
 use super::emit::emit_with;
 use crate::clock;
-use crate::event::commit::BuiltinRefs;
+use crate::event::commit::{BuiltinRefs, emit_builtin_also};
 use crate::runtime::Runtime;
+use crate::sampler::birth::Parent;
 use crate::sampler::threads;
 use crate::sync::Ordering;
 
@@ -170,6 +178,7 @@ impl Lifecycle {
     }
 
     fn announce(&mut self, rt: &Runtime, tid: u64, start: bool) {
+        let parent = crate::sampler::birth::take_parent(tid);
         crate::sampler::birth::forget(tid);
         let Some(k) = self.known.get_mut(&tid) else {
             return;
@@ -185,7 +194,7 @@ impl Lifecycle {
             })
         });
         if start {
-            write_thread_start(rt, key);
+            write_thread_start(rt, key, parent);
         }
     }
 
@@ -208,20 +217,33 @@ impl Lifecycle {
     }
 }
 
-/// `jdk.ThreadStart`: ts, eventThread, stackTrace, thread, parentThread
-/// (no stack trace, no parent: the thread is found by polling).
-pub(crate) fn write_thread_start(rt: &Runtime, key: u64) {
+/// `jdk.ThreadStart`: ts, eventThread, stackTrace, thread, parentThread.
+/// As the JDK writes it, the event is the new thread's: `eventThread` and
+/// `thread` are `key`; the stack and `parentThread` are the creator's
+/// (none without one).
+pub(crate) fn write_thread_start(rt: &Runtime, key: u64, parent: Option<Parent>) {
     let ticks = clock::ticks();
     let tags = rt.threads.tags_of(key);
+    // A creator pruned since (exited, its last chunk finished) is left out.
+    let parent_tags = parent.and_then(|p| rt.threads.tags_of(p.key));
+    let parent_key = if parent_tags.is_some() {
+        parent.map_or(0, |p| p.key)
+    } else {
+        0
+    };
     let refs = BuiltinRefs {
         thread: tags.as_deref(),
-        ..BuiltinRefs::default()
+        stack: parent.map_or(0, |p| p.stack),
+        stack_epoch: parent.map_or(0, |p| p.stack_epoch),
     };
-    emit_with(TypeId::THREAD_START, ticks, refs, |e, _| {
+    emit_builtin_also(refs, parent_tags.as_deref(), |buf, stack| {
+        let mut e = EventEncoder::begin(buf, TypeId::THREAD_START);
+        e.put_i64(ticks);
         e.put_varint(key);
-        e.put_varint(0);
+        e.put_varint(stack);
         e.put_varint(key);
-        e.put_varint(0);
+        e.put_varint(parent_key);
+        e.finish()
     });
 }
 

@@ -76,6 +76,12 @@ impl SystemEvents {
     pub(crate) fn poll_threads(&mut self, settings: &Settings, now: Instant) {
         let start = enabled(settings, "jdk.ThreadStart");
         let end = enabled(settings, "jdk.ThreadEnd");
+        // What the thread hook keeps of each creation (with the feature).
+        let stack = settings
+            .get("jdk.ThreadStart")
+            .and_then(|s| s.stack_trace)
+            .unwrap_or(true);
+        crate::sampler::birth::set_starts(start, stack);
         self.lifecycle.poll(self.rt, start, end, now);
     }
 
@@ -112,6 +118,7 @@ impl SystemEvents {
 
     /// `jdk.Shutdown`, from the periodic thread's last round.
     pub(crate) fn shutdown(&mut self, reason: &str) {
+        crate::sampler::birth::set_starts(false, false);
         let settings = crate::event::registry::registry().settings.load();
         if !enabled(&settings, "jdk.Shutdown") {
             return;

@@ -50,12 +50,35 @@
 //! In a forked child [`ACTIVE`] is cleared (the sampler thread is not
 //! copied).
 //!
+//! # The creator, for `jdk.ThreadStart`
+//!
+//! While a recording has `jdk.ThreadStart` on ([`set_starts`], published
+//! by the periodic thread at each poll), the hook also wraps the routine
+//! when sampling is off, and on the creating thread, before the C
+//! library's `pthread_create`, registers the creator's thread constant and
+//! (with `jdk.ThreadStart#stackTrace`, on by default) captures and interns
+//! its stack from the hook's caller outward ([`creator`]). The new thread
+//! files that [`Parent`] under its kernel id when it announces itself;
+//! the thread-start poll ([`crate::periodic::lifecycle`]) takes it
+//! ([`take_parent`]) when it writes the thread's `jdk.ThreadStart`, as the
+//! JDK writes it: `eventThread` and `thread` the new thread, `stackTrace`
+//! and `parentThread` its creator's. A thread the poll lists before its
+//! first instruction ran (so before it filed its parent) gets no parent,
+//! as a thread seen without the hook.
+//!
 //! Invariant: a thread that announced itself and whose wait did not time
 //! out has its timers armed before it runs the program's routine.
 
 use std::time::{Duration, Instant};
 
-use crate::sync::{AtomicBool, AtomicU64, Condvar, Mutex, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
+
+/// What the hook records of a thread's creation (module docs): nothing,
+/// the creator, or the creator and its stack.
+const STARTS_OFF: usize = 0;
+const STARTS_PARENT: usize = 1;
+const STARTS_STACK: usize = 2;
+static STARTS: AtomicUsize = AtomicUsize::new(STARTS_OFF);
 
 /// Longest a new thread waits for the sampler.
 #[cfg_attr(not(feature = "thread-hook"), allow(dead_code))] // used by the hook
@@ -122,6 +145,17 @@ pub(crate) struct Born {
     cpu0: u64,
 }
 
+/// The thread that created a thread through the hook, and its stack then
+/// (module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Parent {
+    /// The creator's thread constant.
+    pub(crate) key: u64,
+    /// Its stack at the creation (0: none), interned in `stack_epoch`.
+    pub(crate) stack: u64,
+    pub(crate) stack_epoch: u64,
+}
+
 /// Announced threads the sampler has not attached yet.
 #[derive(Debug)]
 pub(crate) struct Births {
@@ -134,6 +168,9 @@ pub(crate) struct Births {
     /// The name each announced thread had at birth (its creator's, until
     /// it names itself after the wait).
     inherited: Vec<(u64, [u8; 16])>,
+    /// The creator of each announced thread, while `jdk.ThreadStart` is on,
+    /// until the thread-start poll takes it.
+    parents: Vec<(u64, Parent)>,
 }
 
 static BIRTHS: Mutex<Births> = Mutex::new(Births {
@@ -141,6 +178,7 @@ static BIRTHS: Mutex<Births> = Mutex::new(Births {
     attached: Vec::new(),
     busy: false,
     inherited: Vec::new(),
+    parents: Vec::new(),
 });
 
 /// The name thread `tid` had when it announced itself (its creator's), if
@@ -154,9 +192,87 @@ pub(crate) fn inherited_name(tid: u64) -> Option<String> {
     Some(String::from_utf8_lossy(&name[..len]).into_owned())
 }
 
-/// Drops what [`inherited_name`] knows of `tid`.
+/// Drops what [`inherited_name`] and [`take_parent`] know of `tid`.
 pub(crate) fn forget(tid: u64) {
-    BIRTHS.lock().inherited.retain(|(t, _)| *t != tid);
+    let mut b = BIRTHS.lock();
+    b.inherited.retain(|(t, _)| *t != tid);
+    b.parents.retain(|(t, _)| *t != tid);
+}
+
+/// The creator of thread `tid`, if the hook saw its creation while
+/// `jdk.ThreadStart` was on (module docs); taken once.
+pub(crate) fn take_parent(tid: u64) -> Option<Parent> {
+    let mut b = BIRTHS.lock();
+    let at = b.parents.iter().rposition(|(t, _)| *t == tid)?;
+    Some(b.parents.swap_remove(at).1)
+}
+
+/// `jdk.ThreadStart` on or off in some recording, and with its stack trace
+/// or not: from then on the hook records each thread's creator (module
+/// docs). Off releases what was kept.
+pub(crate) fn set_starts(on: bool, stack_trace: bool) {
+    let starts = match (on, stack_trace) {
+        (false, _) => STARTS_OFF,
+        (true, false) => STARTS_PARENT,
+        (true, true) => STARTS_STACK,
+    };
+    if STARTS.swap(starts, Ordering::Relaxed) != starts && starts == STARTS_OFF {
+        BIRTHS.lock().parents.clear();
+    }
+}
+
+/// On the creating thread, in the hook: its constant and, if asked, its
+/// stack from the hook's caller outward. `None` when no recording wants
+/// them.
+#[cfg_attr(not(feature = "thread-hook"), allow(dead_code))] // used by the hook
+#[inline(never)]
+pub(crate) fn creator() -> Option<Parent> {
+    let starts = STARTS.load(Ordering::Relaxed);
+    if starts == STARTS_OFF {
+        return None;
+    }
+    let rt = crate::runtime::get()?;
+    // Its kernel name (a thread's own first event gives the key its Rust
+    // name); nothing here panics, so the hook needs no unwinding guard (a
+    // guard's frames would sit between the stack and the hook).
+    let key = rt.threads.key_for_tid(crate::sync::os_thread_id(), || {
+        let name = own_name();
+        let len = name.iter().position(|&c| c == 0).unwrap_or(name.len());
+        String::from_utf8_lossy(&name[..len]).into_owned()
+    });
+    let (stack, stack_epoch) = if starts == STARTS_STACK {
+        creator_stack(rt)
+    } else {
+        (0, 0)
+    };
+    Some(Parent {
+        key,
+        stack,
+        stack_epoch,
+    })
+}
+
+/// The stack above the hook: skips this function, [`creator`] and the
+/// exported `pthread_create` (with [`hook::create`] inlined in it); its key
+/// and the epoch it was interned in.
+#[cfg_attr(not(feature = "thread-hook"), allow(dead_code))] // used by the hook
+#[inline(never)]
+fn creator_stack(rt: &crate::runtime::Runtime) -> (u64, u64) {
+    let mut frames = [0u64; 128];
+    let depth = rt.max_stack_depth.min(frames.len());
+    let c = crate::stack::capture(3, &mut frames[..depth]);
+    if c.len == 0 {
+        return (0, 0);
+    }
+    // Read before any write section loads it (see `cpool::stacks`).
+    let epoch = rt.epoch.load(Ordering::Relaxed);
+    match rt.stacks.intern(&frames[..c.len], c.truncated, epoch) {
+        Some(key) => (key, epoch),
+        None => {
+            rt.losses.record(crate::recording::loss::LossCause::StackDropped, 0);
+            (0, 0)
+        }
+    }
 }
 
 /// The calling thread's name (`PR_GET_NAME`, at most 15 bytes).
@@ -169,11 +285,14 @@ fn own_name() -> [u8; 16] {
 }
 static CV: Condvar = Condvar::new();
 
-/// On a new thread, before its routine: asks the sampler to attach it and
-/// waits (at most [`WAIT`]) until it did. `Some` if it has a CPU timer.
+/// On a new thread, before its routine: files its inherited name and its
+/// `parent` (if the hook took one), then, while sampling runs, asks the
+/// sampler to attach it and waits (at most [`WAIT`]) until it did. `Some`
+/// if it has a CPU timer.
 #[cfg_attr(not(feature = "thread-hook"), allow(dead_code))] // used by the hook
-pub(crate) fn announce() -> Option<Born> {
-    if !ACTIVE.load(Ordering::Acquire) {
+pub(crate) fn announce(parent: Option<Parent>) -> Option<Born> {
+    let active = ACTIVE.load(Ordering::Acquire);
+    if !active && parent.is_none() {
         return None;
     }
     let tid = crate::sync::os_thread_id() as u64;
@@ -183,7 +302,19 @@ pub(crate) fn announce() -> Option<Born> {
     if b.inherited.len() >= MAX_INHERITED {
         b.inherited.clear();
     }
+    // A reused kernel id: the entries of the thread that had it go.
+    b.inherited.retain(|(t, _)| *t != tid);
     b.inherited.push((tid, name));
+    if let Some(p) = parent {
+        if b.parents.len() >= MAX_INHERITED {
+            b.parents.clear();
+        }
+        b.parents.retain(|(t, _)| *t != tid);
+        b.parents.push((tid, p));
+    }
+    if !active {
+        return None;
+    }
     b.pending.push(tid);
     CV.notify_all();
     while (b.busy || b.pending.contains(&tid)) && ACTIVE.load(Ordering::Acquire) {
@@ -304,6 +435,7 @@ pub(crate) fn fork_lock() {
 pub(crate) unsafe fn fork_unlock(in_child: bool) {
     if in_child {
         ACTIVE.store(false, Ordering::Relaxed);
+        STARTS.store(STARTS_OFF, Ordering::Relaxed);
         // SAFETY: the caller's contract: the lock is held for us and we
         // are the only thread.
         let b = unsafe { crate::sync::fork_data(&BIRTHS) };
@@ -311,20 +443,24 @@ pub(crate) unsafe fn fork_unlock(in_child: bool) {
         b.attached.clear();
         b.busy = false;
         b.inherited.clear();
+        b.parents.clear();
     }
     // SAFETY: the caller's contract.
     unsafe { crate::sync::fork_unlock(&BIRTHS) }
 }
 
-#[cfg(feature = "thread-hook")]
+#[cfg(not(flightrec_loom))]
 mod hook {
-    //! The `pthread_create` definition (module docs of [`super`]).
+    //! The wrapped `pthread_create` (module docs of [`super`]): [`create`],
+    //! exported as `pthread_create` by the `thread-hook` feature and by the
+    //! C library (`libflightrec.so`, `libflightrec.a`).
 
     use std::ffi::{c_int, c_void};
 
     use crate::sync::{AtomicUsize, Ordering};
 
-    type Start = extern "C" fn(*mut c_void) -> *mut c_void;
+    /// A thread's start routine.
+    pub type Start = extern "C" fn(*mut c_void) -> *mut c_void;
     type Create = unsafe extern "C" fn(
         *mut libc::pthread_t,
         *const libc::pthread_attr_t,
@@ -339,9 +475,11 @@ mod hook {
         let mut f = REAL.load(Ordering::Acquire);
         if f == 0 {
             // SAFETY: RTLD_NEXT with a NUL-terminated name; dlsym takes no
-            // lock this hook could hold.
+            // lock this hook could hold. The next definition after the
+            // object that holds this code: the C library's.
             f = unsafe { libc::dlsym(libc::RTLD_NEXT, c"pthread_create".as_ptr()) } as usize;
             // Never ourselves (that would recurse).
+            #[cfg(feature = "thread-hook")]
             if f == pthread_create as Create as usize {
                 f = 0;
             }
@@ -352,17 +490,18 @@ mod hook {
         (f != 0).then(|| unsafe { std::mem::transmute::<usize, Create>(f) })
     }
 
-    /// The program's routine and its argument.
+    /// The program's routine and its argument, and the creator.
     struct Routine {
         start: Start,
         arg: *mut c_void,
+        parent: Option<super::Parent>,
     }
 
     extern "C" fn trampoline(p: *mut c_void) -> *mut c_void {
-        // SAFETY: `p` is the `Routine` boxed by `pthread_create` below,
-        // handed to this thread only.
+        // SAFETY: `p` is the `Routine` boxed by `create` below, handed to
+        // this thread only.
         let r = unsafe { Box::from_raw(p.cast::<Routine>()) };
-        let born = super::announce();
+        let born = super::announce(r.parent);
         let ret = (r.start)(r.arg);
         if let Some(born) = born {
             super::exiting(born);
@@ -371,14 +510,17 @@ mod hook {
     }
 
     /// Creates a thread with the C library's `pthread_create`; while
-    /// sampling runs, its timers are armed before `start` runs.
+    /// sampling runs, its timers are armed before `start` runs; while
+    /// `jdk.ThreadStart` is on, its creator and the creator's stack (from
+    /// the caller of the exported `pthread_create` outward) are kept for
+    /// the thread's `jdk.ThreadStart`. For the exported `pthread_create`
+    /// only: it must call this directly (the stack skips that one frame).
     ///
     /// # Safety
     ///
     /// The C library's contract for `pthread_create`.
-    #[unsafe(no_mangle)]
-    #[allow(unreachable_pub)] // exported by symbol name, not by path
-    pub unsafe extern "C" fn pthread_create(
+    #[inline(always)]
+    pub unsafe fn create(
         thread: *mut libc::pthread_t,
         attr: *const libc::pthread_attr_t,
         start: Start,
@@ -387,11 +529,12 @@ mod hook {
         let Some(real) = real() else {
             return libc::EAGAIN;
         };
-        if !super::ACTIVE.load(Ordering::Relaxed) {
+        let parent = super::creator();
+        if parent.is_none() && !super::ACTIVE.load(Ordering::Relaxed) {
             // SAFETY: the caller's arguments, passed on unchanged.
             return unsafe { real(thread, attr, start, arg) };
         }
-        let routine = Box::into_raw(Box::new(Routine { start, arg }));
+        let routine = Box::into_raw(Box::new(Routine { start, arg, parent }));
         // SAFETY: the caller's arguments; `trampoline` takes ownership of
         // `routine` on the new thread.
         let rc = unsafe { real(thread, attr, trampoline, routine.cast()) };
@@ -402,12 +545,35 @@ mod hook {
         rc
     }
 
+    /// [`create`], as the program's `pthread_create` (feature
+    /// `thread-hook`).
+    ///
+    /// # Safety
+    ///
+    /// The C library's contract for `pthread_create`.
+    #[cfg(feature = "thread-hook")]
+    #[unsafe(no_mangle)]
+    #[allow(unreachable_pub)] // exported by symbol name, not by path
+    pub unsafe extern "C" fn pthread_create(
+        thread: *mut libc::pthread_t,
+        attr: *const libc::pthread_attr_t,
+        start: Start,
+        arg: *mut c_void,
+    ) -> c_int {
+        // SAFETY: the caller's contract.
+        unsafe { create(thread, attr, start, arg) }
+    }
+
     /// Keeps the hook's code in the link (a `no_mangle` function in an
     /// object nothing else pulls in could be left out).
+    #[cfg(feature = "thread-hook")]
     pub(crate) fn keep() {
         std::hint::black_box(pthread_create as Create);
     }
 }
+
+#[cfg(not(flightrec_loom))]
+pub use hook::{Start, create};
 
 /// Links the hook in (with the `thread-hook` feature); called when sampling
 /// starts.

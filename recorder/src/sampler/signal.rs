@@ -23,8 +23,9 @@
 //! (in [`super::unwind`]), framehop's unwinder with a
 //! `MustNotAllocateDuringUnwind` cache preallocated per slot, bounds-checked
 //! reads of the own stack, the label context lookup (`labels::context_of`:
-//! bounded atomic loads in a static table), and the previous handler. It never allocates,
-//! locks, touches a lazily initialised thread-local, or blocks; its work is
+//! bounded atomic loads in a static table), and the previous handler
+//! ([`crate::signals::call`]). It never allocates, locks, touches a lazily
+//! initialised thread-local, or blocks; its work is
 //! bounded by [`MAX_DEPTH`](super::queue::MAX_DEPTH) frames. `errno` is saved
 //! on entry and restored on exit.
 //!
@@ -81,29 +82,10 @@ pub(crate) fn install(signal: i32) -> io::Result<()> {
         return Err(io::Error::from_raw_os_error(libc::EINVAL));
     };
     let ours = on_signal as *const () as usize;
-    // SAFETY: an all-zero `sigaction` is a valid value (SIG_DFL, empty mask).
-    let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
-    // SAFETY: a null new action only queries; `current` is a valid out-pointer.
-    if unsafe { libc::sigaction(signal, std::ptr::null(), &mut current) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    if current.sa_sigaction == ours {
+    if crate::signals::query(signal)?.sa_sigaction == ours {
         return Ok(());
     }
-    // SAFETY: as above.
-    let mut prev: Box<libc::sigaction> = Box::new(unsafe { std::mem::zeroed() });
-    // SAFETY: as above.
-    let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
-    action.sa_sigaction = ours;
-    action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
-    // SAFETY: `action.sa_mask` is a valid sigset to initialise.
-    unsafe { libc::sigemptyset(&mut action.sa_mask) };
-    let prev_ptr: *mut libc::sigaction = &mut *prev;
-    // SAFETY: both pointers are valid `sigaction`s; the kernel fills `prev`.
-    let r = unsafe { libc::sigaction(signal, &action, prev_ptr) };
-    if r != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let prev = Box::new(crate::signals::install(signal, ours, 0)?);
     // Release: the previous handler's fields before the pointer. A signal
     // arriving between sigaction and this store is chained to the handler
     // remembered before (or ignored if none): our timers are not armed yet.
@@ -117,13 +99,8 @@ pub(crate) fn install(signal: i32) -> io::Result<()> {
 /// nothing changes). A program that installs its own handler after ours
 /// takes every sample signal from then on.
 pub(crate) fn is_installed(signal: i32) -> bool {
-    // SAFETY: an all-zero `sigaction` is a valid value (SIG_DFL, empty mask).
-    let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
-    // SAFETY: a null new action only queries; `current` is a valid out-pointer.
-    if unsafe { libc::sigaction(signal, std::ptr::null(), &mut current) } != 0 {
-        return false;
-    }
-    current.sa_sigaction == on_signal as *const () as usize
+    crate::signals::query(signal)
+        .is_ok_and(|current| current.sa_sigaction == on_signal as *const () as usize)
 }
 
 /// The part of `siginfo_t` a POSIX timer fills (Linux, 64-bit).
@@ -361,8 +338,11 @@ unsafe fn chain(sig: libc::c_int, info: *mut libc::siginfo_t, uc: *mut libc::c_v
     if CHAINING.with(|c| c.replace(true)) {
         return;
     }
-    // SAFETY: `h` is the remembered handler; the arguments are ours.
-    unsafe { chain_to(h, prev.sa_flags, sig, info, uc) };
+    // SAFETY: `h` is the remembered handler, installed with `sa_flags`; the
+    // arguments are ours. A stray profiling signal with no handler before
+    // ours (SIG_DFL, SIG_IGN) is dropped rather than let the default
+    // action end the process.
+    unsafe { crate::signals::call(h, prev.sa_flags, sig, info, uc) };
     CHAINING.with(|c| c.set(false));
 }
 
@@ -374,36 +354,6 @@ crate::sync::thread_local! {
 #[cfg(flightrec_loom)]
 crate::sync::thread_local! {
     static CHAINING: std::cell::Cell<bool> = std::cell::Cell::new(false);
-}
-
-/// Calls handler `h` (installed with `flags`).
-///
-/// # Safety
-///
-/// `h` must be a handler address from a `sigaction`, and the remaining
-/// arguments the handler's.
-unsafe fn chain_to(
-    h: libc::sighandler_t,
-    flags: libc::c_int,
-    sig: libc::c_int,
-    info: *mut libc::siginfo_t,
-    uc: *mut libc::c_void,
-) {
-    if h == libc::SIG_DFL || h == libc::SIG_IGN {
-        // A stray profiling signal with no handler before ours: ignore it
-        // rather than let the default action end the process.
-        return;
-    }
-    if flags & libc::SA_SIGINFO != 0 {
-        // SAFETY: the previous handler was installed with this signature.
-        let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
-            unsafe { std::mem::transmute(h) };
-        f(sig, info, uc);
-    } else {
-        // SAFETY: the previous handler was installed with this signature.
-        let f: extern "C" fn(libc::c_int) = unsafe { std::mem::transmute(h) };
-        f(sig);
-    }
 }
 
 #[cfg(all(test, not(flightrec_loom)))]
