@@ -7,6 +7,8 @@
 //!   the bounded pool, and the write section of the rotation protocol.
 //! * `cpool`: threads, stack traces, and the class/method model they become.
 //! * [`recording`]: the lifecycle, the recorder thread, rotation and dumps.
+//! * [`lock`]: `Mutex`, `RwLock` and `Condvar` that record contention
+//!   (`jdk.JavaMonitorEnter`, `jdk.ThreadPark`).
 //! * [`timing`]: method timing and tracing of instrumented functions
 //!   (`jdk.MethodTiming`, `jdk.MethodTrace`).
 //! * [`stream`]: following a recording (or reading a file) from inside the
@@ -35,6 +37,8 @@ pub mod event;
 #[cfg(not(flightrec_loom))]
 mod fork;
 mod local;
+#[cfg(not(flightrec_loom))]
+pub mod lock;
 #[cfg(flightrec_loom)]
 #[doc(hidden)]
 pub mod loom_api;
