@@ -19,7 +19,7 @@ use std::fmt;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::mutex::MutexGuard;
-use super::record::{NONE, PARK, Park, Wait};
+use super::record::{NONE, PARK, Park, Wait, after_record};
 use crate::sync::program;
 
 /// Whether a timed wait timed out (parking_lot's type).
@@ -100,6 +100,7 @@ impl Condvar {
                 };
                 let r = self.inner.wait_for(&mut guard.inner, timeout);
                 w.park(self.class(guard), self.address(), park);
+                after_record();
                 r
             }
         }
@@ -121,6 +122,7 @@ impl Condvar {
                 };
                 let r = self.inner.wait_until(&mut guard.inner, deadline);
                 w.park(self.class(guard), self.address(), park);
+                after_record();
                 r
             }
         }
@@ -132,6 +134,7 @@ impl Condvar {
     fn timed_wait<T: ?Sized>(&self, w: Wait, guard: &mut MutexGuard<'_, T>, park: Park) {
         self.inner.wait(&mut guard.inner);
         w.park(self.class(guard), self.address(), park);
+        after_record();
     }
 
     fn class<T: ?Sized>(&self, guard: &MutexGuard<'_, T>) -> &'static str {

@@ -17,7 +17,7 @@
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 
-use super::record::{ENTER, Wait};
+use super::record::{ENTER, Wait, after_record};
 use crate::sync::program;
 use crate::sync::{AtomicU64, AtomicUsize, Ordering};
 
@@ -114,6 +114,7 @@ impl<T: ?Sized> Mutex<T> {
         self.waiters.fetch_sub(1, Ordering::Relaxed);
         let owner = self.previous_owner.load(Ordering::Relaxed);
         wait.enter(self.name(), self.address(), owner);
+        after_record();
         MutexGuard { lock: self, inner }
     }
 

@@ -96,6 +96,14 @@ pub(crate) fn apply(settings: &Settings, recording: bool) {
     PARK.apply(settings, recording);
 }
 
+/// Called right after [`Wait::enter`] or [`Wait::park`]: keeps that call
+/// from being a tail call, which would take its caller's frame off the
+/// stack and make the capture leave out one frame too many.
+#[inline(always)]
+pub(crate) fn after_record() {
+    std::hint::black_box(());
+}
+
 /// A wait being timed.
 #[derive(Debug)]
 pub(crate) struct Wait {

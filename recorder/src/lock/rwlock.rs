@@ -15,7 +15,7 @@
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 
-use super::record::{ENTER, Wait};
+use super::record::{ENTER, Wait, after_record};
 use crate::sync::program;
 use crate::sync::{AtomicU64, AtomicUsize, Ordering};
 
@@ -133,6 +133,7 @@ impl<T: ?Sized> RwLock<T> {
         self.waiters.fetch_sub(1, Ordering::Relaxed);
         let owner = self.previous_owner.load(Ordering::Relaxed);
         wait.enter(self.name(), self.address(), owner);
+        after_record();
         RwLockReadGuard { lock: self, inner }
     }
 
@@ -150,6 +151,7 @@ impl<T: ?Sized> RwLock<T> {
         self.waiters.fetch_sub(1, Ordering::Relaxed);
         let owner = self.previous_owner.load(Ordering::Relaxed);
         wait.enter(self.name(), self.address(), owner);
+        after_record();
         RwLockWriteGuard { lock: self, inner }
     }
 
