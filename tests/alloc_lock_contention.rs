@@ -54,7 +54,9 @@ fn contention_by_site_counts_the_waits_over_the_threshold() {
     );
     let by_class = testkit::view("contention-by-class", &path);
     assert!(
-        by_class.lines().any(|l| l.trim_start().starts_with("orders ")),
+        by_class
+            .lines()
+            .any(|l| l.trim_start().starts_with("orders ")),
         "no `orders` row in:\n{by_class}"
     );
 

@@ -103,7 +103,10 @@ fn alloc_lock_prints() {
     // Every wait the example counted, none more: the holds are far from
     // the threshold on either side.
     assert_eq!(
-        testkit::summary(&path).counts.get("jdk.JavaMonitorEnter").copied(),
+        testkit::summary(&path)
+            .counts
+            .get("jdk.JavaMonitorEnter")
+            .copied(),
         Some(waits)
     );
 }

@@ -79,7 +79,7 @@ pub fn run(until: Instant) -> BTreeMap<String, u64> {
         .collect();
     let mut round = 0u64;
     while Instant::now() < until {
-        let hold = if round % 3 == 0 {
+        let hold = if round.is_multiple_of(3) {
             LONG_HOLD
         } else {
             SHORT_HOLD

@@ -101,7 +101,8 @@ fn lock_waits_become_jdk_events() {
     let early = Arc::new(Mutex::named("early", 0));
     let early_waits = contend(&early, ms(5), 4);
     // ... and after the threshold changes, the same waits are.
-    rec.set("jdk.JavaMonitorEnter", "threshold", "1 ms").unwrap();
+    rec.set("jdk.JavaMonitorEnter", "threshold", "1 ms")
+        .unwrap();
     let late = Arc::new(Mutex::named("late", 0));
     let late_waits = contend(&late, ms(5), 4);
     assert!(over(&late_waits, ms(1)) > 0, "{late_waits:?}");
@@ -215,8 +216,16 @@ fn lock_waits_become_jdk_events() {
     }
 }
 
+/// The constructors are `const`, as parking_lot's.
+static STATIC_LOCK: Mutex<u64> = Mutex::named("static", 0);
+static STATIC_CONDVAR: Condvar = Condvar::new();
+
 #[test]
 fn a_panic_does_not_poison() {
+    *STATIC_LOCK.lock() += 1;
+    assert!(!STATIC_CONDVAR.notify_one());
+    assert_eq!(STATIC_LOCK.name(), "static");
+    assert_eq!(Mutex::new(vec![0u8]).name(), "alloc::vec::Vec<u8>");
     let lock = Arc::new(Mutex::named("poison", vec![1]));
     let l = lock.clone();
     let r = thread::spawn(move || {

@@ -82,7 +82,10 @@ pub(super) fn types() -> Vec<TypeDesc> {
                 FieldDesc::annotated(
                     "timeout",
                     T::LONG,
-                    vec![A::Timespan(TimespanUnit::Nanoseconds), label("Park Timeout")],
+                    vec![
+                        A::Timespan(TimespanUnit::Nanoseconds),
+                        label("Park Timeout"),
+                    ],
                 ),
                 FieldDesc::annotated(
                     "until",
@@ -103,7 +106,12 @@ pub(super) fn types() -> Vec<TypeDesc> {
                 class_field("monitorClass", "Monitor Class"),
                 FieldDesc::annotated("notifier", T::THREAD, vec![label("Notifier Thread")])
                     .pooled_field(),
-                f("timeout", T::LONG, "Timeout", Some(A::Timespan(TimespanUnit::Milliseconds))),
+                f(
+                    "timeout",
+                    T::LONG,
+                    "Timeout",
+                    Some(A::Timespan(TimespanUnit::Milliseconds)),
+                ),
                 f("timedOut", T::BOOLEAN, "Timed Out", None),
                 address("Monitor Address"),
             ],
@@ -112,7 +120,12 @@ pub(super) fn types() -> Vec<TypeDesc> {
             T::THREAD_SLEEP,
             "jdk.ThreadSleep",
             "Java Thread Sleep",
-            vec![f("time", T::LONG, "Sleep Time", Some(A::Timespan(TimespanUnit::Nanoseconds)))],
+            vec![f(
+                "time",
+                T::LONG,
+                "Sleep Time",
+                Some(A::Timespan(TimespanUnit::Nanoseconds)),
+            )],
         ),
         declared(
             T::SOCKET_READ,
@@ -122,7 +135,12 @@ pub(super) fn types() -> Vec<TypeDesc> {
                 f("host", T::STRING, "Remote Host", None),
                 f("address", T::STRING, "Remote Address", None),
                 f("port", T::INT, "Remote Port", None),
-                f("timeout", T::LONG, "Timeout Value", Some(A::Timespan(TimespanUnit::Milliseconds))),
+                f(
+                    "timeout",
+                    T::LONG,
+                    "Timeout Value",
+                    Some(A::Timespan(TimespanUnit::Milliseconds)),
+                ),
                 f("bytesRead", T::LONG, "Bytes Read", Some(BYTES)),
                 f("endOfStream", T::BOOLEAN, "End of Stream", None),
             ],

@@ -261,7 +261,11 @@ impl Record {
             thread,
             stack,
             class,
-            other_thread: if other.is_some() { self.other_thread } else { 0 },
+            other_thread: if other.is_some() {
+                self.other_thread
+            } else {
+                0
+            },
         };
         let refs = BuiltinRefs {
             thread: other.as_deref(),
