@@ -16,7 +16,8 @@ use flightrec_testkit::{self as testkit, example_binary, run_example};
 
 /// The examples this file runs; `every_example_is_covered` keeps the list
 /// in step with `examples/`.
-const EXAMPLES: [&str; 11] = [
+const EXAMPLES: [&str; 12] = [
+    "alloc_lock",
     "always_on",
     "cpu_profile",
     "custom_events",
@@ -114,6 +115,33 @@ fn pyroscope_push_prints() {
     check(
         &path,
         &serde_json::json!({ "jdk.ExecutionSample": recorded }),
+    );
+}
+
+#[test]
+fn alloc_lock_prints() {
+    let dir = testkit::temp_dir("prints-alloc_lock");
+    let path = out(&dir, "alloc_lock.jfr");
+    let printed = run_example(
+        "alloc_lock",
+        &["--seconds", "1", "--out", path.to_str().unwrap()],
+    );
+    testkit::assert_prints(&path);
+    let waits: u64 = printed["contended"]
+        .as_object()
+        .expect("contended object")
+        .values()
+        .map(|n| n.as_u64().unwrap())
+        .sum();
+    assert!(waits > 0, "no wait over the threshold: {printed}");
+    // Every wait the example counted, none more: the holds are far from
+    // the threshold on either side.
+    assert_eq!(
+        testkit::summary(&path)
+            .counts
+            .get("jdk.JavaMonitorEnter")
+            .copied(),
+        Some(waits)
     );
 }
 

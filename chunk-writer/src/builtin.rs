@@ -12,6 +12,7 @@ use crate::schema::{
 };
 use crate::types::TypeId as T;
 
+mod lock;
 mod system;
 
 fn ty(
@@ -577,6 +578,7 @@ pub fn builtin_types() -> Vec<TypeDesc> {
         ),
     ];
     all.extend(system::types());
+    all.extend(lock::types());
     all.push(recorder_statistics());
     all
 }

@@ -155,6 +155,26 @@ impl TypeId {
     /// `jdk.ExceptionStatistics`: panics so far.
     pub const EXCEPTION_STATISTICS: TypeId = TypeId(159);
 
+    // 185 ..= 194: where threads waited (`builtin::lock`).
+    /// `jdk.JavaMonitorEnter`: a wait to enter a lock, over its threshold.
+    pub const JAVA_MONITOR_ENTER: TypeId = TypeId(185);
+    /// `jdk.ThreadPark`: a wait on a condition variable, over its threshold.
+    pub const THREAD_PARK: TypeId = TypeId(186);
+    /// `jdk.JavaMonitorWait` (declared, never written: `jfr view
+    /// latencies-by-type` reads it beside the lock events, as the four
+    /// below).
+    pub const JAVA_MONITOR_WAIT: TypeId = TypeId(187);
+    /// `jdk.ThreadSleep` (declared, never written).
+    pub const THREAD_SLEEP: TypeId = TypeId(188);
+    /// `jdk.SocketRead` (declared, never written).
+    pub const SOCKET_READ: TypeId = TypeId(189);
+    /// `jdk.SocketWrite` (declared, never written).
+    pub const SOCKET_WRITE: TypeId = TypeId(190);
+    /// `jdk.FileRead` (declared, never written).
+    pub const FILE_READ: TypeId = TypeId(191);
+    /// `jdk.FileWrite` (declared, never written).
+    pub const FILE_WRITE: TypeId = TypeId(192);
+
     /// `jdk.jfr.Label`
     pub const LABEL: TypeId = TypeId(200);
     /// `jdk.jfr.Description`

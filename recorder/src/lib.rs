@@ -35,6 +35,8 @@ pub(crate) mod epoch;
 pub mod event;
 #[cfg(not(flightrec_loom))]
 pub mod labels;
+#[cfg(not(flightrec_loom))]
+pub mod lock;
 #[cfg(flightrec_loom)]
 #[doc(hidden)]
 pub mod loom_api;

@@ -249,6 +249,15 @@ pub(crate) use arc_swap::ArcSwap;
 pub(crate) use std::sync::{Arc as StdArc, Once, OnceLock, mpsc};
 pub(crate) use std::thread::{available_parallelism, yield_now};
 
+/// The program's locks that `crate::lock` wraps to record contention: the
+/// same in both builds (no model drives them), never used for the
+/// runtime's own state (see `Mutex` above for why).
+pub(crate) mod program {
+    pub(crate) use parking_lot::{
+        Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard, WaitTimeoutResult,
+    };
+}
+
 /// The cell type of buffer bytes. Always std's: a buffer is handed out as one
 /// contiguous `&mut [u8]`, which loom's per-cell tracking cannot express.
 /// Loom checks the positions (`committed`, `flushed`) that order every access

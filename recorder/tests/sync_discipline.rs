@@ -13,7 +13,7 @@
 //! - any path through `std::sync`, `core::sync` or `alloc::sync` (atomics,
 //!   `Mutex`, `Arc`, `Once`, `OnceLock`, `mpsc`, ... and the modules
 //!   themselves, also as globs or renamed);
-//! - any path rooted at `arc_swap` or `loom`;
+//! - any path rooted at `arc_swap`, `loom` or `parking_lot`;
 //! - `thread_local`, `yield_now`, `available_parallelism`, `OnceLock`,
 //!   `LazyLock`, `Once` and `ArcSwap` reached through any module but `sync`
 //!   (`thread::yield_now()` after `use std::thread;` is caught), and
@@ -43,7 +43,7 @@ const ONLY_THROUGH_SYNC: &[&str] = &[
 const STD_ROOTS: &[&str] = &["std", "core", "alloc"];
 
 /// Crates only `sync` may name.
-const CRATES_ONLY_IN_SYNC: &[&str] = &["arc_swap", "loom"];
+const CRATES_ONLY_IN_SYNC: &[&str] = &["arc_swap", "loom", "parking_lot"];
 
 /// Keywords that may stand before a path (`use ::std::..`, `pub`, `static`)
 /// but are never a segment of one.

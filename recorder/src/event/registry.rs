@@ -184,6 +184,8 @@ impl Registry {
         let recording = inner.recording;
         #[cfg(not(flightrec_loom))]
         crate::timing::apply(&settings, recording);
+        #[cfg(not(flightrec_loom))]
+        crate::lock::apply(&settings, recording);
         self.settings.store(StdArc::new(settings));
         for ty in &inner.types {
             ty.word

@@ -60,6 +60,8 @@ pub(crate) struct ChunkAssembler {
     sites_written: usize,
     /// Panic classes this chunk defines (see `crate::recording::panics`).
     panic_classes_written: usize,
+    /// Lock classes defined so far (`crate::lock`).
+    lock_classes_written: usize,
     /// Registered-type count described by the last metadata written, if any.
     metadata_types: Option<usize>,
     scratch: Vec<u8>,
@@ -91,6 +93,7 @@ impl ChunkAssembler {
             statics_written: false,
             sites_written: 0,
             panic_classes_written: 0,
+            lock_classes_written: 0,
             metadata_types: None,
             scratch: Vec::new(),
             pending: (0, 0),
@@ -222,6 +225,8 @@ impl ChunkAssembler {
                 &mut cp,
                 self.panic_classes_written,
             );
+            self.lock_classes_written =
+                crate::lock::write_class_constants(&mut cp, self.lock_classes_written);
         }
         if !self.statics_written {
             // Small and always written: samples refer to thread states,

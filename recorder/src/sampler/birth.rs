@@ -269,7 +269,8 @@ fn creator_stack(rt: &crate::runtime::Runtime) -> (u64, u64) {
     match rt.stacks.intern(&frames[..c.len], c.truncated, epoch) {
         Some(key) => (key, epoch),
         None => {
-            rt.losses.record(crate::recording::loss::LossCause::StackDropped, 0);
+            rt.losses
+                .record(crate::recording::loss::LossCause::StackDropped, 0);
             (0, 0)
         }
     }

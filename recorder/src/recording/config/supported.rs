@@ -34,6 +34,16 @@ const BUILTIN_SUPPORT: &[(&str, &[&str], &str)] = &[
         &["enabled", "threshold", "stackTrace"],
         "jdk.MethodTrace takes enabled, threshold, stackTrace and filter",
     ),
+    (
+        "jdk.JavaMonitorEnter",
+        &["enabled", "threshold", "stackTrace"],
+        "jdk.JavaMonitorEnter takes enabled, threshold and stackTrace",
+    ),
+    (
+        "jdk.ThreadPark",
+        &["enabled", "threshold", "stackTrace"],
+        "jdk.ThreadPark takes enabled, threshold and stackTrace",
+    ),
 ];
 
 /// Whether `event` (`kind`: registered with that kind, `None`: not

@@ -153,6 +153,11 @@ pub(crate) fn builtin_default(name: &str) -> TypeSettings {
             t.stack_trace = Some(true);
             t.threshold = Some(Duration::ZERO);
         }
+        "jdk.JavaMonitorEnter" | "jdk.ThreadPark" => {
+            t.enabled = Some(true);
+            t.stack_trace = Some(true);
+            t.threshold = Some(Duration::from_millis(20));
+        }
         _ => {}
     }
     t
