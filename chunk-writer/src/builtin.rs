@@ -12,6 +12,7 @@ use crate::schema::{
 };
 use crate::types::TypeId as T;
 
+mod alloc;
 mod system;
 
 fn ty(
@@ -559,6 +560,7 @@ pub fn builtin_types() -> Vec<TypeDesc> {
         ),
     ];
     all.extend(system::types());
+    all.extend(alloc::types());
     all.push(recorder_statistics());
     all
 }

@@ -21,6 +21,8 @@
 
 #[cfg(not(flightrec_loom))]
 mod active_recording;
+#[cfg(not(flightrec_loom))]
+pub mod alloc;
 mod assemble;
 #[cfg(not(flightrec_loom))]
 pub mod attach;

@@ -40,7 +40,7 @@ use chunk_writer::record::{begin_record, end_record};
 
 use crate::sync::{AtomicU64, Ordering};
 
-const N_CAUSES: usize = 9;
+const N_CAUSES: usize = 11;
 
 /// Why an event was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -69,6 +69,12 @@ pub enum LossCause {
     /// A thread of the process was not sampled: every sample slot was taken
     /// when the sampler found it. Counts threads, not events.
     ThreadNotSampled,
+    /// An allocation sample was dropped: the queue to the allocation
+    /// thread was full.
+    AllocationSampleDropped,
+    /// A sampled allocation was not tracked for leak profiling: its bucket
+    /// of the leak table was full. Counts allocations, not lost events.
+    LeakNotTracked,
 }
 
 impl LossCause {
@@ -83,6 +89,8 @@ impl LossCause {
         Self::Panicked,
         Self::StackDropped,
         Self::ThreadNotSampled,
+        Self::AllocationSampleDropped,
+        Self::LeakNotTracked,
     ];
 
     /// The name written into the file.
@@ -97,6 +105,10 @@ impl LossCause {
             Self::Panicked => "panic while encoding the event",
             Self::StackDropped => "stack trace dropped: constant pools full (event kept)",
             Self::ThreadNotSampled => "thread not sampled: sample slots full (counts threads)",
+            Self::AllocationSampleDropped => "allocation sample dropped: queue full",
+            Self::LeakNotTracked => {
+                "allocation not tracked for leaks: leak table full (counts allocations)"
+            }
         }
     }
 
@@ -104,7 +116,10 @@ impl LossCause {
     /// without a stack trace) and [`LossCause::ThreadNotSampled`] (it counts
     /// threads); true for every cause that drops an event.
     pub fn loses_event(self) -> bool {
-        !matches!(self, Self::StackDropped | Self::ThreadNotSampled)
+        !matches!(
+            self,
+            Self::StackDropped | Self::ThreadNotSampled | Self::LeakNotTracked
+        )
     }
 
     fn index(self) -> usize {

@@ -472,6 +472,8 @@ impl Recording {
         // Before the hang-up below: the attach registry holds a sender too.
         crate::attach::control::stopped(self.id);
         crate::sampler::shutdown();
+        // Queued allocation samples land in the last chunk.
+        crate::alloc::shutdown();
         let sent = p.commands.send(Command::Stop {
             id: self.id,
             write,

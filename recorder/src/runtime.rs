@@ -191,6 +191,8 @@ impl Registry {
         let recording = inner.recording;
         #[cfg(not(flightrec_loom))]
         crate::timing::apply(&settings, recording);
+        #[cfg(not(flightrec_loom))]
+        crate::alloc::apply(&settings, recording);
         self.settings.store(StdArc::new(settings));
         for ty in &inner.types {
             ty.word
@@ -236,6 +238,7 @@ impl Registry {
             ty.word.store(self.word_for(ty, false), Ordering::Release);
         }
         crate::timing::stop_in_child();
+        crate::alloc::stop_in_child();
     }
 
     /// Number of registered types.

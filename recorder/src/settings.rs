@@ -415,6 +415,21 @@ const BUILTIN_SUPPORT: &[(&str, &[&str], &str)] = &[
         &["enabled", "threshold", "stackTrace"],
         "jdk.MethodTrace takes enabled, threshold, stackTrace and filter",
     ),
+    (
+        "jdk.ObjectAllocationSample",
+        &["enabled", "throttle", "stackTrace"],
+        "jdk.ObjectAllocationSample takes enabled, throttle and stackTrace",
+    ),
+    (
+        "jdk.OldObjectSample",
+        &["enabled", "stackTrace"],
+        "jdk.OldObjectSample takes enabled and stackTrace (written at the end of every chunk)",
+    ),
+    (
+        "jdk.ThreadAllocationStatistics",
+        &["enabled", "period"],
+        "jdk.ThreadAllocationStatistics takes enabled and period",
+    ),
 ];
 
 /// True if `event` is one of the JDK event types in flightrec's built-in

@@ -48,6 +48,26 @@ fn timed_site(_frame: u64) -> Option<usize> {
 }
 
 #[cfg(not(flightrec_loom))]
+fn alloc_marker(frame: u64) -> bool {
+    crate::alloc::alloc_stack_marker(frame)
+}
+
+#[cfg(flightrec_loom)]
+fn alloc_marker(_frame: u64) -> bool {
+    false
+}
+
+/// A frame of the allocation machinery, above the function that asked for
+/// memory in an allocation stack (see `crate::alloc`).
+fn allocation_machinery(f: &ResolvedFrame) -> bool {
+    const CLASSES: [&str; 5] = ["recorder/", "alloc/", "core/", "std/", "hashbrown/"];
+    CLASSES.iter().any(|c| f.class.starts_with(c))
+        || f.method.starts_with("__rust")
+        || f.method.starts_with("__rdl")
+        || f.class.contains("SamplingAllocator")
+}
+
+#[cfg(not(flightrec_loom))]
 fn timed_method(site: usize) -> Option<String> {
     crate::timing::site_method(site)
 }
@@ -176,12 +196,15 @@ impl FrameTables {
         };
         // A `jdk.MethodTrace` stack starts with a marker naming its site
         // (see `crate::timing`): the trace starts at the timed function's caller.
-        let (site, addrs) = match entry.frames.split_first() {
+        // An allocation stack starts with a marker too: its top frames
+        // are the allocation machinery's, cut below.
+        let (site, alloc, addrs) = match entry.frames.split_first() {
             Some((&first, rest)) => match timed_site(first) {
-                Some(site) => (Some(site), rest),
-                None => (None, &entry.frames[..]),
+                Some(site) => (Some(site), false, rest),
+                None if alloc_marker(first) => (None, true, rest),
+                None => (None, false, &entry.frames[..]),
             },
-            None => (None, &entry.frames[..]),
+            None => (None, false, &entry.frames[..]),
         };
         self.symbolizer.prefetch(addrs);
         let mut resolved: Vec<ResolvedFrame> = Vec::new();
@@ -196,6 +219,15 @@ impl FrameTables {
             .count();
         if own < resolved.len() {
             resolved.drain(..own);
+        }
+        if alloc {
+            let machinery = resolved
+                .iter()
+                .take_while(|f| allocation_machinery(f))
+                .count();
+            if machinery < resolved.len() {
+                resolved.drain(..machinery);
+            }
         }
         if let Some(callee) = site.and_then(timed_method) {
             // The timed function's own frame (and any inlined glue of its
