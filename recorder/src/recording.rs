@@ -489,6 +489,7 @@ impl Recording {
         // handling it) sees the channel close and finishes.
         drop(p.commands);
         let _ = p.thread.join();
+        crate::alloc::stopped();
         registry().apply(Settings::new(), false);
         registry().clear_live();
         result

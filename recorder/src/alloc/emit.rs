@@ -82,7 +82,7 @@ impl Classes {
             if let Some(&k) = self.by_type.get(t) {
                 return k;
             }
-            let k = self.add(t.to_owned());
+            let k = self.add(type_class_name(t));
             self.by_type.insert(t, k);
             return k;
         }
@@ -101,18 +101,24 @@ fn size_class(size: u64) -> u32 {
     size.max(1).next_power_of_two().trailing_zeros()
 }
 
-/// `[u8; 513..=1024]`; `[u8; 1]` for single bytes.
+/// `bytes_513_to_1024`; `bytes_1`, `bytes_2` for the first classes. (A
+/// class name may hold no brackets: the JDK decodes a leading `[` as an
+/// array descriptor.)
 fn size_class_name(class: u32) -> String {
     let hi = 1u64 << class;
-    if class == 0 {
-        return "[u8; 1]".to_owned();
-    }
     let lo = (hi >> 1) + 1;
-    if lo == hi {
-        format!("[u8; {hi}]")
+    if lo >= hi {
+        format!("bytes_{hi}")
     } else {
-        format!("[u8; {lo}..={hi}]")
+        format!("bytes_{lo}_to_{hi}")
     }
+}
+
+/// A Rust type's path as a JFR class in internal form, as stack frames
+/// name theirs (`my_app::Order` → `my_app/Order`; generic arguments
+/// dropped: `alloc::vec::Vec<u8>` → `alloc/vec/Vec`).
+fn type_class_name(type_name: &str) -> String {
+    crate::stack::names::jfr_name(&format!("{type_name}::new"), None, None).class
 }
 
 /// Defines, in `cp`, the classes `from..`; returns the number of classes.
@@ -322,8 +328,9 @@ pub(crate) struct OldObjects {
 /// before its constants are written) and tags their stacks and threads
 /// with `epoch` and the next.
 pub(crate) fn prepare_old_objects(rt: &Runtime, epoch: u64) -> OldObjects {
-    let st = state();
-    if !st.leaks.load(Ordering::Relaxed) || LIVE.is_empty() {
+    // Not the settings in force: the last chunk is finished after they
+    // are turned off. The table is cleared once it is written.
+    if LIVE.is_empty() {
         return OldObjects::default();
     }
     let mut entries = Vec::new();
@@ -393,10 +400,16 @@ mod tests {
 
     #[test]
     fn size_classes_are_powers_of_two() {
-        assert_eq!(size_class_name(size_class(1)), "[u8; 1]");
-        assert_eq!(size_class_name(size_class(2)), "[u8; 2]");
-        assert_eq!(size_class_name(size_class(3)), "[u8; 3..=4]");
-        assert_eq!(size_class_name(size_class(1000)), "[u8; 513..=1024]");
-        assert_eq!(size_class_name(size_class(1024)), "[u8; 513..=1024]");
+        assert_eq!(size_class_name(size_class(1)), "bytes_1");
+        assert_eq!(size_class_name(size_class(2)), "bytes_2");
+        assert_eq!(size_class_name(size_class(3)), "bytes_3_to_4");
+        assert_eq!(size_class_name(size_class(1000)), "bytes_513_to_1024");
+        assert_eq!(size_class_name(size_class(1024)), "bytes_513_to_1024");
+    }
+
+    #[test]
+    fn type_names_become_class_paths() {
+        assert_eq!(type_class_name("my_app::Order"), "my_app/Order");
+        assert_eq!(type_class_name("alloc::vec::Vec<u8>"), "alloc/vec/Vec");
     }
 }

@@ -259,9 +259,6 @@ pub(crate) fn apply(settings: &Settings, recording: bool) {
     st.statistics_ms
         .store(if stats { stats_ms } else { 0 }, Ordering::Relaxed);
     st.sampling.store(events || leaks, Ordering::Release);
-    if !recording {
-        LIVE.clear();
-    }
     if recording && st.installed.load(Ordering::Relaxed) && (events || leaks || stats) {
         emit::start_thread();
     }
@@ -278,6 +275,12 @@ pub(crate) fn shutdown() {
     sampler::suspended(emit::drain_now);
 }
 
+/// The last recording's last chunk is written: the tracked blocks are
+/// forgotten, so frees go back to the one-load path.
+pub(crate) fn stopped() {
+    LIVE.clear();
+}
+
 /// In a forked child: nothing samples (the child's recording starts over).
 pub(crate) fn stop_in_child() {
     let st = state();
@@ -286,6 +289,12 @@ pub(crate) fn stop_in_child() {
     st.leaks.store(false, Ordering::Relaxed);
     st.statistics_ms.store(0, Ordering::Relaxed);
     LIVE.clear();
+}
+
+/// The calling thread (one of flightrec's) is never sampled: its
+/// allocations are the recorder's, not the program's.
+pub(crate) fn never_sample_this_thread() {
+    sampler::never_sample_this_thread();
 }
 
 /// Bytes the calling thread allocated through the wrapper so far.

@@ -25,7 +25,8 @@
 use std::collections::{BTreeSet, HashMap};
 
 use chunk_writer::constants::{
-    ClassValue, FrameValue, MethodValue, frame_type, write_class, write_method, write_package,
+    ClassValue, FrameValue, MethodValue, frame_type, write_class, write_class_loader, write_method,
+    write_package,
     write_stack_trace, write_symbol,
 };
 use chunk_writer::types::ACC_NATIVE;
@@ -75,6 +76,23 @@ fn timed_method(site: usize) -> Option<String> {
 #[cfg(flightrec_loom)]
 fn timed_method(_site: usize) -> Option<String> {
     None
+}
+
+/// The class loader of the program's own classes (`jdk.types.ClassLoader`
+/// named `app`), its name symbol at `+1`. The JDK's views take a frame
+/// whose class has a loader other than `bootstrap` for an application
+/// frame (`stackTrace.topApplicationFrame`, as `memory-leaks-by-site`
+/// groups by): the classes of Rust's standard library, of shared
+/// objects and unknown frames have none.
+const APP_LOADER: u64 = 1 << 39;
+
+/// True if frames of `class` are the program's (see [`APP_LOADER`]).
+fn is_application_class(class: &str) -> bool {
+    const RUNTIME: [&str; 5] = ["std/", "core/", "alloc/", "hashbrown/", "recorder/"];
+    !(RUNTIME.iter().any(|p| class.starts_with(p))
+        || ["std", "core", "alloc"].contains(&class)
+        || class.contains(".so")
+        || class == crate::stack::names::UNKNOWN_CLASS)
 }
 
 /// The descriptor every native method gets.
@@ -346,6 +364,12 @@ impl FrameTables {
         }
         let classes: HashMap<u64, ClassEntry> =
             self.classes.values().map(|c| (c.key, *c)).collect();
+        let application: std::collections::HashSet<u64> = self
+            .classes
+            .iter()
+            .filter(|(name, c)| used.classes.contains(&c.key) && is_application_class(name))
+            .map(|(_, c)| c.key)
+            .collect();
         {
             let mut pool = cp.pool(TypeId::CLASS);
             for k in &used.classes {
@@ -355,7 +379,11 @@ impl FrameTables {
                     used.packages.insert(c.package);
                 }
                 let value = ClassValue {
-                    class_loader: 0,
+                    class_loader: if application.contains(k) {
+                        APP_LOADER
+                    } else {
+                        0
+                    },
                     name: c.name,
                     package: c.package,
                     modifiers: 1,
@@ -384,6 +412,13 @@ impl FrameTables {
             {
                 write_symbol(pool.entry(*k), text);
             }
+            if !application.is_empty() {
+                write_symbol(pool.entry(APP_LOADER + 1), "app");
+            }
+        }
+        if !application.is_empty() {
+            let mut pool = cp.pool(TypeId::CLASS_LOADER);
+            write_class_loader(pool.entry(APP_LOADER), 0, APP_LOADER + 1);
         }
         gone.len()
     }
