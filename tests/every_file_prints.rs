@@ -16,7 +16,8 @@ use flightrec_testkit::{self as testkit, example_binary, run_example};
 
 /// The examples this file runs; `every_example_is_covered` keeps the list
 /// in step with `examples/`.
-const EXAMPLES: [&str; 10] = [
+const EXAMPLES: [&str; 11] = [
+    "alloc_lock",
     "always_on",
     "cpu_profile",
     "custom_events",
@@ -81,6 +82,30 @@ fn always_on_prints() {
         ],
     );
     check(&path, &printed["counts"]);
+}
+
+#[test]
+fn alloc_lock_prints() {
+    let dir = testkit::temp_dir("prints-alloc_lock");
+    let path = out(&dir, "alloc_lock.jfr");
+    let printed = run_example(
+        "alloc_lock",
+        &["--out", path.to_str().unwrap(), "--seconds", "1"],
+    );
+    assert!(printed["allocated"].is_object(), "{printed}");
+    testkit::assert_prints(&path);
+    let summary = testkit::summary(&path);
+    for event in [
+        "jdk.ObjectAllocationSample",
+        "jdk.OldObjectSample",
+        "jdk.ThreadAllocationStatistics",
+    ] {
+        assert!(
+            summary.counts.get(event).copied().unwrap_or(0) > 0,
+            "no {event} in {}",
+            path.display()
+        );
+    }
 }
 
 #[test]
