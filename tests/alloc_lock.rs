@@ -94,7 +94,10 @@ fn allocation_sites_rank_and_weigh_as_allocated_and_the_leak_is_found() {
     for (site, &bytes) in &allocated {
         let w = weight.get(site).copied().unwrap_or(0);
         let rel = w as f64 / bytes as f64 - 1.0;
-        report += &format!("{site}: allocated {bytes}, weights {w} ({:+.1}%)\n", 100.0 * rel);
+        report += &format!(
+            "{site}: allocated {bytes}, weights {w} ({:+.1}%)\n",
+            100.0 * rel
+        );
     }
     eprint!("{report}");
     for (site, &bytes) in &allocated {

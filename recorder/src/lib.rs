@@ -9,6 +9,9 @@
 //! * [`recording`]: the lifecycle, the recorder thread, rotation and dumps.
 //! * [`timing`]: method timing and tracing of instrumented functions
 //!   (`jdk.MethodTiming`, `jdk.MethodTrace`).
+//! * [`alloc`]: sampled allocation and leak profiling through a global
+//!   allocator wrapper (`jdk.ObjectAllocationSample`, `jdk.OldObjectSample`,
+//!   `jdk.ThreadAllocationStatistics`).
 //! * [`stream`]: following a recording (or reading a file) from inside the
 //!   process, with callbacks per event type.
 //! * `sync`: every atomic, cell and thread-local, swapped for loom's under

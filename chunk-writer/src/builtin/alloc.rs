@@ -16,7 +16,9 @@ use super::{
     BYTES, ENABLED, PROFILING, RUNTIME, category, duration, event, event_thread, label,
     stack_trace, start_time, struct_type,
 };
-use crate::schema::{Annotation as A, FieldDesc, SettingDesc, TimespanUnit, TimestampUnit, TypeDesc};
+use crate::schema::{
+    Annotation as A, FieldDesc, SettingDesc, TimespanUnit, TimestampUnit, TypeDesc,
+};
 use crate::types::TypeId as T;
 
 const STATISTICS: &[&str] = &["Java Application", "Statistics"];
@@ -53,7 +55,10 @@ pub(super) fn types() -> Vec<TypeDesc> {
                 f(
                     "referrer",
                     T::REFERENCE,
-                    vec![label("Referrer Object"), describe("Object referencing this object")],
+                    vec![
+                        label("Referrer Object"),
+                        describe("Object referencing this object"),
+                    ],
                 )
                 .pooled_field(),
             ],
@@ -62,15 +67,27 @@ pub(super) fn types() -> Vec<TypeDesc> {
             T::OLD_OBJECT_ARRAY,
             "jdk.types.OldObjectArray",
             vec![
-                f("size", T::INT, vec![label("Array Size"), describe("Size of array")]),
-                f("index", T::INT, vec![label("Index"), describe("Index in the array")]),
+                f(
+                    "size",
+                    T::INT,
+                    vec![label("Array Size"), describe("Size of array")],
+                ),
+                f(
+                    "index",
+                    T::INT,
+                    vec![label("Index"), describe("Index in the array")],
+                ),
             ],
         ),
         struct_type(
             T::OLD_OBJECT_FIELD,
             "jdk.types.OldObjectField",
             vec![
-                f("name", T::STRING, vec![label("Field"), describe("Name of field")]),
+                f(
+                    "name",
+                    T::STRING,
+                    vec![label("Field"), describe("Name of field")],
+                ),
                 f(
                     "modifiers",
                     T::SHORT,
@@ -90,9 +107,16 @@ pub(super) fn types() -> Vec<TypeDesc> {
                 f(
                     "system",
                     T::STRING,
-                    vec![label("System"), describe("The subsystem of origin for the root")],
+                    vec![
+                        label("System"),
+                        describe("The subsystem of origin for the root"),
+                    ],
                 ),
-                f("type", T::STRING, vec![label("Type"), describe("The root type")]),
+                f(
+                    "type",
+                    T::STRING,
+                    vec![label("Type"), describe("The root type")],
+                ),
             ],
         ),
         struct_type(
@@ -120,13 +144,19 @@ pub(super) fn types() -> Vec<TypeDesc> {
                 f(
                     "object",
                     T::OLD_OBJECT,
-                    vec![label("Object"), describe("Object holder for this reference")],
+                    vec![
+                        label("Object"),
+                        describe("Object holder for this reference"),
+                    ],
                 )
                 .pooled_field(),
                 f(
                     "skip",
                     T::INT,
-                    vec![label("Skip Value"), describe("The object is this many hops away")],
+                    vec![
+                        label("Skip Value"),
+                        describe("The object is this many hops away"),
+                    ],
                 ),
             ],
         ),
@@ -195,7 +225,11 @@ pub(super) fn types() -> Vec<TypeDesc> {
                         label("Allocation Time"),
                     ],
                 ),
-                f("objectSize", T::LONG, vec![A::Unsigned, BYTES, label("Object Size")]),
+                f(
+                    "objectSize",
+                    T::LONG,
+                    vec![A::Unsigned, BYTES, label("Object Size")],
+                ),
                 f(
                     "objectAge",
                     T::LONG,

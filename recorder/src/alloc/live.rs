@@ -130,7 +130,13 @@ impl<const B: usize, const N: usize> LiveTable<B, N> {
 
     /// Tracks the live block at `addr`; its slot index and generation, or
     /// `None` if its bucket is full.
-    pub(super) fn track(&self, addr: usize, size: u64, weight: u64, ticks: i64) -> Option<(usize, u64)> {
+    pub(super) fn track(
+        &self,
+        addr: usize,
+        size: u64,
+        weight: u64,
+        ticks: i64,
+    ) -> Option<(usize, u64)> {
         debug_assert!(addr > CLAIMED);
         let (base, words) = self.bucket(addr);
         for (i, word) in words.iter().enumerate() {
@@ -218,14 +224,14 @@ impl<const B: usize, const N: usize> LiveTable<B, N> {
     pub(super) fn clear(&self) {
         for bucket in &self.buckets {
             for word in &bucket.0 {
-            let a = word.load(Ordering::Relaxed);
-            if a > CLAIMED
-                && word
-                    .compare_exchange(a, 0, Ordering::Relaxed, Ordering::Relaxed)
-                    .is_ok()
-            {
-                self.count.fetch_sub(1, Ordering::Relaxed);
-            }
+                let a = word.load(Ordering::Relaxed);
+                if a > CLAIMED
+                    && word
+                        .compare_exchange(a, 0, Ordering::Relaxed, Ordering::Relaxed)
+                        .is_ok()
+                {
+                    self.count.fetch_sub(1, Ordering::Relaxed);
+                }
             }
         }
     }

@@ -212,10 +212,7 @@ fn lost(cause: LossCause) {
 
 /// The settings of `event`'s `enabled`, default `on`.
 fn enabled(settings: &Settings, event: &str) -> bool {
-    settings
-        .get(event)
-        .and_then(|s| s.enabled)
-        .unwrap_or(true)
+    settings.get(event).and_then(|s| s.enabled).unwrap_or(true)
 }
 
 /// Applies the settings in force (`recording`: a recording runs). Called
@@ -233,9 +230,9 @@ pub(crate) fn apply(settings: &Settings, recording: bool) {
     let per_sec = match sample.and_then(|s| s.throttle) {
         None => 150,
         Some(Throttle::Off) => 0,
-        Some(Throttle::Rate { count, per }) => {
-            ((count as f64) / per.as_secs_f64().max(1e-9)).round().max(1.0) as u64
-        }
+        Some(Throttle::Rate { count, per }) => ((count as f64) / per.as_secs_f64().max(1e-9))
+            .round()
+            .max(1.0) as u64,
         Some(Throttle::Interval(d)) => (1.0 / d.as_secs_f64().max(1e-9)).round().max(1.0) as u64,
     };
     let stats = recording && enabled(settings, "jdk.ThreadAllocationStatistics");
@@ -254,7 +251,8 @@ pub(crate) fn apply(settings: &Settings, recording: bool) {
     if per_sec == 0 {
         st.adaptive_mean.store(0, Ordering::Relaxed);
     } else if was == 0 || st.adaptive_mean.load(Ordering::Relaxed) == 0 {
-        st.adaptive_mean.store(FIRST_ADAPTIVE_MEAN, Ordering::Relaxed);
+        st.adaptive_mean
+            .store(FIRST_ADAPTIVE_MEAN, Ordering::Relaxed);
     }
     st.statistics_ms
         .store(if stats { stats_ms } else { 0 }, Ordering::Relaxed);

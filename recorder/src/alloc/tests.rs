@@ -2,8 +2,8 @@
 //! the global allocator): results pass through, the sampling flag is never
 //! left set.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use crate::sync::{AtomicBool, Ordering};
+use std::alloc::{GlobalAlloc, Layout, System};
 
 use super::{SamplingAllocator, sampler};
 

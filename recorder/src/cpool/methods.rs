@@ -26,8 +26,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use chunk_writer::constants::{
     ClassValue, FrameValue, MethodValue, frame_type, write_class, write_class_loader, write_method,
-    write_package,
-    write_stack_trace, write_symbol,
+    write_package, write_stack_trace, write_symbol,
 };
 use chunk_writer::types::ACC_NATIVE;
 use chunk_writer::{Checkpoint, TypeId};
