@@ -293,8 +293,8 @@ mod tests {
         assert_eq!(r.class(TypeId::THREAD).unwrap().kind, Kind::Struct);
         // 11 from the samplers and the recorder, 2 of method timing (issue
         // 13), 20 system events (issue 14), the recorder's statistics
-        // (issue 12).
-        assert_eq!(r.event_types().count(), 34);
+        // (issue 12), 3 of allocation profiling (issue 19).
+        assert_eq!(r.event_types().count(), 37);
         let region = r.region.unwrap();
         assert_eq!((&*region.locale, region.gmt_offset_ms), ("en_US", 0));
     }
