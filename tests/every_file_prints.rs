@@ -146,6 +146,30 @@ fn alloc_lock_prints() {
 }
 
 #[test]
+fn alloc_lock_prints() {
+    let dir = testkit::temp_dir("prints-alloc_lock");
+    let path = out(&dir, "alloc_lock.jfr");
+    let printed = run_example(
+        "alloc_lock",
+        &["--out", path.to_str().unwrap(), "--seconds", "1"],
+    );
+    assert!(printed["allocated"].is_object(), "{printed}");
+    testkit::assert_prints(&path);
+    let summary = testkit::summary(&path);
+    for event in [
+        "jdk.ObjectAllocationSample",
+        "jdk.OldObjectSample",
+        "jdk.ThreadAllocationStatistics",
+    ] {
+        assert!(
+            summary.counts.get(event).copied().unwrap_or(0) > 0,
+            "no {event} in {}",
+            path.display()
+        );
+    }
+}
+
+#[test]
 fn format_tour_prints() {
     let dir = testkit::temp_dir("prints-format_tour");
     let path = out(&dir, "tour.jfr");

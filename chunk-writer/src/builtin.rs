@@ -12,6 +12,7 @@ use crate::schema::{
 };
 use crate::types::TypeId as T;
 
+mod alloc;
 mod lock;
 mod system;
 
@@ -578,6 +579,7 @@ pub fn builtin_types() -> Vec<TypeDesc> {
         ),
     ];
     all.extend(system::types());
+    all.extend(alloc::types());
     all.extend(lock::types());
     all.push(recorder_statistics());
     all

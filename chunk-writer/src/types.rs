@@ -80,6 +80,16 @@ impl TypeId {
     pub const FRAME_TYPE: TypeId = TypeId(30);
     /// `jdk.types.ThreadState`
     pub const THREAD_STATE: TypeId = TypeId(31);
+    /// `jdk.types.OldObject`: a sampled allocation still alive.
+    pub const OLD_OBJECT: TypeId = TypeId(45);
+    /// `jdk.types.Reference` (declared for `jdk.types.OldObject`; always null).
+    pub const REFERENCE: TypeId = TypeId(46);
+    /// `jdk.types.OldObjectArray` (declared for `jdk.types.Reference`).
+    pub const OLD_OBJECT_ARRAY: TypeId = TypeId(47);
+    /// `jdk.types.OldObjectField` (declared for `jdk.types.Reference`).
+    pub const OLD_OBJECT_FIELD: TypeId = TypeId(48);
+    /// `jdk.types.OldObjectGcRoot` (declared for `jdk.OldObjectSample`; always null).
+    pub const OLD_OBJECT_GC_ROOT: TypeId = TypeId(49);
 
     /// `jdk.ExecutionSample`
     pub const EXECUTION_SAMPLE: TypeId = TypeId(101);
@@ -107,6 +117,12 @@ impl TypeId {
     pub const METHOD_TIMING: TypeId = TypeId(120);
     /// `jdk.MethodTrace` (JEP 520): one traced call with its caller's stack.
     pub const METHOD_TRACE: TypeId = TypeId(121);
+    /// `jdk.ObjectAllocationSample`: a sampled allocation and its weight.
+    pub const OBJECT_ALLOCATION_SAMPLE: TypeId = TypeId(130);
+    /// `jdk.ThreadAllocationStatistics`: bytes a thread allocated so far.
+    pub const THREAD_ALLOCATION_STATISTICS: TypeId = TypeId(131);
+    /// `jdk.OldObjectSample`: a sampled allocation not freed at chunk end.
+    pub const OLD_OBJECT_SAMPLE: TypeId = TypeId(132);
     /// `flightrec.RecorderStatistics`: the recorder's own cost (CPU of its
     /// threads and of the signal handler, bytes, buffer occupancy, rates).
     pub const RECORDER_STATISTICS: TypeId = TypeId(119);

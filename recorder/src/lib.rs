@@ -14,6 +14,9 @@
 //! * [`timing`]: method timing and tracing of instrumented functions
 //!   (`jdk.MethodTiming`, `jdk.MethodTrace`).
 //! * [`labels`]: per-request labels on samples (Pyroscope's `contextId`).
+//! * [`alloc`]: sampled allocation and leak profiling through a global
+//!   allocator wrapper (`jdk.ObjectAllocationSample`, `jdk.OldObjectSample`,
+//!   `jdk.ThreadAllocationStatistics`).
 //! * [`stream`]: following a recording (or reading a file) from inside the
 //!   process, with callbacks per event type.
 //! * `pyroscope` (feature `pyroscope`): pushing each period's chunk to
@@ -26,6 +29,8 @@
 // is built but idle.
 #![cfg_attr(flightrec_loom, allow(dead_code, unused_imports))]
 
+#[cfg(not(flightrec_loom))]
+pub mod alloc;
 #[cfg(not(flightrec_loom))]
 pub mod attach;
 pub(crate) mod buffer;

@@ -294,8 +294,8 @@ mod tests {
         // 11 from the samplers and the recorder, 2 of method timing (issue
         // 13), 20 system events (issue 14), the recorder's statistics
         // (issue 12), 8 of waits (issue 19: 2 written, 6 declared for
-        // `latencies-by-type`).
-        assert_eq!(r.event_types().count(), 42);
+        // `latencies-by-type`), 3 of allocation profiling (issue 19).
+        assert_eq!(r.event_types().count(), 45);
         let region = r.region.unwrap();
         assert_eq!((&*region.locale, region.gmt_offset_ms), ("en_US", 0));
     }

@@ -25,8 +25,8 @@
 use std::collections::{BTreeSet, HashMap};
 
 use chunk_writer::constants::{
-    ClassValue, FrameValue, MethodValue, frame_type, write_class, write_method, write_package,
-    write_stack_trace, write_symbol,
+    ClassValue, FrameValue, MethodValue, frame_type, write_class, write_class_loader, write_method,
+    write_package, write_stack_trace, write_symbol,
 };
 use chunk_writer::types::ACC_NATIVE;
 use chunk_writer::{Checkpoint, TypeId};
@@ -48,6 +48,26 @@ fn timed_site(_frame: u64) -> Option<usize> {
 }
 
 #[cfg(not(flightrec_loom))]
+fn alloc_marker(frame: u64) -> bool {
+    crate::alloc::alloc_stack_marker(frame)
+}
+
+#[cfg(flightrec_loom)]
+fn alloc_marker(_frame: u64) -> bool {
+    false
+}
+
+/// A frame of the allocation machinery, above the function that asked for
+/// memory in an allocation stack (see `crate::alloc`).
+fn allocation_machinery(f: &ResolvedFrame) -> bool {
+    const CLASSES: [&str; 5] = ["recorder/", "alloc/", "core/", "std/", "hashbrown/"];
+    CLASSES.iter().any(|c| f.class.starts_with(c))
+        || f.method.starts_with("__rust")
+        || f.method.starts_with("__rdl")
+        || f.class.contains("SamplingAllocator")
+}
+
+#[cfg(not(flightrec_loom))]
 fn timed_method(site: usize) -> Option<String> {
     crate::timing::site_method(site)
 }
@@ -55,6 +75,23 @@ fn timed_method(site: usize) -> Option<String> {
 #[cfg(flightrec_loom)]
 fn timed_method(_site: usize) -> Option<String> {
     None
+}
+
+/// The class loader of the program's own classes (`jdk.types.ClassLoader`
+/// named `app`), its name symbol at `+1`. The JDK's views take a frame
+/// whose class has a loader other than `bootstrap` for an application
+/// frame (`stackTrace.topApplicationFrame`, as `memory-leaks-by-site`
+/// groups by): the classes of Rust's standard library, of shared
+/// objects and unknown frames have none.
+const APP_LOADER: u64 = 1 << 39;
+
+/// True if frames of `class` are the program's (see [`APP_LOADER`]).
+fn is_application_class(class: &str) -> bool {
+    const RUNTIME: [&str; 5] = ["std/", "core/", "alloc/", "hashbrown/", "recorder/"];
+    !(RUNTIME.iter().any(|p| class.starts_with(p))
+        || ["std", "core", "alloc"].contains(&class)
+        || class.contains(".so")
+        || class == crate::stack::names::UNKNOWN_CLASS)
 }
 
 /// The descriptor every native method gets.
@@ -176,12 +213,15 @@ impl FrameTables {
         };
         // A `jdk.MethodTrace` stack starts with a marker naming its site
         // (see `crate::timing`): the trace starts at the timed function's caller.
-        let (site, addrs) = match entry.frames.split_first() {
+        // An allocation stack starts with a marker too: its top frames
+        // are the allocation machinery's, cut below.
+        let (site, alloc, addrs) = match entry.frames.split_first() {
             Some((&first, rest)) => match timed_site(first) {
-                Some(site) => (Some(site), rest),
-                None => (None, &entry.frames[..]),
+                Some(site) => (Some(site), false, rest),
+                None if alloc_marker(first) => (None, true, rest),
+                None => (None, false, &entry.frames[..]),
             },
-            None => (None, &entry.frames[..]),
+            None => (None, false, &entry.frames[..]),
         };
         self.symbolizer.prefetch(addrs);
         let mut resolved: Vec<ResolvedFrame> = Vec::new();
@@ -194,6 +234,15 @@ impl FrameTables {
         let own = crate::stack::leading_cut(&resolved, RECORDER_CLASS_PREFIX);
         if own < resolved.len() {
             resolved.drain(..own);
+        }
+        if alloc {
+            let machinery = resolved
+                .iter()
+                .take_while(|f| allocation_machinery(f))
+                .count();
+            if machinery < resolved.len() {
+                resolved.drain(..machinery);
+            }
         }
         if let Some(callee) = site.and_then(timed_method) {
             // The timed function's own frame (and any inlined glue of its
@@ -312,6 +361,12 @@ impl FrameTables {
         }
         let classes: HashMap<u64, ClassEntry> =
             self.classes.values().map(|c| (c.key, *c)).collect();
+        let application: std::collections::HashSet<u64> = self
+            .classes
+            .iter()
+            .filter(|(name, c)| used.classes.contains(&c.key) && is_application_class(name))
+            .map(|(_, c)| c.key)
+            .collect();
         {
             let mut pool = cp.pool(TypeId::CLASS);
             for k in &used.classes {
@@ -321,7 +376,11 @@ impl FrameTables {
                     used.packages.insert(c.package);
                 }
                 let value = ClassValue {
-                    class_loader: 0,
+                    class_loader: if application.contains(k) {
+                        APP_LOADER
+                    } else {
+                        0
+                    },
                     name: c.name,
                     package: c.package,
                     modifiers: 1,
@@ -350,6 +409,13 @@ impl FrameTables {
             {
                 write_symbol(pool.entry(*k), text);
             }
+            if !application.is_empty() {
+                write_symbol(pool.entry(APP_LOADER + 1), "app");
+            }
+        }
+        if !application.is_empty() {
+            let mut pool = cp.pool(TypeId::CLASS_LOADER);
+            write_class_loader(pool.entry(APP_LOADER), 0, APP_LOADER + 1);
         }
         gone.len()
     }

@@ -186,6 +186,8 @@ impl Registry {
         crate::timing::apply(&settings, recording);
         #[cfg(not(flightrec_loom))]
         crate::lock::apply(&settings, recording);
+        #[cfg(not(flightrec_loom))]
+        crate::alloc::apply(&settings, recording);
         self.settings.store(StdArc::new(settings));
         for ty in &inner.types {
             ty.word
@@ -231,6 +233,7 @@ impl Registry {
             ty.word.store(self.word_for(ty, false), Ordering::Release);
         }
         crate::timing::stop_in_child();
+        crate::alloc::stop_in_child();
     }
 
     /// Number of registered types.

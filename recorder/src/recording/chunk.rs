@@ -62,6 +62,12 @@ pub(crate) struct ChunkAssembler {
     panic_classes_written: usize,
     /// Lock classes defined so far (`crate::lock`).
     lock_classes_written: usize,
+    /// Allocation classes defined so far in this chunk.
+    #[cfg(not(flightrec_loom))]
+    alloc_classes_written: usize,
+    /// The tracked allocations the chunk's end writes (see `crate::alloc`).
+    #[cfg(not(flightrec_loom))]
+    old_objects: crate::alloc::OldObjects,
     /// Registered-type count described by the last metadata written, if any.
     metadata_types: Option<usize>,
     scratch: Vec<u8>,
@@ -94,6 +100,10 @@ impl ChunkAssembler {
             sites_written: 0,
             panic_classes_written: 0,
             lock_classes_written: 0,
+            #[cfg(not(flightrec_loom))]
+            alloc_classes_written: 0,
+            #[cfg(not(flightrec_loom))]
+            old_objects: Default::default(),
             metadata_types: None,
             scratch: Vec::new(),
             pending: (0, 0),
@@ -227,6 +237,9 @@ impl ChunkAssembler {
             );
             self.lock_classes_written =
                 crate::lock::write_class_constants(&mut cp, self.lock_classes_written);
+            self.alloc_classes_written =
+                crate::alloc::write_class_constants(&mut cp, self.alloc_classes_written);
+            self.old_objects.write_constants(&mut cp);
         }
         if !self.statics_written {
             // Small and always written: samples refer to thread states,
@@ -260,6 +273,12 @@ impl ChunkAssembler {
     ) -> io::Result<BufWriter<File>> {
         let end = clock::now();
         self.write_metadata_if_changed(end.ticks)?;
+        // The leak candidates' stacks and threads are tagged before the
+        // constants are collected.
+        #[cfg(not(flightrec_loom))]
+        {
+            self.old_objects = crate::alloc::prepare_old_objects(rt, self.epoch);
+        }
         // Constants before the loss report, as in `flush`.
         self.write_new_constants(rt, frames, end.ticks)?;
         losses.note_written(self.pending.0, self.pending.1);
@@ -268,6 +287,8 @@ impl ChunkAssembler {
         write_active_settings(&mut self.scratch, end.ticks);
         #[cfg(not(flightrec_loom))]
         crate::timing::write_timing_events(&mut self.scratch, end.ticks);
+        #[cfg(not(flightrec_loom))]
+        crate::alloc::write_old_object_events(&mut self.scratch, end.ticks, &self.old_objects);
         self.writer.write_events(&self.scratch)?;
         let duration_nanos = (end.wall_nanos - self.start.wall_nanos).max(0);
         let file = self.writer.finish(ChunkEnd {

@@ -438,6 +438,8 @@ impl Recording {
         // Before the hang-up below: the attach registry holds a sender too.
         crate::attach::control::stopped(self.id);
         crate::sampler::shutdown();
+        // Queued allocation samples land in the last chunk.
+        crate::alloc::shutdown();
         let sent = p.commands.send(Command::Stop {
             id: self.id,
             write,
@@ -453,6 +455,7 @@ impl Recording {
         // handling it) sees the channel close and finishes.
         drop(p.commands);
         let _ = p.thread.join();
+        crate::alloc::stopped();
         registry().apply(Settings::new(), false);
         registry().clear_live();
         // Every chunk is queued: the uploader sends what is left.

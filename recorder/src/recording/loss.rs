@@ -40,7 +40,7 @@ use chunk_writer::record::{begin_record, end_record};
 
 use crate::sync::{AtomicU64, Ordering};
 
-const N_CAUSES: usize = 10;
+const N_CAUSES: usize = 12;
 
 /// Why an event was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -73,6 +73,12 @@ pub enum LossCause {
     /// thread found no entry to publish it in): its samples carry no
     /// labels. Counts scopes, not events (see [`crate::labels`]).
     LabelsDropped,
+    /// An allocation sample was dropped: the queue to the allocation
+    /// thread was full.
+    AllocationSampleDropped,
+    /// A sampled allocation was not tracked for leak profiling: its bucket
+    /// of the leak table was full. Counts allocations, not lost events.
+    LeakNotTracked,
 }
 
 impl LossCause {
@@ -88,6 +94,8 @@ impl LossCause {
         Self::StackDropped,
         Self::ThreadNotSampled,
         Self::LabelsDropped,
+        Self::AllocationSampleDropped,
+        Self::LeakNotTracked,
     ];
 
     /// The name written into the file.
@@ -103,6 +111,10 @@ impl LossCause {
             Self::StackDropped => "stack trace dropped: constant pools full (event kept)",
             Self::ThreadNotSampled => "thread not sampled: sample slots full (counts threads)",
             Self::LabelsDropped => "labels dropped: label table full (counts scopes)",
+            Self::AllocationSampleDropped => "allocation sample dropped: queue full",
+            Self::LeakNotTracked => {
+                "allocation not tracked for leaks: leak table full (counts allocations)"
+            }
         }
     }
 
@@ -113,6 +125,7 @@ impl LossCause {
         !matches!(
             self,
             Self::StackDropped | Self::ThreadNotSampled | Self::LabelsDropped
+                | Self::LeakNotTracked
         )
     }
 

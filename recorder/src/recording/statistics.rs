@@ -165,6 +165,8 @@ impl RoleThread {
     pub(crate) fn enter(role: Role) -> Self {
         let tid = crate::sync::os_thread_id() as u64;
         COUNTERS.tid[role as usize].store(tid, Ordering::Release);
+        // The recorder's own allocations are not the program's.
+        crate::alloc::never_sample_this_thread();
         Self(role)
     }
 }

@@ -44,6 +44,21 @@ const BUILTIN_SUPPORT: &[(&str, &[&str], &str)] = &[
         &["enabled", "threshold", "stackTrace"],
         "jdk.ThreadPark takes enabled, threshold and stackTrace",
     ),
+    (
+        "jdk.ObjectAllocationSample",
+        &["enabled", "throttle", "stackTrace"],
+        "jdk.ObjectAllocationSample takes enabled, throttle and stackTrace",
+    ),
+    (
+        "jdk.OldObjectSample",
+        &["enabled", "stackTrace"],
+        "jdk.OldObjectSample takes enabled and stackTrace (written at the end of every chunk)",
+    ),
+    (
+        "jdk.ThreadAllocationStatistics",
+        &["enabled", "period"],
+        "jdk.ThreadAllocationStatistics takes enabled and period",
+    ),
 ];
 
 /// Whether `event` (`kind`: registered with that kind, `None`: not

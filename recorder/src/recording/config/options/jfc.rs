@@ -406,7 +406,7 @@ mod tests {
     <setting name="period">&#101;veryChunk</setting>
   </event>
   <event name="jdk.Empty"/>
-  <event name="jdk.ThreadAllocationStatistics">
+  <event name="jdk.ClassLoadingStatistics">
     <setting name="enabled">true</setting>
     <setting name="period">everyChunk</setting>
   </event>
@@ -437,7 +437,7 @@ mod tests {
         // `period` on the CPU-time sampler, or on a JVM event flightrec
         // does not write, is not honoured: skipped.
         assert_eq!(cpu.period, None);
-        let jvm = s.get("jdk.ThreadAllocationStatistics").unwrap();
+        let jvm = s.get("jdk.ClassLoadingStatistics").unwrap();
         assert_eq!((jvm.enabled, jvm.period), (Some(true), None));
         assert!(s.get("no.Such").is_none() && s.get("jdk.Empty").is_none());
     }

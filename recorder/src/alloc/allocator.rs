@@ -1,0 +1,168 @@
+//! [`SamplingAllocator`]: the `#[global_allocator]` wrapper, and
+//! [`with_type`], which names the allocations of a closure.
+//!
+//! Invariant: every call is passed to the inner allocator unchanged and
+//! its result returned unchanged; the wrapper only counts bytes and, on a
+//! sample, records it (see the [module docs](super)).
+
+use std::alloc::{GlobalAlloc, Layout};
+use std::cell::Cell;
+
+use super::sampler::{self, Decision};
+use super::{LIVE, state};
+
+/// A global allocator that samples the allocations made through the
+/// allocator `A` it wraps (see the [module docs](super)):
+///
+/// ```no_run
+/// use std::alloc::System;
+/// use flightrec::alloc::SamplingAllocator;
+///
+/// #[global_allocator]
+/// static GLOBAL: SamplingAllocator<System> = SamplingAllocator::new(System);
+/// ```
+///
+/// Any `GlobalAlloc` can be wrapped: `SamplingAllocator::new(tikv_jemallocator::Jemalloc)`,
+/// `SamplingAllocator::new(mimalloc::MiMalloc)`.
+#[derive(Debug, Default)]
+pub struct SamplingAllocator<A> {
+    inner: A,
+    mean: u64,
+}
+
+/// The mean sampling interval of [`SamplingAllocator::new`], in bytes
+/// (tcmalloc's and pprof's default), used while
+/// `jdk.ObjectAllocationSample#throttle` is `off`.
+pub const DEFAULT_MEAN_INTERVAL: u64 = 512 * 1024;
+
+impl<A> SamplingAllocator<A> {
+    /// Wraps `inner`; with `throttle=off` one sample per 512 KiB allocated
+    /// on average.
+    pub const fn new(inner: A) -> Self {
+        Self {
+            inner,
+            mean: DEFAULT_MEAN_INTERVAL,
+        }
+    }
+
+    /// Wraps `inner`; with `throttle=off` one sample per `bytes` allocated
+    /// on average (at least 1).
+    pub const fn with_mean_interval(inner: A, bytes: u64) -> Self {
+        Self {
+            inner,
+            mean: if bytes == 0 { 1 } else { bytes },
+        }
+    }
+
+    /// The wrapped allocator.
+    pub const fn inner(&self) -> &A {
+        &self.inner
+    }
+
+    /// Counts `size` bytes at `ptr`, and records a sample if they reach the
+    /// thread's countdown.
+    #[inline(always)]
+    fn account(&self, ptr: *mut u8, size: usize) {
+        if sampler::count(size) {
+            self.slow(ptr, size);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn slow(&self, ptr: *mut u8, size: usize) {
+        let st = state();
+        let mean = st.mean_interval(self.mean);
+        let published = super::threads::own_counter();
+        if let Decision::Sample { weight } = sampler::slow_path(size, mean, published) {
+            sampler::suspended(|| super::record(ptr, size as u64, weight));
+        }
+    }
+}
+
+// SAFETY: every method forwards to `A` with the caller's arguments and
+// returns its result unchanged; the bookkeeping around the calls never
+// touches the memory handed out.
+unsafe impl<A: GlobalAlloc> GlobalAlloc for SamplingAllocator<A> {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's contract, passed on.
+        let p = unsafe { self.inner.alloc(layout) };
+        if !p.is_null() {
+            self.account(p, layout.size());
+        }
+        p
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's contract, passed on.
+        let p = unsafe { self.inner.alloc_zeroed(layout) };
+        if !p.is_null() {
+            self.account(p, layout.size());
+        }
+        p
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // Before the memory goes back: then the address may be reused.
+        if !LIVE.is_empty() {
+            LIVE.untrack(ptr.addr());
+        }
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.inner.dealloc(ptr, layout) }
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // A tracked block moved or resized is no longer the sampled one
+        // (if the inner allocator fails, the old block stays, untracked).
+        if !LIVE.is_empty() {
+            LIVE.untrack(ptr.addr());
+        }
+        // SAFETY: the caller's contract, passed on.
+        let p = unsafe { self.inner.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            self.account(p, new_size);
+        }
+        p
+    }
+}
+
+crate::sync::thread_local! {
+    /// The type `with_type` names for this thread's allocations now.
+    static TYPE_NAME: Cell<Option<&'static str>> = const { Cell::new(None) };
+}
+
+/// Runs `f`; allocations it samples are of class
+/// `std::any::type_name::<T>()` (instead of their size class) in
+/// `jdk.ObjectAllocationSample` and `jdk.OldObjectSample`. Nests; the
+/// previous name is restored when `f` returns or unwinds.
+///
+/// ```
+/// # struct Order;
+/// let orders: Box<[Order]> = recorder::alloc::with_type::<Order, _>(|| {
+///     (0..16).map(|_| Order).collect()
+/// });
+/// ```
+pub fn with_type<T: ?Sized, R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<&'static str>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            TYPE_NAME.with(|t| t.set(self.0));
+        }
+    }
+    let _restore = Restore(TYPE_NAME.with(|t| t.replace(Some(std::any::type_name::<T>()))));
+    f()
+}
+
+/// `Box::new(value)`, the allocation named `T` (see [`with_type`]).
+pub fn boxed<T>(value: T) -> Box<T> {
+    with_type::<T, _>(|| Box::new(value))
+}
+
+/// The type name `with_type` gives now, if any.
+pub(super) fn current_type_name() -> Option<&'static str> {
+    TYPE_NAME.with(Cell::get)
+}

@@ -1,0 +1,304 @@
+//! Sampled allocation and leak profiling: a global-allocator wrapper,
+//! [`SamplingAllocator`], that samples allocations by bytes and writes
+//! `jdk.ObjectAllocationSample`, `jdk.ThreadAllocationStatistics` and, at
+//! the end of every chunk, `jdk.OldObjectSample` for the sampled
+//! allocations not freed yet.
+//!
+//! # Sampling
+//!
+//! The sampling points are a Poisson process over the bytes each thread
+//! allocates: a thread-local countdown is armed with an exponential draw of
+//! mean `M` bytes (a per-thread xorshift generator, seeded without
+//! allocating), every allocation subtracts its size, and the allocation
+//! that takes it to zero or below is a sample; the countdown is then armed
+//! again with a fresh draw (the process is memoryless, so the next point
+//! after the end of the sampled block is again exponential). An allocation
+//! of `s` bytes is therefore sampled with probability `p = 1 - exp(-s/M)`,
+//! and its sample carries the weight `s / p`: summed over the samples of a
+//! site (a class, a thread, a stack), the weights are an unbiased estimate
+//! of the bytes that site allocated, for small and large blocks alike
+//! (pprof's and tcmalloc's estimator; HotSpot gives the bytes since the
+//! previous sample, which is unbiased per thread but not per site). A block
+//! much smaller than `M` weighs about `M + s/2`.
+//!
+//! `M` comes from `jdk.ObjectAllocationSample#throttle`:
+//!
+//! * a rate (`150/s`, the JDK's default, or `10 ms`, one per 10 ms): the
+//!   allocation thread estimates the process's allocation rate from the
+//!   weights of the last quarter second and sets `M` to rate / throttle
+//!   (between 4 KiB and 1 GiB, at most ×8 per step), so the events come at
+//!   about the throttle's rate; each thread picks up a new `M` at its next
+//!   sample;
+//! * `off`: `M` is the wrapper's own interval, 512 KiB unless given with
+//!   [`SamplingAllocator::with_mean_interval`].
+//!
+//! # Cost
+//!
+//! An allocation that is not sampled costs a thread-local load, a
+//! subtraction, a store and a branch (no atomic, no lock, no lazily
+//! initialised thread-local); a free costs one relaxed load while no
+//! sampled block is tracked, and a look at one cache line of the leak
+//! table ([`live`]) while some are. While no recording samples
+//! allocations, the countdown looks at the settings once per 256 KiB per
+//! thread.
+//!
+//! # The sampled path
+//!
+//! A sample takes no lock and calls nothing that does, so it cannot
+//! deadlock with whatever the thread holds (the recorder's own locks
+//! included, whose holders allocate): it reads the clock, tracks the block
+//! in the leak table, and captures the stack straight into a slot of a
+//! bounded lock-free queue ([`queue`]). The thread's sampling is suspended
+//! meanwhile (a thread-local flag, restored on unwind), so an allocation
+//! made by the capture is counted but never sampled. The allocation thread
+//! (`flightrec-alloc`) drains the queue every 20 ms: it interns the stack,
+//! names the thread and the class, writes the event through the commit
+//! path, and fills the keys into the block's leak-table slot. A full queue
+//! or leak table drops the sample or leaves the block untracked, counted in
+//! `flightrec.EventsLost`.
+//!
+//! # Names
+//!
+//! A sample's `objectClass` is its size class, `[u8; 513..=1024]` (powers
+//! of two), or the Rust type given by [`with_type`] / [`boxed`]
+//! (`std::any::type_name`, so `alloc::vec::Vec<u8>` or `my_app::Order`).
+//! The stack starts at the function that asked for the memory: frames of
+//! the allocation machinery (`alloc::`, `core::`, `std::`, `hashbrown::`,
+//! `__rust_alloc`, the wrapper) above it are cut, so `jfr view
+//! allocation-by-site` names that function.
+//!
+//! # Leaks
+//!
+//! Sampled blocks stay in a bounded table ([`live`]) until freed. At the
+//! end of every chunk each one still there is written as a
+//! `jdk.OldObjectSample`: allocation time, age, size, its stack and
+//! thread, an `object` of its class (with the address and the weight in
+//! its description), and as `lastKnownHeapUsage` the summed weights of
+//! every tracked block (an estimate of the live memory sampled). `jfr view
+//! memory-leaks-by-site` groups them by their top frame.
+//!
+//! Invariant: the wrapper returns exactly what the inner allocator returns;
+//! a sampled path never blocks, and every sample either reaches the queue
+//! or is counted as lost.
+
+mod allocator;
+mod emit;
+mod live;
+mod queue;
+mod sampler;
+mod threads;
+
+pub use allocator::{DEFAULT_MEAN_INTERVAL, SamplingAllocator, boxed, with_type};
+pub(crate) use emit::{
+    OldObjects, alloc_stack_marker, prepare_old_objects, write_class_constants,
+    write_old_object_events,
+};
+
+use crate::loss::LossCause;
+use crate::settings::{Settings, Throttle};
+use crate::sync::{AtomicBool, AtomicU64, Ordering};
+
+/// The leak table: 512 buckets of 8 slots.
+static LIVE: live::LiveTable<512, 4096> = live::LiveTable::new();
+
+/// Raw samples waiting for the allocation thread.
+static QUEUE: queue::Queue<1024> = queue::Queue::new();
+
+/// What the settings in force ask of the allocator.
+#[derive(Debug)]
+struct State {
+    /// Samples are taken (a recording runs with allocation samples or old
+    /// object samples enabled).
+    sampling: AtomicBool,
+    /// `jdk.ObjectAllocationSample` events are written.
+    events: AtomicBool,
+    /// Sampled blocks are tracked for `jdk.OldObjectSample`.
+    leaks: AtomicBool,
+    /// Stacks are captured.
+    stacks: AtomicBool,
+    /// The mean interval the throttle asks for (0: the wrapper's own).
+    adaptive_mean: AtomicU64,
+    /// The throttle, in events per second (0: off).
+    throttle_per_sec: AtomicU64,
+    /// `jdk.ThreadAllocationStatistics`' period in ms (0: off).
+    statistics_ms: AtomicU64,
+    /// A wrapper took a slow path: one is installed.
+    installed: AtomicBool,
+}
+
+static STATE: State = State {
+    sampling: AtomicBool::new(false),
+    events: AtomicBool::new(false),
+    leaks: AtomicBool::new(false),
+    stacks: AtomicBool::new(true),
+    adaptive_mean: AtomicU64::new(0),
+    throttle_per_sec: AtomicU64::new(0),
+    statistics_ms: AtomicU64::new(0),
+    installed: AtomicBool::new(false),
+};
+
+fn state() -> &'static State {
+    &STATE
+}
+
+/// The first mean of an adaptive throttle, before any rate is known.
+const FIRST_ADAPTIVE_MEAN: u64 = 512 * 1024;
+
+impl State {
+    /// The mean interval a thread arms with now: 0 while sampling is off.
+    fn mean_interval(&self, own: u64) -> u64 {
+        if !self.installed.load(Ordering::Relaxed) {
+            self.installed.store(true, Ordering::Relaxed);
+        }
+        if !self.sampling.load(Ordering::Relaxed) {
+            return 0;
+        }
+        match self.adaptive_mean.load(Ordering::Relaxed) {
+            0 => own,
+            m => m,
+        }
+    }
+}
+
+/// The sampled path, with the thread's sampling suspended: tracks the
+/// block, queues the raw sample with its stack. Takes no lock.
+fn record(ptr: *mut u8, size: u64, weight: u64) {
+    let st = state();
+    if !st.sampling.load(Ordering::Relaxed) {
+        return;
+    }
+    let ticks = crate::clock::ticks();
+    let addr = ptr.addr();
+    let live = if st.leaks.load(Ordering::Relaxed) {
+        let at = LIVE.track(addr, size, weight, ticks);
+        if at.is_none() {
+            lost(LossCause::LeakNotTracked);
+        }
+        at
+    } else {
+        None
+    };
+    let stacks = st.stacks.load(Ordering::Relaxed);
+    let type_name = allocator::current_type_name();
+    let queued = QUEUE.push(|s| {
+        s.ticks = ticks;
+        s.tid = crate::sync::os_thread_id();
+        s.size = size;
+        s.weight = weight;
+        s.type_name = type_name;
+        s.live = live;
+        if stacks {
+            let c = crate::stack::capture(0, &mut s.frames);
+            s.len = c.len;
+            s.truncated = c.truncated;
+        } else {
+            s.len = 0;
+            s.truncated = false;
+        }
+    });
+    if !queued {
+        if live.is_some() {
+            LIVE.untrack(addr);
+        }
+        lost(LossCause::AllocationSampleDropped);
+    }
+}
+
+fn lost(cause: LossCause) {
+    if let Some(rt) = crate::runtime::get() {
+        rt.losses.record(cause, 0);
+    }
+}
+
+/// The settings of `event`'s `enabled`, default `on`.
+fn enabled(settings: &Settings, event: &str) -> bool {
+    settings.get(event).and_then(|s| s.enabled).unwrap_or(true)
+}
+
+/// Applies the settings in force (`recording`: a recording runs). Called
+/// with every change of the union of the live recordings' settings.
+pub(crate) fn apply(settings: &Settings, recording: bool) {
+    let st = state();
+    let events = recording && enabled(settings, "jdk.ObjectAllocationSample");
+    let leaks = recording && enabled(settings, "jdk.OldObjectSample");
+    let sample = settings.get("jdk.ObjectAllocationSample");
+    let stacks = sample.and_then(|s| s.stack_trace).unwrap_or(true)
+        || settings
+            .get("jdk.OldObjectSample")
+            .and_then(|s| s.stack_trace)
+            .unwrap_or(true);
+    let per_sec = match sample.and_then(|s| s.throttle) {
+        None => 150,
+        Some(Throttle::Off) => 0,
+        Some(Throttle::Rate { count, per }) => ((count as f64) / per.as_secs_f64().max(1e-9))
+            .round()
+            .max(1.0) as u64,
+        Some(Throttle::Interval(d)) => (1.0 / d.as_secs_f64().max(1e-9)).round().max(1.0) as u64,
+    };
+    let stats = recording && enabled(settings, "jdk.ThreadAllocationStatistics");
+    let stats_ms = match settings
+        .get("jdk.ThreadAllocationStatistics")
+        .and_then(|s| s.period)
+    {
+        Some(crate::settings::Period::Interval(d)) => (d.as_millis() as u64).max(10),
+        // Chunk-relative periods: every second (documented).
+        _ => 1000,
+    };
+    st.events.store(events, Ordering::Relaxed);
+    st.leaks.store(leaks, Ordering::Relaxed);
+    st.stacks.store(stacks, Ordering::Relaxed);
+    let was = st.throttle_per_sec.swap(per_sec, Ordering::Relaxed);
+    if per_sec == 0 {
+        st.adaptive_mean.store(0, Ordering::Relaxed);
+    } else if was == 0 || st.adaptive_mean.load(Ordering::Relaxed) == 0 {
+        st.adaptive_mean
+            .store(FIRST_ADAPTIVE_MEAN, Ordering::Relaxed);
+    }
+    st.statistics_ms
+        .store(if stats { stats_ms } else { 0 }, Ordering::Relaxed);
+    st.sampling.store(events || leaks, Ordering::Release);
+    if recording && st.installed.load(Ordering::Relaxed) && (events || leaks || stats) {
+        emit::start_thread();
+    }
+}
+
+/// The last recording is stopping: no new samples; what is queued is
+/// written now (from the calling thread), so it lands in the last chunk.
+pub(crate) fn shutdown() {
+    let st = state();
+    if !st.installed.load(Ordering::Relaxed) {
+        return;
+    }
+    st.sampling.store(false, Ordering::Release);
+    sampler::suspended(emit::drain_now);
+}
+
+/// The last recording's last chunk is written: the tracked blocks are
+/// forgotten, so frees go back to the one-load path.
+pub(crate) fn stopped() {
+    LIVE.clear();
+}
+
+/// In a forked child: nothing samples (the child's recording starts over).
+pub(crate) fn stop_in_child() {
+    let st = state();
+    st.sampling.store(false, Ordering::Relaxed);
+    st.events.store(false, Ordering::Relaxed);
+    st.leaks.store(false, Ordering::Relaxed);
+    st.statistics_ms.store(0, Ordering::Relaxed);
+    LIVE.clear();
+}
+
+/// The calling thread (one of flightrec's) is never sampled: its
+/// allocations are the recorder's, not the program's.
+pub(crate) fn never_sample_this_thread() {
+    sampler::never_sample_this_thread();
+}
+
+/// Bytes the calling thread allocated through the wrapper so far.
+pub fn thread_allocated_bytes() -> u64 {
+    sampler::allocated_now()
+}
+
+#[cfg(test)]
+mod tests;
