@@ -183,11 +183,12 @@ impl SystemEvents {
         }
     }
 
-    /// Polls thread starts and ends.
-    pub(crate) fn poll_threads(&mut self, settings: &Settings, now: Instant) {
+    /// Polls thread starts and ends; true if threads came or went (or
+    /// one waits to name itself): see [`Lifecycle::poll`].
+    pub(crate) fn poll_threads(&mut self, settings: &Settings, now: Instant) -> bool {
         let start = enabled(settings, "jdk.ThreadStart");
         let end = enabled(settings, "jdk.ThreadEnd");
-        self.lifecycle.poll(self.rt, start, end, now);
+        self.lifecycle.poll(self.rt, start, end, now)
     }
 
     /// Runs task `i` of [`BUILTIN`].
