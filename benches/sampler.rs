@@ -53,7 +53,7 @@
 //! program (a thread shorter than one sampler pass would be sampled only
 //! in part, and look cheaper). Every variant runs with the same recording open;
 //! "unsampled" has CPU-time sampling disabled in it (its sampler thread
-//! then only wakes every 10 ms to re-read the settings).
+//! then sleeps until the settings change rings it, or 250 ms).
 //!
 //! Both samplers are limited by the kernel's tick for CPU timers
 //! (`CONFIG_HZ`, often 250: 4 ms): faster settings arrive as timer overruns

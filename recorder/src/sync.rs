@@ -330,6 +330,87 @@ pub(crate) unsafe fn fork_unlock<T: 'static>(m: &Mutex<T>) {
     drop(guard);
 }
 
+/// A word one thread sleeps on and any thread, a signal handler included,
+/// rings: the sampler and periodic threads sleep on one instead of polling.
+///
+/// `ring` is async-signal-safe: one atomic add, one atomic load and, only
+/// while a thread sleeps, one `futex(FUTEX_WAKE)` system call: no lock, no
+/// allocation, nothing that waits (the caller saves `errno`, which the
+/// system call may set). A ring between [`ticket`](Self::ticket) and
+/// [`wait`](Self::wait) is never lost: the word has moved on, so the wait
+/// returns at once (the kernel compares the word under its own lock).
+#[cfg(not(flightrec_loom))]
+#[derive(Debug)]
+pub(crate) struct Doorbell {
+    /// Bumped by every ring (the futex word).
+    rings: std::sync::atomic::AtomicU32,
+    /// Threads inside `wait` (so a ring with nobody asleep makes no call).
+    sleepers: std::sync::atomic::AtomicU32,
+}
+
+#[cfg(not(flightrec_loom))]
+impl Doorbell {
+    /// A bell nobody rang.
+    pub(crate) const fn new() -> Self {
+        Self {
+            rings: std::sync::atomic::AtomicU32::new(0),
+            sleepers: std::sync::atomic::AtomicU32::new(0),
+        }
+    }
+
+    /// The rings so far: take it before looking at what a ring announces,
+    /// then [`wait`](Self::wait) with it.
+    #[inline]
+    pub(crate) fn ticket(&self) -> u32 {
+        // Acquire: what the ringer did before its ring is visible after.
+        self.rings.load(Ordering::Acquire)
+    }
+
+    /// Sleeps until the bell rings after `ticket` was taken, or `timeout`
+    /// passes (or a signal interrupts the sleep: callers loop anyway).
+    pub(crate) fn wait(&self, ticket: u32, timeout: std::time::Duration) {
+        let ts = libc::timespec {
+            tv_sec: timeout.as_secs().min(i64::MAX as u64) as libc::time_t,
+            tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        };
+        // SeqCst: the count before the word's load in the kernel, against
+        // the ringer's add before its count load (Dekker): either the
+        // ringer sees us asleep and wakes us, or we see its ring.
+        self.sleepers.fetch_add(1, Ordering::SeqCst);
+        // SAFETY: the word is a valid, aligned u32 that outlives the call;
+        // FUTEX_WAIT only reads it and sleeps while it equals `ticket`.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                self.rings.as_ptr(),
+                libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+                ticket,
+                &raw const ts,
+            )
+        };
+        self.sleepers.fetch_sub(1, Ordering::Release);
+    }
+
+    /// Wakes every thread waiting on the bell (async-signal-safe, see above).
+    #[inline]
+    pub(crate) fn ring(&self) {
+        // SeqCst: see `wait`.
+        self.rings.fetch_add(1, Ordering::SeqCst);
+        if self.sleepers.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        // SAFETY: as in `wait`; FUTEX_WAKE only wakes waiters on the word.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                self.rings.as_ptr(),
+                libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+                i32::MAX,
+            )
+        };
+    }
+}
+
 /// The calling thread's kernel thread id (`gettid`).
 #[inline]
 pub(crate) fn os_thread_id() -> i64 {

@@ -8,8 +8,11 @@
 //! Stable Rust has no spawn hook, and interposing `pthread_create` in a
 //! library changes every program that links it (the sampler does, only
 //! with the `thread-hook` feature: [`crate::sampler::birth`]). Polling sees
-//! every thread that lives longer than one poll ([`super::POLL`], 20 ms) —
-//! and threads that start and end between two polls while another thread
+//! every thread that lives longer than one poll: [`super::POLL`] (20 ms)
+//! while threads come and go, [`super::QUIET_POLL`] (100 ms) once none
+//! did for [`super::QUIET_AFTER`] — while sampling runs, the sampler's
+//! own watch of the thread list (`sampler::wake`) asks for a poll at once.
+//! Threads that start and end between two polls while another thread
 //! does the same in reverse within one relisting window ([`RELIST`]) are
 //! missed.
 //! A thread first seen with the process's own name, or with the name it
@@ -113,8 +116,10 @@ impl Lifecycle {
     }
 
     /// One poll: announces new threads and ends gone ones (writing the
-    /// events if `start`/`end` are enabled).
-    pub(crate) fn poll(&mut self, rt: &Runtime, start: bool, end: bool, now: Instant) {
+    /// events if `start`/`end` are enabled). True if a thread started or
+    /// ended, or one still waits to name itself: the caller polls again
+    /// soon.
+    pub(crate) fn poll(&mut self, rt: &Runtime, start: bool, end: bool, now: Instant) -> bool {
         // Threads waiting for their name are announced once named, or
         // after `NAME_WAIT` polls.
         let pending: Vec<u64> = self
@@ -131,7 +136,7 @@ impl Lifecycle {
             self.announce(rt, tid, start);
         }
         let Some(list) = self.watch.poll(now) else {
-            return;
+            return self.waiting();
         };
         let gone: Vec<u64> = self
             .known
@@ -139,6 +144,7 @@ impl Lifecycle {
             .filter(|t| !list.contains(t))
             .copied()
             .collect();
+        let mut changed = !gone.is_empty();
         for tid in gone {
             self.ended(rt, tid, start, end);
         }
@@ -147,6 +153,7 @@ impl Lifecycle {
                 continue;
             }
             self.accumulated += 1;
+            changed = true;
             if !self.listed_once {
                 self.known.insert(
                     tid,
@@ -175,6 +182,12 @@ impl Lifecycle {
         }
         self.listed_once = true;
         self.peak = self.peak.max(self.known.len() as u64);
+        changed || self.waiting()
+    }
+
+    /// Some thread waits to name itself.
+    fn waiting(&self) -> bool {
+        self.known.values().any(|k| k.pending.is_some())
     }
 
     fn announce(&mut self, rt: &Runtime, tid: u64, start: bool) {

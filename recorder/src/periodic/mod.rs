@@ -15,7 +15,21 @@
 //!    one period (a shorter period at once);
 //! 3. polls the thread list (one `fstat`, see [`lifecycle`]) for
 //!    `jdk.ThreadStart`/`jdk.ThreadEnd`;
-//! 4. sleeps until the next task is due, at most [`POLL`].
+//! 4. sleeps until the next task is due or the next poll: every [`POLL`]
+//!    while threads come and go, every [`QUIET_POLL`] once none did for
+//!    [`QUIET_AFTER`] (the sampler, when it runs, asks for a poll as soon
+//!    as its own watch sees the thread list change:
+//!    [`threads_changed`]).
+//!
+//! # Few wakes
+//!
+//! A wake costs a context switch, about as much as a round's work, so one
+//! wake serves everything due near it: polls fall on a fixed grid from the
+//! thread's first round (multiples of [`POLL`]), interval tasks keep a
+//! fixed rate from that same round (the JDK's periods, `1 s`, `10 s`, ...,
+//! are multiples of the grid), and a task due within [`SLACK`] of a wake
+//! runs in it. With the default settings and no thread starting or ending
+//! that is [`QUIET_POLL`]'s 10 wakes a second, the 1 s tasks included.
 //!
 //! At the stop it runs every enabled interval task once more (the figures
 //! at the stop), the `endChunk`/`everyChunk` tasks a last time, and writes
@@ -67,11 +81,21 @@ use crate::recording::statistics::{Role, RoleThread};
 use crate::runtime::Runtime;
 use crate::sync::{Arc, Condvar, Mutex};
 
-/// Longest sleep of the thread: how late a thread start or end is seen.
-/// Each round is a wake and a few system calls (one `fstat`, two clock
-/// reads, the wait), which on a VM without a vDSO clock cost microseconds
-/// each: 20 ms keeps the rounds under 0.1 % of a core.
+/// Time between two polls of the thread list while threads come and go:
+/// how late a thread start or end is seen then.
 pub(crate) const POLL: Duration = Duration::from_millis(20);
+
+/// Time between two polls once no thread started or ended for
+/// [`QUIET_AFTER`] (a multiple of [`POLL`], on the same grid). Each round
+/// is a wake and a few system calls; a wake every 20 ms cost 0.25 % of a
+/// core on its own.
+pub(crate) const QUIET_POLL: Duration = Duration::from_millis(100);
+
+/// How long the thread list must stay unchanged before polls slow down.
+pub(crate) const QUIET_AFTER: Duration = Duration::from_secs(1);
+
+/// A task due this soon after a wake runs in it (module docs).
+pub(crate) const SLACK: Duration = Duration::from_millis(2);
 
 /// The shortest interval honoured (shorter ones are clamped to it).
 pub const MIN_PERIOD: Duration = Duration::from_millis(1);
@@ -258,6 +282,12 @@ pub(crate) fn shutdown(reason: &str) {
     let _ = r.thread.join();
 }
 
+/// The sampler saw threads start or end: poll the thread list now (and
+/// keep polling often for a while).
+pub(crate) fn threads_changed() {
+    wake();
+}
+
 /// Settings changed, or a task was added: look now.
 pub(crate) fn wake() {
     if let Some(c) = control() {
@@ -344,6 +374,10 @@ impl Periodic {
     }
 
     fn run(&mut self, c: &Control) {
+        // The grid of polls and the interval tasks' schedules start at the
+        // first round (module docs, "Few wakes").
+        let anchor = Instant::now();
+        let mut last_change = anchor;
         loop {
             let stop = {
                 let mut q = c.requests.lock();
@@ -372,10 +406,17 @@ impl Periodic {
                 return;
             }
             let next = self.intervals(&settings, now);
-            self.system.lock().poll_threads(&settings, now);
+            if self.system.lock().poll_threads(&settings, now) {
+                last_change = now;
+            }
+            let poll = if now.duration_since(last_change) < QUIET_AFTER {
+                POLL
+            } else {
+                QUIET_POLL
+            };
             // Timed from the round's start (one clock read per round): the
             // round's own few microseconds are not worth another.
-            let wake = next.min(now + POLL);
+            let wake = next.min(next_on_grid(anchor, now, poll));
             let q = c.requests.lock();
             if q.stop.is_none() && !q.poke {
                 drop(c.cv.wait_for(q, wake.saturating_duration_since(now)));
@@ -428,7 +469,7 @@ impl Periodic {
 }
 
 /// Advances `s` to `when` at `now`; returns the next due time if the task
-/// runs now. A changed period restarts the schedule: a task whose period
+/// runs now (due, or due within [`SLACK`]). A changed period restarts the schedule: a task whose period
 /// shrank runs at once, one whose period grew waits one new period.
 fn step(s: &mut Schedule, when: Option<When>, now: Instant) -> Option<Instant> {
     let Some(When::Interval(p)) = when else {
@@ -443,7 +484,7 @@ fn step(s: &mut Schedule, when: Option<When>, now: Instant) -> Option<Instant> {
         s.when = when;
         s.next = if shrank { now } else { now + p };
     }
-    if now < s.next {
+    if now + SLACK < s.next {
         return None;
     }
     // Fixed rate, but never a burst to catch up after a stall.
@@ -452,6 +493,13 @@ fn step(s: &mut Schedule, when: Option<When>, now: Instant) -> Option<Instant> {
         s.next = now + p;
     }
     Some(s.next)
+}
+
+/// The first instant after `now` on the grid of `step`s from `anchor`.
+fn next_on_grid(anchor: Instant, now: Instant, step: Duration) -> Instant {
+    let step_ns = step.as_nanos().max(1);
+    let k = now.saturating_duration_since(anchor).as_nanos() / step_ns + 1;
+    anchor + Duration::from_nanos((k * step_ns).min(u64::MAX as u128) as u64)
 }
 
 fn hits(p: Period, edge: When) -> bool {

@@ -72,8 +72,9 @@ impl SystemEvents {
         }
     }
 
-    /// Polls thread starts and ends.
-    pub(crate) fn poll_threads(&mut self, settings: &Settings, now: Instant) {
+    /// Polls thread starts and ends; true if threads came or went (or
+    /// one waits to name itself): see [`Lifecycle::poll`].
+    pub(crate) fn poll_threads(&mut self, settings: &Settings, now: Instant) -> bool {
         let start = enabled(settings, "jdk.ThreadStart");
         let end = enabled(settings, "jdk.ThreadEnd");
         // What the thread hook keeps of each creation (with the feature).
@@ -82,7 +83,7 @@ impl SystemEvents {
             .and_then(|s| s.stack_trace)
             .unwrap_or(true);
         crate::sampler::birth::set_starts(start, stack);
-        self.lifecycle.poll(self.rt, start, end, now);
+        self.lifecycle.poll(self.rt, start, end, now)
     }
 
     /// Runs task `i` of [`BUILTIN`].

@@ -12,8 +12,9 @@
 //! own. That routine, on the new thread, [`announce`]s the thread's id and
 //! waits until the sampler thread has attached it (its slot and its timers,
 //! exactly as a thread found by listing: [`super::consumer`]); then it runs
-//! the program's routine. The sampler thread [`serve`]s announcements while
-//! it waits between passes, so one wake of it is the whole cost. A thread
+//! the program's routine. The announcement rings the sampler thread's bell
+//! ([`super::wake`]) and the sampler [`serve`]s it before it sleeps again,
+//! so one wake of it is the whole cost. A thread
 //! that exits is found gone by the sampler's next listing, which deletes
 //! its timers and writes its last samples, as for any thread. While it
 //! waits the thread still has its creator's name (`std` names it after):
@@ -317,7 +318,7 @@ pub(crate) fn announce(parent: Option<Parent>) -> Option<Born> {
         return None;
     }
     b.pending.push(tid);
-    CV.notify_all();
+    super::wake::BELL.ring();
     while (b.busy || b.pending.contains(&tid)) && ACTIVE.load(Ordering::Acquire) {
         let now = Instant::now();
         if now >= deadline {
@@ -374,18 +375,12 @@ pub(crate) fn exiting(born: Born) {
     }
 }
 
-/// On the sampler thread, between passes: waits up to `timeout` for
-/// announcements and attaches each with `attach` (which returns the
-/// thread's CPU-time signal value and slot index if it got a CPU timer).
-/// Returns early, true, after serving a batch.
-pub(crate) fn serve(
-    timeout: Duration,
-    mut attach: impl FnMut(u64) -> Option<(u64, usize)>,
-) -> bool {
+/// On the sampler thread, between passes (an announcement rings its bell,
+/// see `wake`): attaches each thread announced since with `attach` (which
+/// returns the thread's CPU-time signal value and slot index if it got a
+/// CPU timer). True if there was any.
+pub(crate) fn serve(mut attach: impl FnMut(u64) -> Option<(u64, usize)>) -> bool {
     let mut b = BIRTHS.lock();
-    if b.pending.is_empty() {
-        b = CV.wait_for(b, timeout);
-    }
     if b.pending.is_empty() {
         return false;
     }

@@ -1,7 +1,7 @@
 //! The sampler thread: keeps a timer on every thread, drains the per-thread
 //! queues, interns the stacks and writes the events.
 //!
-//! # One pass (every [`PASS`], shorter at fast rates)
+//! # One pass (when woken, see "Cadence")
 //!
 //! 1. *Configure*: if the settings or overrides changed, rebuild the timers
 //!    at the new period (or drop them), and write `jdk.ActiveSetting`s; they
@@ -27,9 +27,14 @@
 //!
 //! Each pass is a wakeup of this thread, which on a busy machine preempts a
 //! sampled thread; a pass costs tens of microseconds (most of it the wakeup
-//! itself), so passes are as rare as the queues allow: every [`PASS`], or
-//! sooner when a thread's queue could otherwise fill in between (a quarter
-//! of [`QUEUE_CAPACITY`] signal intervals). The signal interval is the
+//! itself), so passes are as rare as the work allows. The thread sleeps on
+//! a bell ([`wake`]) that the signal handler rings when a queue reaches
+//! half its capacity or the thread list changed, and the program rings on
+//! a settings change, a thread's birth or the stop; without a ring it
+//! wakes after [`wake::IDLE`], or sooner when a thread's queue could
+//! otherwise fill in between ([`QUEUE_CAPACITY`] signal intervals: the
+//! bell at half is the first defence, this bound the second). The signal
+//! interval is the
 //! timer period times the fewest expiries one CPU-time signal stood for in
 //! the last pass that had samples: the kernel checks CPU timers at its tick,
 //! so at periods below the tick each signal carries overruns and signals
@@ -59,6 +64,7 @@ use super::queue::{QUEUE_CAPACITY, RawSample, SampleKind, SampleSlot, SlotTable}
 use super::signal::{self, SLOTS};
 use super::threads;
 use super::unwind::{self, ModuleWatch};
+use super::wake::{self, ThreadWatch};
 use crate::clock;
 use crate::cpool::threads::ThreadTags;
 use crate::event::commit::{BuiltinRefs, emit_builtin};
@@ -67,10 +73,6 @@ use crate::recording::panic_guard::{self, Place};
 use crate::recording::statistics;
 use crate::runtime::Runtime;
 use crate::sync::{Arc, AtomicBool, Ordering};
-
-/// Longest time between two passes, hence how long a new thread may run
-/// before it is sampled (module docs, "Cadence").
-const PASS: Duration = Duration::from_millis(20);
 
 /// How often the CPU time per signal is measured (see `measure_per_signal`).
 const PER_SIGNAL_EVERY: Duration = Duration::from_millis(500);
@@ -104,6 +106,9 @@ pub(crate) struct Consumer {
     config: Option<SamplerConfig>,
     cpu: Option<ThreadTimers>,
     wall: Option<ThreadTimers>,
+    /// The process CPU-time timer that makes the handler look for new
+    /// threads ([`wake`]).
+    thread_watch: Option<ThreadWatch>,
     watch: ModuleWatch,
     threads: threads::Watch,
     settings_epoch: u64,
@@ -141,6 +146,7 @@ impl Consumer {
         let slots = SLOTS.get_or_init(SlotTable::new);
         let mut watch = ModuleWatch::new();
         watch.ensure(slots);
+        wake::open_task_dir();
         Self {
             rt,
             slots,
@@ -149,6 +155,7 @@ impl Consumer {
             config: None,
             cpu: None,
             wall: None,
+            thread_watch: None,
             watch,
             threads: threads::Watch::new(),
             settings_epoch: 0,
@@ -167,6 +174,9 @@ impl Consumer {
     /// writes what is left.
     pub(crate) fn run(&mut self, stop: &AtomicBool, config: impl Fn() -> SamplerConfig) {
         loop {
+            // Taken before looking at anything a ring announces: a ring
+            // during the pass makes the wait below return at once.
+            let ticket = wake::BELL.ticket();
             // Acquire: pairs with the Release store in `shutdown`.
             let stopping = stop.load(Ordering::Acquire);
             let pass = panic_guard::catch(Place::SamplerPass, || {
@@ -182,17 +192,22 @@ impl Consumer {
             if stopping {
                 break;
             }
-            let interval = self.pass_interval();
             let served = panic_guard::catch(Place::SamplerPass, || {
-                if birth::serve(interval, |tid| self.track(tid)) {
+                let served = birth::serve(|tid| self.track(tid));
+                if served {
                     // A thread born since may already be gone, with the
                     // thread count back where it was: list at the next pass.
                     self.threads.relist();
                 }
+                served
             });
-            if served.is_err() {
-                let _ = panic_guard::catch(Place::SamplerPass, || self.detach_all());
-                return;
+            match served {
+                Err(_) => {
+                    let _ = panic_guard::catch(Place::SamplerPass, || self.detach_all());
+                    return;
+                }
+                Ok(true) => {}
+                Ok(false) => wake::BELL.wait(ticket, self.pass_interval()),
             }
         }
         self.detach_all();
@@ -203,6 +218,7 @@ impl Consumer {
     fn detach_all(&mut self) {
         birth::set_active(false);
         pyroscope::publish_mode(None, None);
+        self.thread_watch = None;
         self.cpu = None;
         self.wall = None;
         let tids: Vec<u64> = self.tracked.keys().copied().collect();
@@ -217,9 +233,10 @@ impl Consumer {
             .as_ref()
             .map(|t| t.period().saturating_mul(self.merged));
         let wall = self.wall.as_ref().map(|t| t.period());
-        let fastest = cpu.into_iter().chain(wall).min().unwrap_or(PASS);
-        // Drain before a busy thread's queue can fill.
-        (fastest * (QUEUE_CAPACITY as u32 / 4)).min(PASS)
+        let fastest = cpu.into_iter().chain(wall).min().unwrap_or(wake::IDLE);
+        // Drain before a busy thread's queue can fill, should the bell at
+        // half of it not be heard (module docs, "Cadence").
+        (fastest * QUEUE_CAPACITY as u32).min(wake::IDLE)
     }
 
     /// One pass: configure, discover, drain, look up bounds.
@@ -268,6 +285,8 @@ impl Consumer {
         let Some(period) = self.cpu.as_ref().map(|t| t.period().as_nanos() as u64) else {
             return;
         };
+        // Its signals would go to the program's handler too.
+        self.thread_watch = None;
         if !self.foreign {
             self.foreign = true;
             eprintln!(
@@ -317,6 +336,11 @@ impl Consumer {
         self.wall = config
             .wall
             .map(|p| ThreadTimers::new(TimerClock::Wall, p, config.signal));
+        self.thread_watch = None;
+        if config.any() {
+            let value = signal::encode(wake::WATCH_INDEX, 0, SampleKind::CpuTime);
+            self.thread_watch = ThreadWatch::new(config.signal, value);
+        }
         let tracked: Vec<(u64, usize, u64)> = self
             .tracked
             .iter()
@@ -360,12 +384,20 @@ impl Consumer {
         let Some(now) = self.threads.poll(Instant::now()) else {
             return;
         };
+        wake::listed(self.threads.links());
         let gone: Vec<u64> = self
             .tracked
             .keys()
             .filter(|tid| !now.contains(tid))
             .copied()
             .collect();
+        let fresh = now.iter().any(|t| {
+            *t != self.own_tid && !self.tracked.contains_key(t) && !self.untracked.contains(t)
+        });
+        if fresh || !gone.is_empty() {
+            // The thread-start poll hears of it now, not at its next round.
+            crate::periodic::threads_changed();
+        }
         for tid in gone {
             self.release(tid);
         }

@@ -6,6 +6,7 @@
 //!   Idle ─────────────────────────────────────────► Running
 //!    ▲   (Recording::start / set / apply_settings)     │ the thread re-reads the
 //!    │                                                 │ settings on every pass
+//!    │                                                 │ (rung awake by reconcile)
 //!    └───────────── shutdown() (Recording::stop) ◄─────┘
 //! ```
 //!
@@ -66,7 +67,12 @@ pub fn set_signal(signal: i32) -> Result<(), SettingError> {
 /// running thread follows later changes (including disabling) by itself.
 pub(crate) fn reconcile() {
     let mut ctl = control().lock();
-    if ctl.is_some() || !registry().is_recording() || !current().any() {
+    if ctl.is_some() {
+        // The running thread re-reads the settings at its next pass: now.
+        super::wake::BELL.ring();
+        return;
+    }
+    if !registry().is_recording() || !current().any() {
         return;
     }
     let Some(rt) = runtime::get() else { return };
@@ -122,6 +128,7 @@ pub(crate) fn shutdown() {
     if let Some(r) = running {
         // Release: pairs with the sampler's Acquire load.
         r.stop.store(true, Ordering::Release);
+        super::wake::BELL.ring();
         let _ = r.thread.join();
     }
 }

@@ -39,6 +39,8 @@ mod signal;
 pub(crate) mod threads;
 #[cfg(not(flightrec_loom))]
 mod unwind;
+#[cfg(not(flightrec_loom))]
+mod wake;
 
 pub use config::{
     CPU_EVENT, DEFAULT_THROTTLE, DEFAULT_WALL_PERIOD, MIN_PERIOD, WALL_EVENT, parse_signal,

@@ -229,6 +229,14 @@ impl SampleQueue {
         tail.wrapping_sub(head)
     }
 
+    /// Samples queued now (exact on the producer's side right after a
+    /// push, unless the consumer drains meanwhile).
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        let tail = self.tail.load(Ordering::Relaxed);
+        tail.wrapping_sub(self.head.load(Ordering::Relaxed))
+    }
+
     /// Takes the count of samples lost to a full ring since the last call.
     pub(crate) fn take_lost(&self) -> u64 {
         self.lost.swap(0, Ordering::Relaxed)

@@ -20,7 +20,8 @@
 //! at entry and after the unwind, the sample's own cost for
 //! `flightrec.RecorderStatistics`),
 //! `clock_gettime(CLOCK_THREAD_CPUTIME_ID)`, `process_vm_readv` and `getpid`
-//! (in [`super::unwind`]), framehop's unwinder with a
+//! (in [`super::unwind`]), `fstat` and `futex(FUTEX_WAKE)` (waking the
+//! sampler thread, in [`super::wake`]), framehop's unwinder with a
 //! `MustNotAllocateDuringUnwind` cache preallocated per slot, bounds-checked
 //! reads of the own stack, the label context lookup (`labels::context_of`:
 //! bounded atomic loads in a static table), and the previous handler
@@ -175,6 +176,11 @@ unsafe fn sample(info: *mut libc::siginfo_t, uc: *mut libc::c_void) -> bool {
     let Some((index, generation, kind)) = decode(info.si_value) else {
         return false;
     };
+    // Whether the sampler should look at the thread list (rate-limited).
+    super::wake::check_threads(entered);
+    if index == super::wake::WATCH_INDEX {
+        return true; // the process-wide watch: nothing to sample
+    }
     // Entering the slot (`in_handler`, SeqCst) comes before the tables load
     // (see unwind docs) and keeps `retire` waiting until we are done (see
     // queue docs); the guard leaves the slot when this function returns.
@@ -222,7 +228,10 @@ unsafe fn sample(info: *mut libc::siginfo_t, uc: *mut libc::c_void) -> bool {
     };
     // SAFETY: this handler is the queue's only producer: the signal is
     // blocked while it runs, and only the slot's own thread receives it.
-    unsafe { slot.queue.push_with(fill) };
+    if unsafe { slot.queue.push_with(fill) } {
+        // Half full: the sampler drains before the rest fills.
+        super::wake::queued(slot.queue.len());
+    }
     true
 }
 

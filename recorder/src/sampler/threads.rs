@@ -60,6 +60,11 @@ impl Watch {
         }
     }
 
+    /// The link count of the directory at the last listing (0 if unknown).
+    pub(crate) fn links(&self) -> u64 {
+        self.links
+    }
+
     /// Makes the next [`poll`](Self::poll) list.
     pub(crate) fn relist(&mut self) {
         self.listed = None;
