@@ -86,10 +86,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let recording = Recording::start(RecordingConfig::new(&args.out).settings(settings))?;
     let until = Instant::now() + Duration::from_secs(args.seconds);
     // The lock threads mostly sleep while holding or waiting, so they
-    // run beside the allocating threads without taking their CPU.
-    let contention = std::thread::spawn(move || locks::run(until));
-    let totals = allocs::run(args.threads, until);
-    let contended = contention.join().map_err(|_| "a lock thread panicked")?;
+    // run beside the allocating threads without taking their CPU. The
+    // main thread takes part in the contention (`locks::run`).
+    let threads = args.threads;
+    let allocating = std::thread::Builder::new()
+        .name("allocs".into())
+        .spawn(move || allocs::run(threads, until))?;
+    let contended = locks::run(until);
+    let totals = allocating
+        .join()
+        .map_err(|_| "an allocating thread panicked")?;
     recording.stop()?;
     println!(
         "{{\"allocated\": {}, \"leaked\": {}, \"contended\": {}}}",

@@ -52,9 +52,18 @@ fn jdk_settings_files_are_read() {
         // not emit them), so the file starts a recording without error.
         assert_eq!(
             o.settings
-                .get("jdk.ThreadAllocationStatistics")
+                .get("jdk.ClassLoadingStatistics")
                 .and_then(|t| t.period),
             None,
+            "{file}"
+        );
+        // Per-thread allocated bytes are written (by the sampling
+        // allocator's statistics): their `period` is honoured.
+        assert!(
+            o.settings
+                .get("jdk.ThreadAllocationStatistics")
+                .and_then(|t| t.period)
+                .is_some(),
             "{file}"
         );
         o.settings

@@ -15,6 +15,7 @@ use super::{LIVE, state};
 /// allocator `A` it wraps (see the [module docs](super)):
 ///
 /// ```no_run
+/// # use recorder as flightrec;
 /// use std::alloc::System;
 /// use flightrec::alloc::SamplingAllocator;
 ///

@@ -30,7 +30,7 @@ use chunk_writer::{Checkpoint, TypeId};
 use super::{LIVE, QUEUE, queue::RawSample, state, threads};
 use crate::cpool::threads::ThreadTags;
 use crate::event::commit::{BuiltinRefs, emit_builtin};
-use crate::loss::LossCause;
+use crate::recording::loss::LossCause;
 use crate::runtime::{self, Runtime};
 use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
 

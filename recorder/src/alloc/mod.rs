@@ -94,8 +94,8 @@ pub(crate) use emit::{
     write_old_object_events,
 };
 
-use crate::loss::LossCause;
-use crate::settings::{Settings, Throttle};
+use crate::recording::config::settings::{Settings, Throttle};
+use crate::recording::loss::LossCause;
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
 
 /// The leak table: 512 buckets of 8 slots.
@@ -240,7 +240,9 @@ pub(crate) fn apply(settings: &Settings, recording: bool) {
         .get("jdk.ThreadAllocationStatistics")
         .and_then(|s| s.period)
     {
-        Some(crate::settings::Period::Interval(d)) => (d.as_millis() as u64).max(10),
+        Some(crate::recording::config::settings::Period::Interval(d)) => {
+            (d.as_millis() as u64).max(10)
+        }
         // Chunk-relative periods: every second (documented).
         _ => 1000,
     };

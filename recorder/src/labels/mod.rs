@@ -3,7 +3,7 @@
 //! id that names that label set.
 //!
 //! ```
-//! # use flightrec_recorder as flightrec;
+//! # use recorder as flightrec;
 //! {
 //!     let _g = flightrec::labels::scope(&[("endpoint", "/a"), ("tenant", "t1")]);
 //!     // samples taken here carry the id of {endpoint=/a, tenant=t1}

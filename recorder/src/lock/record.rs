@@ -11,7 +11,7 @@
 //! The class of a lock is a `java.lang.Class` constant named after the
 //! lock's declared name, or the Rust type it protects: name `i` has class
 //! key [`CLASS_KEY_BASE`] + 2i and name symbol `+1`, defined in every chunk
-//! by [`write_class_constants`], as the panic classes are (`crate::panics`).
+//! by [`write_class_constants`], as the panic classes are (`crate::recording::panics`).
 //!
 //! Invariant: a record references only class keys registered before it was
 //! written, so the chunk's next checkpoint defines them; the previous

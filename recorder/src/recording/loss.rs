@@ -124,7 +124,9 @@ impl LossCause {
     pub fn loses_event(self) -> bool {
         !matches!(
             self,
-            Self::StackDropped | Self::ThreadNotSampled | Self::LabelsDropped
+            Self::StackDropped
+                | Self::ThreadNotSampled
+                | Self::LabelsDropped
                 | Self::LeakNotTracked
         )
     }
