@@ -111,7 +111,7 @@ fn workload(stop: &AtomicBool) {
                 let mut n = 0u64;
                 while !stop.load(Ordering::Relaxed) {
                     n += 1;
-                    let tenant = if n % 2 == 0 { "t0" } else { "t1" };
+                    let tenant = if n.is_multiple_of(2) { "t0" } else { "t1" };
                     let _labels =
                         flightrec::labels::scope(&[("endpoint", endpoint), ("tenant", tenant)]);
                     for _ in 0..200_000 {
