@@ -11,7 +11,7 @@
 //! (`CLOCK_THREAD_CPUTIME_ID`); the ratio is taken per round and the
 //! median reported.
 //!
-//! `cargo bench --features pyroscope --bench pyroscope`; under
+//! `cargo bench --bench pyroscope`; under
 //! `cargo test --benches` it runs a small smoke version. Prints a last
 //! line `pyroscope summary: {json}`.
 

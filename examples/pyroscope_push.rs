@@ -2,8 +2,8 @@
 //! checks that what was uploaded is exactly what was recorded.
 //!
 //! ```text
-//! cargo run --release --features pyroscope --example pyroscope_push -- --url http://127.0.0.1:4040 --seconds 10
-//! cargo run --release --features pyroscope --example pyroscope_push -- --url local --seconds 10
+//! cargo run --release --example pyroscope_push -- --url http://127.0.0.1:4040 --seconds 10
+//! cargo run --release --example pyroscope_push -- --url local --seconds 10
 //! ```
 //!
 //! `--url local` starts a receiver on 127.0.0.1 that stores the requests

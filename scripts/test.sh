@@ -5,8 +5,9 @@
 #
 # Steps: locate or install JDK 25 (its `jfr` is the oracle the tests run),
 # formatting, clippy with warnings denied, the C ABI's libraries, every test
-# in one release build, the thread-hook feature's test, the pyroscope
-# feature's lints and tests,
+# in one release build (the root package's dev-dependencies turn the
+# Pyroscope uploader on, so its tests run there), the thread-hook feature's
+# test, lints of the recorder as users build it by default (no uploader),
 # and a build of every bench. Prints the time each step took. Budget: a clean
 # clone must pass within 90 minutes on 2 cores.
 set -euo pipefail
@@ -47,17 +48,9 @@ step capi-libs cargo build --release -p flightrec-capi
 step test cargo test --workspace --release
 # Sampling from birth needs the opt-in `pthread_create` hook (README).
 step thread-hook cargo test --release -p flightrec --features thread-hook --test sampling_from_birth
-# The Pyroscope uploader is an opt-in feature too: lint it, then its unit
-# tests, its tests against the local receiver, and its example's file.
-pyroscope() {
-    cargo clippy -p flightrec -p flightrec-recorder --all-targets --features pyroscope -- -D warnings
-    cargo test --release -p flightrec-recorder --features pyroscope --lib pyroscope
-    cargo test --release -p flightrec --features pyroscope --test pyroscope_push
-    # `--test` builds no example: build the one the next test runs.
-    cargo build --release -p flightrec --features pyroscope --example pyroscope_push
-    cargo test --release -p flightrec --features pyroscope --test every_file_prints pyroscope_push
-}
-step pyroscope pyroscope
+# Users build the recorder without the opt-in uploader; the steps above
+# have it on (dev-dependencies unify features), so lint that build too.
+step default-features cargo clippy -p flightrec-recorder --all-targets -- -D warnings
 step bench-build cargo bench --workspace --no-run
 
 # --- loom suite ---------------------------------------------------------------

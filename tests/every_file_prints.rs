@@ -85,8 +85,6 @@ fn always_on_prints() {
     check(&path, &printed["counts"]);
 }
 
-/// Built with the `pyroscope` feature only (`required-features`).
-#[cfg(feature = "pyroscope")]
 #[test]
 fn pyroscope_push_prints() {
     let dir = testkit::temp_dir("prints-pyroscope_push");
