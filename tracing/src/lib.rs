@@ -81,11 +81,12 @@
 //! anything into a `String`); a value that cannot be is written as 0 /
 //! false and counted in [`Stats::mismatched_values`].
 
+mod direct;
 mod site;
 mod values;
 
 use std::cell::{Cell, RefCell};
-use std::sync::Once;
+use std::sync::{Arc, Mutex, MutexGuard, Once};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use recorder::clock;
@@ -96,6 +97,7 @@ use tracing_subscriber::filter::Filtered;
 use tracing_subscriber::layer::{Context, Filter, Layer};
 use tracing_subscriber::registry::LookupSpan;
 
+use direct::Direct;
 use site::{SiteKind, site};
 use values::{Slot, Slots};
 
@@ -228,22 +230,37 @@ pub fn type_name(meta: &'static Metadata<'static>) -> &'static str {
     site(meta).name
 }
 
-/// Per-span state, in the span's extensions.
-struct SpanData {
+/// Per-span state, in the span's extensions (put there once, by
+/// `on_new_span`), and shared with the span's open entries, so that
+/// `on_exit` writes the event without looking the span up.
+struct SpanData(Arc<SpanShared>);
+
+struct SpanShared {
     id: u64,
     parent: u64,
-    values: Box<Slots>,
+    built: &'static site::Built,
+    /// The field values; `on_record` updates them from any thread.
+    values: Mutex<Slots>,
+}
+
+impl SpanShared {
+    fn values(&self) -> MutexGuard<'_, Slots> {
+        // A panic in a `Debug` impl while recording leaves whole slots.
+        self.values.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// Unique span ids, never reused (0 means "no span").
 static NEXT_SPAN_ID: AtomicU64 = AtomicU64::new(1);
 
-/// One open entry of a recorded span on this thread.
+/// One open entry of a span on this thread.
 struct Entry {
     /// `tracing`'s id of the span.
     key: u64,
-    /// Its `spanId`.
+    /// Its `spanId` (0 for a span not recorded).
     id: u64,
+    /// Its state, for a recorded span.
+    span: Option<Arc<SpanShared>>,
     /// Start ticks.
     start: i64,
 }
@@ -253,22 +270,54 @@ struct Local {
     /// Open entries, innermost last: their start times, and the current
     /// recorded span an event belongs to.
     entries: Vec<Entry>,
-    /// Scratch values for events.
+    /// Scratch values for events that are not encoded as visited (a
+    /// type's first event, values out of order).
     scratch: Slots,
+    /// Scratch text for `Debug` values encoded as visited.
+    text: RefCell<String>,
 }
 
 thread_local! {
     static LOCAL: RefCell<Local> = RefCell::new(Local {
         entries: Vec::with_capacity(64),
         scratch: Slots::new(),
+        text: RefCell::new(String::with_capacity(256)),
     });
+}
+
+/// Records `event` through the slots: its type's first event (which
+/// fixes the field types), or one whose values came out of field order.
+/// Returns the count of values that did not fit their field.
+#[cold]
+#[inline(never)]
+fn record_sorted(s: &'static site::Site, event: &Event<'_>, scratch: &mut Slots, parent: u64) -> u32 {
+    let n = s.fields.len();
+    scratch.clear(n);
+    event.record(scratch);
+    let built = match s.built() {
+        Some(b) => b,
+        None => {
+            let kinds: Vec<_> = scratch.slots[..n].iter().map(|v| v.kind()).collect();
+            s.build(&kinds)
+        }
+    };
+    let Some(built) = built else { return 0 };
+    // The writer may run twice (a full block): the count of the last run
+    // is kept.
+    let bad = Cell::new(0);
+    built.ty.commit_fields(|w| {
+        w.uint(parent);
+        bad.set(scratch.write_fields(&built.kinds, w));
+        true
+    });
+    bad.get()
 }
 
 fn span_id<S>(span: Option<tracing_subscriber::registry::SpanRef<'_, S>>) -> u64
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
-    span.and_then(|s| s.extensions().get::<SpanData>().map(|d| d.id))
+    span.and_then(|s| s.extensions().get::<SpanData>().map(|d| d.0.id))
         .unwrap_or(0)
 }
 
@@ -279,8 +328,8 @@ where
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
         let Some(span) = ctx.span(id) else { return };
         let s = site(span.metadata());
-        let mut values = Box::new(Slots::new());
-        attrs.record(&mut *values);
+        let mut values = Slots::new();
+        attrs.record(&mut values);
         let n = s.fields.len();
         let built = match s.built() {
             Some(b) => b,
@@ -292,65 +341,70 @@ where
         let Some(built) = built else { return };
         values.fix(&built.kinds);
         let parent = span_id(span.parent());
-        let data = SpanData {
+        let data = SpanShared {
             id: NEXT_SPAN_ID.fetch_add(1, Ordering::Relaxed),
             parent,
-            values,
+            built,
+            values: Mutex::new(values),
         };
-        span.extensions_mut().insert(data);
+        span.extensions_mut().insert(SpanData(Arc::new(data)));
     }
 
     fn on_record(&self, id: &Id, record: &Record<'_>, ctx: Context<'_, S>) {
         let Some(span) = ctx.span(id) else { return };
-        let Some(Some(built)) = site(span.metadata()).built() else {
-            return;
-        };
-        let mut ext = span.extensions_mut();
-        let Some(data) = ext.get_mut::<SpanData>() else {
+        let ext = span.extensions();
+        let Some(SpanData(data)) = ext.get::<SpanData>() else {
             return;
         };
         // New text is appended; compact() drops what no field uses any more.
-        record.record(&mut *data.values);
-        data.values.fix(&built.kinds);
-        data.values.compact();
+        let mut values = data.values();
+        record.record(&mut *values);
+        values.fix(&data.built.kinds);
+        values.compact();
     }
 
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
-        let id_ = span_id(ctx.span(id));
+        // The one lookup of an entry: the exit finds the state on the
+        // thread's stack.
+        let span = ctx
+            .span(id)
+            .and_then(|s| s.extensions().get::<SpanData>().map(|d| d.0.clone()));
         let start = clock::ticks();
         let _ = LOCAL.try_with(|l| {
             if let Ok(mut l) = l.try_borrow_mut() {
                 l.entries.push(Entry {
                     key: id.into_u64(),
-                    id: id_,
+                    id: span.as_ref().map_or(0, |s| s.id),
+                    span,
                     start,
                 })
             }
         });
     }
 
-    fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
+    fn on_exit(&self, id: &Id, _: Context<'_, S>) {
         let end = clock::ticks();
         let key = id.into_u64();
-        let start = LOCAL.try_with(|l| {
+        let entry = LOCAL.try_with(|l| {
             let mut l = l.try_borrow_mut().ok()?;
+            // The innermost entry, unless spans exit out of order.
             let at = l.entries.iter().rposition(|e| e.key == key)?;
-            Some(l.entries.remove(at).start)
+            Some(l.entries.remove(at))
         });
-        let Ok(Some(start)) = start else { return };
-        let Some(span) = ctx.span(id) else { return };
-        let Some(Some(built)) = site(span.metadata()).built() else {
+        let Ok(Some(Entry {
+            span: Some(span),
+            start,
+            ..
+        })) = entry
+        else {
             return;
         };
-        let ext = span.extensions();
-        let Some(data) = ext.get::<SpanData>() else {
-            return;
-        };
+        let values = span.values();
         // The values were converted when recorded: nothing is counted here.
-        built.ty.commit_span_fields(start, end, |w| {
-            w.uint(data.id);
-            w.uint(data.parent);
-            data.values.write_fields(&built.kinds, w);
+        span.built.ty.commit_span_fields(start, end, |w| {
+            w.uint(span.id);
+            w.uint(span.parent);
+            values.write_fields(&span.built.kinds, w);
             true
         });
     }
@@ -367,27 +421,37 @@ where
             let Ok(mut l) = l.try_borrow_mut() else {
                 return; // an event recorded while formatting one of ours
             };
-            let Local { entries, scratch } = &mut *l;
+            let Local {
+                entries,
+                scratch,
+                text,
+            } = &mut *l;
             let parent = explicit.unwrap_or_else(|| entries.last().map_or(0, |e| e.id));
-            let n = s.fields.len();
-            scratch.clear(n);
-            event.record(scratch);
-            let built = match s.built() {
-                Some(b) => b,
-                None => {
-                    let kinds: Vec<_> = scratch.slots[..n].iter().map(|v| v.kind()).collect();
-                    Some(s.build(&kinds)).flatten()
-                }
-            };
-            let Some(built) = built else { return };
-            // Converted as they are encoded; the writer may run twice (a
-            // full block), so the count of the last run is kept.
             let bad = Cell::new(0);
-            built.ty.commit_fields(|w| {
-                w.uint(parent);
-                bad.set(scratch.write_fields(&built.kinds, w));
-                true
-            });
+            let direct = match s.built() {
+                Some(Some(built)) => Some(built),
+                Some(None) => return, // rejected type
+                None => None,
+            };
+            // Encoded as visited (see `direct`); the writer may run twice (a
+            // full block), so the count of the last run is kept.
+            let mut out_of_order = false;
+            if let Some(built) = direct {
+                let abandoned = Cell::new(false);
+                built.ty.commit_fields(|w| {
+                    w.uint(parent);
+                    let mut d = Direct::new(w, &built.kinds, text);
+                    event.record(&mut d);
+                    let done = d.finish();
+                    bad.set(done.unwrap_or(0));
+                    abandoned.set(done.is_none());
+                    done.is_some()
+                });
+                out_of_order = abandoned.get();
+            }
+            if direct.is_none() || out_of_order {
+                bad.set(record_sorted(s, event, scratch, parent));
+            }
             if bad.get() > 0 {
                 site::STATS
                     .mismatched_values
