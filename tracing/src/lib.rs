@@ -83,10 +83,11 @@
 
 mod direct;
 mod site;
+mod spans;
 mod values;
 
 use std::cell::{Cell, RefCell};
-use std::sync::{Arc, Mutex, MutexGuard, Once};
+use std::sync::{Arc, Once};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use recorder::clock;
@@ -99,6 +100,7 @@ use tracing_subscriber::registry::LookupSpan;
 
 use direct::Direct;
 use site::{SiteKind, site};
+use spans::{Entry, SpanCache, SpanData, SpanShared};
 use values::{Slot, Slots};
 
 /// The layer with its filter, as [`layer`] returns it.
@@ -230,40 +232,8 @@ pub fn type_name(meta: &'static Metadata<'static>) -> &'static str {
     site(meta).name
 }
 
-/// Per-span state, in the span's extensions (put there once, by
-/// `on_new_span`), and shared with the span's open entries, so that
-/// `on_exit` writes the event without looking the span up.
-struct SpanData(Arc<SpanShared>);
-
-struct SpanShared {
-    id: u64,
-    parent: u64,
-    built: &'static site::Built,
-    /// The field values; `on_record` updates them from any thread.
-    values: Mutex<Slots>,
-}
-
-impl SpanShared {
-    fn values(&self) -> MutexGuard<'_, Slots> {
-        // A panic in a `Debug` impl while recording leaves whole slots.
-        self.values.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
 /// Unique span ids, never reused (0 means "no span").
 static NEXT_SPAN_ID: AtomicU64 = AtomicU64::new(1);
-
-/// One open entry of a span on this thread.
-struct Entry {
-    /// `tracing`'s id of the span.
-    key: u64,
-    /// Its `spanId` (0 for a span not recorded).
-    id: u64,
-    /// Its state, for a recorded span.
-    span: Option<Arc<SpanShared>>,
-    /// Start ticks.
-    start: i64,
-}
 
 /// Everything the layer keeps per thread, behind one thread-local access.
 struct Local {
@@ -275,6 +245,8 @@ struct Local {
     scratch: Slots,
     /// Scratch text for `Debug` values encoded as visited.
     text: RefCell<String>,
+    /// States of spans this thread created or entered.
+    spans: SpanCache,
 }
 
 thread_local! {
@@ -282,6 +254,7 @@ thread_local! {
         entries: Vec::with_capacity(64),
         scratch: Slots::new(),
         text: RefCell::new(String::with_capacity(256)),
+        spans: SpanCache::new(),
     });
 }
 
@@ -341,13 +314,19 @@ where
         let Some(built) = built else { return };
         values.fix(&built.kinds);
         let parent = span_id(span.parent());
-        let data = SpanShared {
-            id: NEXT_SPAN_ID.fetch_add(1, Ordering::Relaxed),
+        let data = Arc::new(SpanShared::new(
+            id.into_u64(),
+            NEXT_SPAN_ID.fetch_add(1, Ordering::Relaxed),
             parent,
             built,
-            values: Mutex::new(values),
-        };
-        span.extensions_mut().insert(SpanData(Arc::new(data)));
+            values,
+        ));
+        let _ = LOCAL.try_with(|l| {
+            if let Ok(mut l) = l.try_borrow_mut() {
+                l.spans.insert(&data);
+            }
+        });
+        span.extensions_mut().insert(SpanData(data));
     }
 
     fn on_record(&self, id: &Id, record: &Record<'_>, ctx: Context<'_, S>) {
@@ -364,20 +343,44 @@ where
     }
 
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
-        // The one lookup of an entry: the exit finds the state on the
-        // thread's stack.
-        let span = ctx
-            .span(id)
-            .and_then(|s| s.extensions().get::<SpanData>().map(|d| d.0.clone()));
-        let start = clock::ticks();
+        let key = id.into_u64();
+        let _ = LOCAL.try_with(|l| {
+            let Ok(mut l) = l.try_borrow_mut() else {
+                return;
+            };
+            let span = match l.spans.get(key) {
+                Some(s) => Some(s.clone()),
+                None => {
+                    // Created on another thread, or pushed out of the
+                    // cache: looked up once, then cached.
+                    let span = ctx
+                        .span(id)
+                        .and_then(|s| s.extensions().get::<SpanData>().map(|d| d.0.clone()));
+                    if let Some(s) = &span {
+                        l.spans.insert(s);
+                    }
+                    span
+                }
+            };
+            l.entries.push(Entry {
+                key,
+                id: span.as_ref().map_or(0, |s| s.id),
+                span,
+                start: clock::ticks(),
+            })
+        });
+    }
+
+    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(&id) else { return };
+        let ext = span.extensions();
+        let Some(SpanData(data)) = ext.get::<SpanData>() else {
+            return;
+        };
+        data.close();
         let _ = LOCAL.try_with(|l| {
             if let Ok(mut l) = l.try_borrow_mut() {
-                l.entries.push(Entry {
-                    key: id.into_u64(),
-                    id: span.as_ref().map_or(0, |s| s.id),
-                    span,
-                    start,
-                })
+                l.spans.remove(data);
             }
         });
     }
@@ -425,6 +428,7 @@ where
                 entries,
                 scratch,
                 text,
+                ..
             } = &mut *l;
             let parent = explicit.unwrap_or_else(|| entries.last().map_or(0, |e| e.id));
             let bad = Cell::new(0);
