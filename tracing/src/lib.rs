@@ -87,8 +87,8 @@ mod spans;
 mod values;
 
 use std::cell::{Cell, RefCell};
-use std::sync::{Arc, Once};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Once};
 
 use recorder::clock;
 use tracing_core::span::{Attributes, Id, Record};
@@ -263,7 +263,12 @@ thread_local! {
 /// Returns the count of values that did not fit their field.
 #[cold]
 #[inline(never)]
-fn record_sorted(s: &'static site::Site, event: &Event<'_>, scratch: &mut Slots, parent: u64) -> u32 {
+fn record_sorted(
+    s: &'static site::Site,
+    event: &Event<'_>,
+    scratch: &mut Slots,
+    parent: u64,
+) -> u32 {
     let n = s.fields.len();
     scratch.clear(n);
     event.record(scratch);

@@ -42,7 +42,13 @@ pub(crate) struct SpanShared {
 }
 
 impl SpanShared {
-    pub(crate) fn new(key: u64, id: u64, parent: u64, built: &'static Built, values: Slots) -> Self {
+    pub(crate) fn new(
+        key: u64,
+        id: u64,
+        parent: u64,
+        built: &'static Built,
+        values: Slots,
+    ) -> Self {
         Self {
             key,
             id,

@@ -43,10 +43,7 @@ fn out_of_order(a: u64, b: u64) {
     }
     let fields = OOO.fields();
     let (fa, fb) = (fields.field("a").unwrap(), fields.field("b").unwrap());
-    let values = [
-        (&fb, Some(&b as &dyn Value)),
-        (&fa, Some(&a as &dyn Value)),
-    ];
+    let values = [(&fb, Some(&b as &dyn Value)), (&fa, Some(&a as &dyn Value))];
     let set = fields.value_set(&values);
     tracing::dispatcher::get_default(|d| {
         if d.enabled(&OOO) {
