@@ -28,7 +28,10 @@
 //!   reused, unlike `tracing`'s ids), `parentId` (the `spanId` of the
 //!   nearest recorded ancestor, 0 at a root), then the span's fields. Entry
 //!   start times are kept on a thread-local stack, not in span extensions;
-//!   the span's field values are kept in its extensions.
+//!   the span's field values are kept in its extensions, shared with that
+//!   stack and a per-thread cache, so the layer looks nothing up in the
+//!   registry to enter or exit a span (the per-layer filter of
+//!   `tracing-subscriber` still does).
 //! * An **event** is an instant event: `parentId` (its explicit parent,
 //!   or else the innermost recorded span entered on this thread; 0 if
 //!   none), then its fields (`message` included).
@@ -41,6 +44,11 @@
 //!   captured for a type whose `stackTrace` is off.
 //! * Field types are fixed at first use; names are sanitized into Java
 //!   identifiers. Both rules are spelled out below.
+//! * An event's values are encoded into the recorder's buffer as `tracing`
+//!   visits them, `Debug` ones formatted there: a `Debug` impl that itself
+//!   records a flightrec event gets that event dropped (counted as a
+//!   reentrant loss), and one that records a `tracing` event gets it
+//!   ignored by this layer.
 //!
 //! # Settings
 //!
