@@ -21,6 +21,7 @@
 
 use std::cell::RefCell;
 use std::fmt::{self, Write as _};
+use std::thread::LocalKey;
 
 use recorder::{FieldKind, FieldWriter};
 use tracing_core::field::{Field, Visit};
@@ -39,7 +40,7 @@ pub(crate) struct Direct<'a, 'w> {
     /// False once a value came out of order: the record is abandoned.
     in_order: bool,
     /// Scratch for `Debug` text (borrowed only while formatting).
-    text: &'a RefCell<String>,
+    text: &'static LocalKey<RefCell<String>>,
 }
 
 impl<'a, 'w> Direct<'a, 'w> {
@@ -47,7 +48,7 @@ impl<'a, 'w> Direct<'a, 'w> {
     pub(crate) fn new(
         w: &'a mut FieldWriter<'w>,
         kinds: &'a [FieldKind],
-        text: &'a RefCell<String>,
+        text: &'static LocalKey<RefCell<String>>,
     ) -> Self {
         Self {
             w,
@@ -143,15 +144,21 @@ impl Visit for Direct<'_, '_> {
             self.bad += write_value(self.w, Val::Str(""), kind);
             return;
         }
-        // Only this visitor borrows the scratch text, and not across the
-        // `Debug` call's own visitor: never taken (no panic on this path).
-        let Ok(mut text) = self.text.try_borrow_mut() else {
-            let s = format!("{v:?}");
-            self.w.opt_str(Some(&s));
-            return;
-        };
-        text.clear();
-        let _ = write!(text, "{v:?}");
-        self.w.opt_str(Some(&text));
+        // Taken only by a `Debug` impl that records an event with a
+        // `Debug` value of its own (that event is dropped as reentrant):
+        // it formats into a fresh string.
+        let w = &mut *self.w;
+        let fresh = self.text.try_with(|t| match t.try_borrow_mut() {
+            Ok(mut text) => {
+                text.clear();
+                let _ = write!(text, "{v:?}");
+                w.opt_str(Some(&text));
+                false
+            }
+            Err(_) => true,
+        });
+        if fresh.unwrap_or(true) {
+            self.w.opt_str(Some(&format!("{v:?}")));
+        }
     }
 }

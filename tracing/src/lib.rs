@@ -45,10 +45,9 @@
 //! * Field types are fixed at first use; names are sanitized into Java
 //!   identifiers. Both rules are spelled out below.
 //! * An event's values are encoded into the recorder's buffer as `tracing`
-//!   visits them, `Debug` ones formatted there: a `Debug` impl that itself
-//!   records a flightrec event gets that event dropped (counted as a
-//!   reentrant loss), and one that records a `tracing` event gets it
-//!   ignored by this layer.
+//!   visits them, `Debug` ones formatted there: an event recorded from
+//!   inside a `Debug` impl while it formats (flightrec's or `tracing`'s,
+//!   through this layer) may be dropped, counted as a reentrant loss.
 //!
 //! # Settings
 //!
@@ -251,8 +250,6 @@ struct Local {
     /// Scratch values for events that are not encoded as visited (a
     /// type's first event, values out of order).
     scratch: Slots,
-    /// Scratch text for `Debug` values encoded as visited.
-    text: RefCell<String>,
     /// States of spans this thread created or entered.
     spans: SpanCache,
 }
@@ -261,9 +258,13 @@ thread_local! {
     static LOCAL: RefCell<Local> = RefCell::new(Local {
         entries: Vec::with_capacity(64),
         scratch: Slots::new(),
-        text: RefCell::new(String::with_capacity(256)),
         spans: SpanCache::new(),
     });
+    /// The `spanId` of the innermost entry on this thread (0: none): what
+    /// an event reads, without borrowing [`LOCAL`].
+    static CURRENT: Cell<u64> = const { Cell::new(0) };
+    /// Scratch text for `Debug` values encoded as visited.
+    static TEXT: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
 /// Records `event` through the slots: its type's first event (which
@@ -375,12 +376,14 @@ where
                     span
                 }
             };
+            let id = span.as_ref().map_or(0, |s| s.id);
             l.entries.push(Entry {
                 key,
-                id: span.as_ref().map_or(0, |s| s.id),
+                id,
                 span,
                 start: clock::ticks(),
-            })
+            });
+            CURRENT.set(id);
         });
     }
 
@@ -405,7 +408,9 @@ where
             let mut l = l.try_borrow_mut().ok()?;
             // The innermost entry, unless spans exit out of order.
             let at = l.entries.iter().rposition(|e| e.key == key)?;
-            Some(l.entries.remove(at))
+            let entry = l.entries.remove(at);
+            CURRENT.set(l.entries.last().map_or(0, |e| e.id));
+            Some(entry)
         });
         let Ok(Some(Entry {
             span: Some(span),
@@ -433,47 +438,40 @@ where
             .parent()
             .map(|id| span_id(ctx.span(id)))
             .or_else(|| event.is_root().then_some(0));
-        let _ = LOCAL.try_with(|l| {
-            let Ok(mut l) = l.try_borrow_mut() else {
-                return; // an event recorded while formatting one of ours
-            };
-            let Local {
-                entries,
-                scratch,
-                text,
-                ..
-            } = &mut *l;
-            let parent = explicit.unwrap_or_else(|| entries.last().map_or(0, |e| e.id));
-            let bad = Cell::new(0);
-            let direct = match s.built() {
-                Some(Some(built)) => Some(built),
-                Some(None) => return, // rejected type
-                None => None,
-            };
-            // Encoded as visited (see `direct`); the writer may run twice (a
-            // full block), so the count of the last run is kept.
-            let mut out_of_order = false;
-            if let Some(built) = direct {
+        let parent = explicit.unwrap_or_else(|| CURRENT.try_with(Cell::get).unwrap_or(0));
+        let bad = Cell::new(0);
+        let sorted = match s.built() {
+            Some(Some(built)) => {
+                // Encoded as visited (see `direct`); the writer may run
+                // twice (a full block), so the count of the last run is
+                // kept.
                 let abandoned = Cell::new(false);
                 built.ty.commit_fields(|w| {
                     w.uint(parent);
-                    let mut d = Direct::new(w, &built.kinds, text);
+                    let mut d = Direct::new(w, &built.kinds, &TEXT);
                     event.record(&mut d);
                     let done = d.finish();
                     bad.set(done.unwrap_or(0));
                     abandoned.set(done.is_none());
                     done.is_some()
                 });
-                out_of_order = abandoned.get();
+                abandoned.get()
             }
-            if direct.is_none() || out_of_order {
-                bad.set(record_sorted(s, event, scratch, parent));
-            }
-            if bad.get() > 0 {
-                site::STATS
-                    .mismatched_values
-                    .fetch_add(u64::from(bad.get()), Ordering::Relaxed);
-            }
-        });
+            Some(None) => false, // rejected type
+            None => true,
+        };
+        if sorted {
+            let _ = LOCAL.try_with(|l| {
+                // Not if recorded while formatting one of ours.
+                if let Ok(mut l) = l.try_borrow_mut() {
+                    bad.set(record_sorted(s, event, &mut l.scratch, parent));
+                }
+            });
+        }
+        if bad.get() > 0 {
+            site::STATS
+                .mismatched_values
+                .fetch_add(u64::from(bad.get()), Ordering::Relaxed);
+        }
     }
 }

@@ -40,8 +40,11 @@ fn entries_write_their_own_span_state() {
             let there = tracing::info_span!(target: "cache", "there", n = 8u64);
             let _p = there.enter();
             drop(here.enter());
+            // After the inner exit, events belong to `there` again.
+            tracing::info!(name: "inside", target: "cache", k = 1u64);
         });
     });
+    tracing::info!(name: "outside", target: "cache", k = 2u64);
     drop(here);
     drop(many);
     rec.stop().expect("stop");
@@ -85,4 +88,8 @@ fn entries_write_their_own_span_state() {
     // entered around it on the other thread.
     assert_eq!(num(here, "parentId"), 0);
     assert_ne!(num(here, "spanId"), num(there, "spanId"));
+    let (inside, outside) = (of("tracing.cache.inside"), of("tracing.cache.outside"));
+    assert_eq!((inside.len(), outside.len()), (1, 1));
+    assert_eq!(num(inside[0], "parentId"), num(there, "spanId"));
+    assert_eq!(num(outside[0], "parentId"), 0);
 }
