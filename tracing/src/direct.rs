@@ -1,7 +1,6 @@
 //! An event's fields encoded as `tracing` visits them: straight into the
 //! recorder's buffer, inside [`recorder::EventType::commit_fields`]'s
-//! writer, with no copy into slots first (that copy, and the second pass
-//! over the slots, were most of what the layer added to a `tracing` event).
+//! writer, with no copy into slots first and no second pass over them.
 //!
 //! JFR fields are written in declared order and a callsite's fields are
 //! declared in its field order, so this works while the values arrive in
@@ -16,7 +15,7 @@
 //! gets that event dropped as reentrant (and counted), and one that panics
 //! closes the section as it unwinds (the recorder's guard).
 //!
-//! Invariant: when [`Direct::finish`] returns true, exactly one value of
+//! Invariant: when [`Direct::finish`] returns `Some`, exactly one value of
 //! each `kinds[i]`, in order, was written after the implicit fields.
 
 use std::cell::RefCell;
