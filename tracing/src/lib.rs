@@ -28,7 +28,10 @@
 //!   reused, unlike `tracing`'s ids), `parentId` (the `spanId` of the
 //!   nearest recorded ancestor, 0 at a root), then the span's fields. Entry
 //!   start times are kept on a thread-local stack, not in span extensions;
-//!   the span's field values are kept in its extensions.
+//!   the span's field values are kept in its extensions, shared with that
+//!   stack and a per-thread cache, so the layer looks nothing up in the
+//!   registry to enter or exit a span (the per-layer filter of
+//!   `tracing-subscriber` still does).
 //! * An **event** is an instant event: `parentId` (its explicit parent,
 //!   or else the innermost recorded span entered on this thread; 0 if
 //!   none), then its fields (`message` included).
@@ -41,6 +44,10 @@
 //!   captured for a type whose `stackTrace` is off.
 //! * Field types are fixed at first use; names are sanitized into Java
 //!   identifiers. Both rules are spelled out below.
+//! * An event's values are encoded into the recorder's buffer as `tracing`
+//!   visits them, `Debug` ones formatted there: an event recorded from
+//!   inside a `Debug` impl while it formats (flightrec's or `tracing`'s,
+//!   through this layer) may be dropped, counted as a reentrant loss.
 //!
 //! # Settings
 //!
@@ -81,12 +88,14 @@
 //! anything into a `String`); a value that cannot be is written as 0 /
 //! false and counted in [`Stats::mismatched_values`].
 
+mod direct;
 mod site;
+mod spans;
 mod values;
 
 use std::cell::{Cell, RefCell};
-use std::sync::Once;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Once};
 
 use recorder::clock;
 use tracing_core::span::{Attributes, Id, Record};
@@ -96,7 +105,9 @@ use tracing_subscriber::filter::Filtered;
 use tracing_subscriber::layer::{Context, Filter, Layer};
 use tracing_subscriber::registry::LookupSpan;
 
+use direct::Direct;
 use site::{SiteKind, site};
+use spans::{Entry, SpanCache, SpanData, SpanShared};
 use values::{Slot, Slots};
 
 /// The layer with its filter, as [`layer`] returns it.
@@ -228,47 +239,72 @@ pub fn type_name(meta: &'static Metadata<'static>) -> &'static str {
     site(meta).name
 }
 
-/// Per-span state, in the span's extensions.
-struct SpanData {
-    id: u64,
-    parent: u64,
-    values: Box<Slots>,
-}
-
 /// Unique span ids, never reused (0 means "no span").
 static NEXT_SPAN_ID: AtomicU64 = AtomicU64::new(1);
-
-/// One open entry of a recorded span on this thread.
-struct Entry {
-    /// `tracing`'s id of the span.
-    key: u64,
-    /// Its `spanId`.
-    id: u64,
-    /// Start ticks.
-    start: i64,
-}
 
 /// Everything the layer keeps per thread, behind one thread-local access.
 struct Local {
     /// Open entries, innermost last: their start times, and the current
     /// recorded span an event belongs to.
     entries: Vec<Entry>,
-    /// Scratch values for events.
+    /// Scratch values for events that are not encoded as visited (a
+    /// type's first event, values out of order).
     scratch: Slots,
+    /// States of spans this thread created or entered.
+    spans: SpanCache,
 }
 
 thread_local! {
     static LOCAL: RefCell<Local> = RefCell::new(Local {
         entries: Vec::with_capacity(64),
         scratch: Slots::new(),
+        spans: SpanCache::new(),
     });
+    /// The `spanId` of the innermost entry on this thread (0: none): what
+    /// an event reads, without borrowing [`LOCAL`].
+    static CURRENT: Cell<u64> = const { Cell::new(0) };
+    /// Scratch text for `Debug` values encoded as visited.
+    static TEXT: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// Records `event` through the slots: its type's first event (which
+/// fixes the field types), or one whose values came out of field order.
+/// Returns the count of values that did not fit their field.
+#[cold]
+#[inline(never)]
+fn record_sorted(
+    s: &'static site::Site,
+    event: &Event<'_>,
+    scratch: &mut Slots,
+    parent: u64,
+) -> u32 {
+    let n = s.fields.len();
+    scratch.clear(n);
+    event.record(scratch);
+    let built = match s.built() {
+        Some(b) => b,
+        None => {
+            let kinds: Vec<_> = scratch.slots[..n].iter().map(|v| v.kind()).collect();
+            s.build(&kinds)
+        }
+    };
+    let Some(built) = built else { return 0 };
+    // The writer may run twice (a full block): the count of the last run
+    // is kept.
+    let bad = Cell::new(0);
+    built.ty.commit_fields(|w| {
+        w.uint(parent);
+        bad.set(scratch.write_fields(&built.kinds, w));
+        true
+    });
+    bad.get()
 }
 
 fn span_id<S>(span: Option<tracing_subscriber::registry::SpanRef<'_, S>>) -> u64
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
-    span.and_then(|s| s.extensions().get::<SpanData>().map(|d| d.id))
+    span.and_then(|s| s.extensions().get::<SpanData>().map(|d| d.0.id))
         .unwrap_or(0)
 }
 
@@ -279,8 +315,8 @@ where
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
         let Some(span) = ctx.span(id) else { return };
         let s = site(span.metadata());
-        let mut values = Box::new(Slots::new());
-        attrs.record(&mut *values);
+        let mut values = Slots::new();
+        attrs.record(&mut values);
         let n = s.fields.len();
         let built = match s.built() {
             Some(b) => b,
@@ -292,65 +328,104 @@ where
         let Some(built) = built else { return };
         values.fix(&built.kinds);
         let parent = span_id(span.parent());
-        let data = SpanData {
-            id: NEXT_SPAN_ID.fetch_add(1, Ordering::Relaxed),
+        let data = Arc::new(SpanShared::new(
+            id.into_u64(),
+            NEXT_SPAN_ID.fetch_add(1, Ordering::Relaxed),
             parent,
+            built,
             values,
-        };
-        span.extensions_mut().insert(data);
+        ));
+        let _ = LOCAL.try_with(|l| {
+            if let Ok(mut l) = l.try_borrow_mut() {
+                l.spans.insert(&data);
+            }
+        });
+        span.extensions_mut().insert(SpanData(data));
     }
 
     fn on_record(&self, id: &Id, record: &Record<'_>, ctx: Context<'_, S>) {
         let Some(span) = ctx.span(id) else { return };
-        let Some(Some(built)) = site(span.metadata()).built() else {
-            return;
-        };
-        let mut ext = span.extensions_mut();
-        let Some(data) = ext.get_mut::<SpanData>() else {
+        let ext = span.extensions();
+        let Some(SpanData(data)) = ext.get::<SpanData>() else {
             return;
         };
         // New text is appended; compact() drops what no field uses any more.
-        record.record(&mut *data.values);
-        data.values.fix(&built.kinds);
-        data.values.compact();
+        let mut values = data.values();
+        record.record(&mut *values);
+        values.fix(&data.built.kinds);
+        values.compact();
     }
 
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
-        let id_ = span_id(ctx.span(id));
-        let start = clock::ticks();
+        let key = id.into_u64();
+        let _ = LOCAL.try_with(|l| {
+            let Ok(mut l) = l.try_borrow_mut() else {
+                return;
+            };
+            let span = match l.spans.get(key) {
+                Some(s) => Some(s.clone()),
+                None => {
+                    // Created on another thread, or pushed out of the
+                    // cache: looked up once, then cached.
+                    let span = ctx
+                        .span(id)
+                        .and_then(|s| s.extensions().get::<SpanData>().map(|d| d.0.clone()));
+                    if let Some(s) = &span {
+                        l.spans.insert(s);
+                    }
+                    span
+                }
+            };
+            let id = span.as_ref().map_or(0, |s| s.id);
+            l.entries.push(Entry {
+                key,
+                id,
+                span,
+                start: clock::ticks(),
+            });
+            CURRENT.set(id);
+        });
+    }
+
+    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(&id) else { return };
+        let ext = span.extensions();
+        let Some(SpanData(data)) = ext.get::<SpanData>() else {
+            return;
+        };
+        data.close();
         let _ = LOCAL.try_with(|l| {
             if let Ok(mut l) = l.try_borrow_mut() {
-                l.entries.push(Entry {
-                    key: id.into_u64(),
-                    id: id_,
-                    start,
-                })
+                l.spans.remove(data);
             }
         });
     }
 
-    fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
+    fn on_exit(&self, id: &Id, _: Context<'_, S>) {
         let end = clock::ticks();
         let key = id.into_u64();
-        let start = LOCAL.try_with(|l| {
+        let entry = LOCAL.try_with(|l| {
             let mut l = l.try_borrow_mut().ok()?;
+            // The innermost entry, unless spans exit out of order.
             let at = l.entries.iter().rposition(|e| e.key == key)?;
-            Some(l.entries.remove(at).start)
+            let entry = l.entries.remove(at);
+            CURRENT.set(l.entries.last().map_or(0, |e| e.id));
+            Some(entry)
         });
-        let Ok(Some(start)) = start else { return };
-        let Some(span) = ctx.span(id) else { return };
-        let Some(Some(built)) = site(span.metadata()).built() else {
+        let Ok(Some(Entry {
+            span: Some(span),
+            start,
+            ..
+        })) = entry
+        else {
             return;
         };
-        let ext = span.extensions();
-        let Some(data) = ext.get::<SpanData>() else {
-            return;
-        };
+        let values = span.values();
         // The values were converted when recorded: nothing is counted here.
-        built.ty.commit_span_fields(start, end, |w| {
-            w.uint(data.id);
-            w.uint(data.parent);
-            data.values.write_fields(&built.kinds, w);
+        span.built.ty.commit_span_fields(start, end, |w| {
+            w.uint(span.id);
+            w.uint(span.parent);
+            values.write_fields(&span.built.kinds, w);
             true
         });
     }
@@ -363,36 +438,40 @@ where
             .parent()
             .map(|id| span_id(ctx.span(id)))
             .or_else(|| event.is_root().then_some(0));
-        let _ = LOCAL.try_with(|l| {
-            let Ok(mut l) = l.try_borrow_mut() else {
-                return; // an event recorded while formatting one of ours
-            };
-            let Local { entries, scratch } = &mut *l;
-            let parent = explicit.unwrap_or_else(|| entries.last().map_or(0, |e| e.id));
-            let n = s.fields.len();
-            scratch.clear(n);
-            event.record(scratch);
-            let built = match s.built() {
-                Some(b) => b,
-                None => {
-                    let kinds: Vec<_> = scratch.slots[..n].iter().map(|v| v.kind()).collect();
-                    Some(s.build(&kinds)).flatten()
-                }
-            };
-            let Some(built) = built else { return };
-            // Converted as they are encoded; the writer may run twice (a
-            // full block), so the count of the last run is kept.
-            let bad = Cell::new(0);
-            built.ty.commit_fields(|w| {
-                w.uint(parent);
-                bad.set(scratch.write_fields(&built.kinds, w));
-                true
-            });
-            if bad.get() > 0 {
-                site::STATS
-                    .mismatched_values
-                    .fetch_add(u64::from(bad.get()), Ordering::Relaxed);
+        let parent = explicit.unwrap_or_else(|| CURRENT.try_with(Cell::get).unwrap_or(0));
+        let bad = Cell::new(0);
+        let sorted = match s.built() {
+            Some(Some(built)) => {
+                // Encoded as visited (see `direct`); the writer may run
+                // twice (a full block), so the count of the last run is
+                // kept.
+                let abandoned = Cell::new(false);
+                built.ty.commit_fields(|w| {
+                    w.uint(parent);
+                    let mut d = Direct::new(w, &built.kinds, &TEXT);
+                    event.record(&mut d);
+                    let done = d.finish();
+                    bad.set(done.unwrap_or(0));
+                    abandoned.set(done.is_none());
+                    done.is_some()
+                });
+                abandoned.get()
             }
-        });
+            Some(None) => false, // rejected type
+            None => true,
+        };
+        if sorted {
+            let _ = LOCAL.try_with(|l| {
+                // Not if recorded while formatting one of ours.
+                if let Ok(mut l) = l.try_borrow_mut() {
+                    bad.set(record_sorted(s, event, &mut l.scratch, parent));
+                }
+            });
+        }
+        if bad.get() > 0 {
+            site::STATS
+                .mismatched_values
+                .fetch_add(u64::from(bad.get()), Ordering::Relaxed);
+        }
     }
 }

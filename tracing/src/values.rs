@@ -199,52 +199,90 @@ impl Visit for Slots {
 
 impl Slots {
     /// Encodes slots `0..kinds.len()` as fields of `kinds`, converting as
-    /// [`fix`](Self::fix) does (a number into a `String` field is formatted
-    /// on the stack, so nothing is allocated) and writing a value that
-    /// cannot be converted as its kind's zero / null. Returns how many
-    /// could not be.
+    /// [`fix`](Self::fix) does (see [`write_value`]). Returns how many
+    /// values could not be converted.
     #[inline]
     pub(crate) fn write_fields(&self, kinds: &[FieldKind], w: &mut FieldWriter<'_>) -> u32 {
         let mut bad = 0;
         for (i, &kind) in kinds.iter().enumerate().take(MAX_FIELDS) {
-            match (self.slots[i], kind) {
-                (Slot::Int(v), FieldKind::I64) => w.int(v),
-                (Slot::UInt(v), FieldKind::U64) => w.uint(v),
-                (Slot::F64(v), FieldKind::F64) => w.f64(v),
-                (Slot::Bool(v), FieldKind::Bool) => w.bool(v),
-                (Slot::Text(a, b), FieldKind::String) => w.opt_str(Some(&self.text[a..b])),
-                (Slot::Int(v), FieldKind::U64) if v >= 0 => w.uint(v as u64),
-                (Slot::UInt(v), FieldKind::I64) if v <= i64::MAX as u64 => w.int(v as i64),
-                (Slot::Int(v), FieldKind::F64) => w.f64(v as f64),
-                (Slot::UInt(v), FieldKind::F64) => w.f64(v as f64),
-                (
-                    s @ (Slot::Int(_) | Slot::UInt(_) | Slot::F64(_) | Slot::Bool(_)),
-                    FieldKind::String,
-                ) => {
-                    let mut t = StackText::new();
-                    let _ = match s {
-                        Slot::Int(v) => write!(t, "{v}"),
-                        Slot::UInt(v) => write!(t, "{v}"),
-                        Slot::F64(v) => write!(t, "{v}"),
-                        Slot::Bool(v) => write!(t, "{v}"),
-                        Slot::Empty | Slot::Text(..) => Ok(()),
-                    };
-                    w.opt_str(Some(t.as_str()));
-                }
-                (s, kind) => {
-                    bad += u32::from(s != Slot::Empty);
-                    match kind {
-                        FieldKind::I64 => w.int(0),
-                        FieldKind::U64 => w.uint(0),
-                        FieldKind::F64 => w.f64(0.0),
-                        FieldKind::Bool => w.bool(false),
-                        _ => w.opt_str(None),
-                    }
-                }
-            }
+            let v = match self.slots[i] {
+                Slot::Empty => Val::Empty,
+                Slot::Int(v) => Val::Int(v),
+                Slot::UInt(v) => Val::UInt(v),
+                Slot::F64(v) => Val::F64(v),
+                Slot::Bool(v) => Val::Bool(v),
+                Slot::Text(a, b) => Val::Str(&self.text[a..b]),
+            };
+            bad += write_value(w, v, kind);
         }
         bad
     }
+}
+
+/// One value as `tracing` hands it over (text borrowed, not copied).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Val<'a> {
+    Empty,
+    Int(i64),
+    UInt(u64),
+    F64(f64),
+    Bool(bool),
+    Str(&'a str),
+}
+
+/// Encodes `v` as a field of `kind`, converting where nothing is lost (a
+/// number into a `String` field is formatted on the stack, so nothing is
+/// allocated) and writing a value that cannot be converted as `kind`'s
+/// zero / null. Returns 1 for such a value, else 0 (`Empty` is not one).
+#[inline(always)]
+pub(crate) fn write_value(w: &mut FieldWriter<'_>, v: Val<'_>, kind: FieldKind) -> u32 {
+    match (v, kind) {
+        (Val::Int(v), FieldKind::I64) => w.int(v),
+        (Val::UInt(v), FieldKind::U64) => w.uint(v),
+        (Val::F64(v), FieldKind::F64) => w.f64(v),
+        (Val::Bool(v), FieldKind::Bool) => w.bool(v),
+        (Val::Str(s), FieldKind::String) => w.opt_str(Some(s)),
+        (Val::Int(v), FieldKind::U64) if v >= 0 => w.uint(v as u64),
+        (Val::UInt(v), FieldKind::I64) if v <= i64::MAX as u64 => w.int(v as i64),
+        (Val::Int(v), FieldKind::F64) => w.f64(v as f64),
+        (Val::UInt(v), FieldKind::F64) => w.f64(v as f64),
+        (v @ (Val::Int(_) | Val::UInt(_) | Val::F64(_) | Val::Bool(_)), FieldKind::String) => {
+            write_number_text(w, v)
+        }
+        (v, kind) => {
+            write_zero(w, kind);
+            return u32::from(v != Val::Empty);
+        }
+    }
+    0
+}
+
+/// The zero / null of `kind`: an absent value.
+#[inline]
+pub(crate) fn write_zero(w: &mut FieldWriter<'_>, kind: FieldKind) {
+    match kind {
+        FieldKind::I64 => w.int(0),
+        FieldKind::U64 => w.uint(0),
+        FieldKind::F64 => w.f64(0.0),
+        FieldKind::Bool => w.bool(false),
+        _ => w.opt_str(None),
+    }
+}
+
+/// A number or `bool` into a `String` field, formatted on the stack (out
+/// of line: the buffer stays out of the hot frames).
+#[cold]
+#[inline(never)]
+fn write_number_text(w: &mut FieldWriter<'_>, v: Val<'_>) {
+    let mut t = StackText::new();
+    let _ = match v {
+        Val::Int(v) => write!(t, "{v}"),
+        Val::UInt(v) => write!(t, "{v}"),
+        Val::F64(v) => write!(t, "{v}"),
+        Val::Bool(v) => write!(t, "{v}"),
+        Val::Empty | Val::Str(_) => Ok(()),
+    };
+    w.opt_str(Some(t.as_str()));
 }
 
 /// Text formatted on the stack: the `Display` of an `f64` (its longest)

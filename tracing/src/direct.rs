@@ -1,0 +1,163 @@
+//! An event's fields encoded as `tracing` visits them: straight into the
+//! recorder's buffer, inside [`recorder::EventType::commit_fields`]'s
+//! writer, with no copy into slots first and no second pass over them.
+//!
+//! JFR fields are written in declared order and a callsite's fields are
+//! declared in its field order, so this works while the values arrive in
+//! field order, as the `tracing` macros hand them over; a field with no
+//! value (skipped, or `Empty`) is written as its kind's zero / null. A
+//! value arriving out of order (a hand-built `ValueSet`, a field given
+//! twice) abandons the record, and the caller records the event again
+//! through [`Slots`](crate::values::Slots), which sorts any order.
+//!
+//! `Debug` values are formatted into the thread's scratch text, inside the
+//! recorder's write section: a `Debug` impl that records a flightrec event
+//! gets that event dropped as reentrant (and counted), and one that panics
+//! closes the section as it unwinds (the recorder's guard).
+//!
+//! Invariant: when [`Direct::finish`] returns `Some`, exactly one value of
+//! each `kinds[i]`, in order, was written after the implicit fields.
+
+use std::cell::RefCell;
+use std::fmt::{self, Write as _};
+use std::thread::LocalKey;
+
+use recorder::{FieldKind, FieldWriter};
+use tracing_core::field::{Field, Visit};
+
+use crate::values::{Val, write_value, write_zero};
+
+/// The visitor: writes each value as it comes, converted to its field's
+/// kind.
+pub(crate) struct Direct<'a, 'w> {
+    w: &'a mut FieldWriter<'w>,
+    kinds: &'a [FieldKind],
+    /// The next field to write.
+    next: usize,
+    /// Values that did not fit their field (written as zero / null).
+    bad: u32,
+    /// False once a value came out of order: the record is abandoned.
+    in_order: bool,
+    /// Scratch for `Debug` text (borrowed only while formatting).
+    text: &'static LocalKey<RefCell<String>>,
+}
+
+impl<'a, 'w> Direct<'a, 'w> {
+    #[inline(always)]
+    pub(crate) fn new(
+        w: &'a mut FieldWriter<'w>,
+        kinds: &'a [FieldKind],
+        text: &'static LocalKey<RefCell<String>>,
+    ) -> Self {
+        Self {
+            w,
+            kinds,
+            next: 0,
+            bad: 0,
+            in_order: true,
+            text,
+        }
+    }
+
+    /// Writes the fields no value came for. Returns the count of values
+    /// that did not fit, or `None` if the record must be abandoned.
+    #[inline(always)]
+    pub(crate) fn finish(mut self) -> Option<u32> {
+        if !self.in_order {
+            return None;
+        }
+        self.skip_to(self.kinds.len());
+        Some(self.bad)
+    }
+
+    /// Zero / null for fields `next..i`.
+    #[inline(always)]
+    fn skip_to(&mut self, i: usize) {
+        while self.next < i {
+            write_zero(self.w, self.kinds[self.next]);
+            self.next += 1;
+        }
+    }
+
+    /// Field `f`'s kind if its value is written now, after any skipped
+    /// fields; `None` for a field past the type's (beyond `MAX_FIELDS`) or
+    /// out of order. One compare on the common path: the value of the next
+    /// field.
+    #[inline(always)]
+    fn at(&mut self, f: &Field) -> Option<FieldKind> {
+        let i = f.index();
+        if i == self.next
+            && let Some(&kind) = self.kinds.get(i)
+        {
+            self.next = i + 1;
+            return Some(kind);
+        }
+        self.at_cold(i)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn at_cold(&mut self, i: usize) -> Option<FieldKind> {
+        if i >= self.kinds.len() {
+            return None;
+        }
+        if i < self.next {
+            self.in_order = false;
+        }
+        if !self.in_order {
+            return None;
+        }
+        self.skip_to(i);
+        self.next = i + 1;
+        Some(self.kinds[i])
+    }
+
+    #[inline(always)]
+    fn put(&mut self, f: &Field, v: Val<'_>) {
+        if let Some(kind) = self.at(f) {
+            self.bad += write_value(self.w, v, kind);
+        }
+    }
+}
+
+impl Visit for Direct<'_, '_> {
+    fn record_i64(&mut self, f: &Field, v: i64) {
+        self.put(f, Val::Int(v));
+    }
+    fn record_u64(&mut self, f: &Field, v: u64) {
+        self.put(f, Val::UInt(v));
+    }
+    fn record_f64(&mut self, f: &Field, v: f64) {
+        self.put(f, Val::F64(v));
+    }
+    fn record_bool(&mut self, f: &Field, v: bool) {
+        self.put(f, Val::Bool(v));
+    }
+    fn record_str(&mut self, f: &Field, v: &str) {
+        self.put(f, Val::Str(v));
+    }
+    fn record_debug(&mut self, f: &Field, v: &dyn fmt::Debug) {
+        let Some(kind) = self.at(f) else { return };
+        if kind != FieldKind::String {
+            // Text into a number field: not converted (as in `Slots::fix`).
+            self.bad += write_value(self.w, Val::Str(""), kind);
+            return;
+        }
+        // Taken only by a `Debug` impl that records an event with a
+        // `Debug` value of its own (that event is dropped as reentrant):
+        // it formats into a fresh string.
+        let w = &mut *self.w;
+        let fresh = self.text.try_with(|t| match t.try_borrow_mut() {
+            Ok(mut text) => {
+                text.clear();
+                let _ = write!(text, "{v:?}");
+                w.opt_str(Some(&text));
+                false
+            }
+            Err(_) => true,
+        });
+        if fresh.unwrap_or(true) {
+            self.w.opt_str(Some(&format!("{v:?}")));
+        }
+    }
+}
