@@ -53,7 +53,7 @@
 //!
 //! Each type takes the JFR settings `enabled`, `stackTrace` and, for spans,
 //! `threshold` (e.g. `tracing.app.request#threshold=10 ms`). The layer
-//! carries its own per-layer [`Filter`](tracing_subscriber::layer::Filter):
+//! carries its own per-layer [`Filter`]:
 //! a type that is disabled, or every type while nothing records, gets
 //! `Interest::never` for this layer, so when no other layer wants the
 //! callsite it costs what `tracing` costs with no subscriber interest.
