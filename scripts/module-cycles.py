@@ -107,12 +107,32 @@ def paths(toks, use_only):
             found.append(segs)
         return i
 
+    # Inline modules (`mod tests { .. }`) open at brace depth `d`: a path
+    # inside one is relative to it, so each found path carries the inline
+    # modules around it.
+    inline, depth = [], 0
     i = 0
     while i < len(toks):
+        t = toks[i]
         if toks[i] in ("crate", "super", "self") and i + 1 < len(toks) and toks[i + 1] == "::" \
                 and not (i > 0 and toks[i - 1] == "::") \
                 and not (use_only and not (i > 0 and toks[i - 1] == "use")):
+            start = len(found)
             i = read(i, [])
+            for k in range(start, len(found)):
+                found[k] = ([name for name, _ in inline], found[k])
+        elif t == "mod" and i + 2 < len(toks) and toks[i + 2] == "{":
+            inline.append((toks[i + 1], depth))
+            depth += 1
+            i += 3
+        elif t == "{":
+            depth += 1
+            i += 1
+        elif t == "}":
+            depth -= 1
+            if inline and inline[-1][1] == depth:
+                inline.pop()
+            i += 1
         else:
             i += 1
     return found
@@ -141,16 +161,20 @@ def main():
     for mod, rel in files.items():
         with open(os.path.join(src, rel), encoding="utf-8") as fh:
             code = strip(fh.read())
-        for p in paths(tokens(code), use_only):
+        for inner, p in paths(tokens(code), use_only):
             if p[0] == "crate":
                 base, rest = [], p[1:]
             else:
-                base = list(mod)
+                base = list(mod) + inner
                 rest = p
                 while rest and rest[0] in ("self", "super"):
                     if rest[0] == "super":
                         base = base[:-1]
                     rest = rest[1:]
+            # An inline module has no file: its paths land in the file that
+            # holds it (the deepest file-backed prefix).
+            while base and tuple(base) not in files:
+                base = base[:-1]
             target = tuple(base)
             for seg in rest:
                 if target + (seg,) in files:
