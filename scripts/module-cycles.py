@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 """Import cycles between the files of recorder/src.
 
-    python3 scripts/module-cycles.py [--use-only] [--edges] [SRC_DIR]
+    python3 scripts/module-cycles.py [--use-only] [--edges] [--max N] [SRC_DIR]
 
 Reads every .rs file under SRC_DIR (default recorder/src), drops comments
 and string literals, and follows each `crate::`, `super::` and `self::` path
 (in `use` items, with their `{..}` groups, and in code) to the file of the
 deepest module it names. Prints the strongly connected components of that
 file graph with more than one file (the import cycles), largest first, and
-the edges inside each. `--use-only` follows only the paths of `use` items
-(not paths written in code). `--edges` also prints every edge. Exits 0; the
-layout rule (no cycle larger than two files) is read off the output.
+the edges inside each. A path inside an inline module (`mod tests { .. }`)
+is read relative to that module. `--use-only` follows only the paths of
+`use` items (not paths written in code). `--edges` also prints every edge.
+`--max N` exits 1 when a cycle has more than N files (the layout rule is
+`--max 2`, checked by recorder/tests/module_cycles.rs); otherwise exits 0.
 """
 
 import os
@@ -107,12 +109,32 @@ def paths(toks, use_only):
             found.append(segs)
         return i
 
+    # Inline modules (`mod tests { .. }`) open at brace depth `d`: a path
+    # inside one is relative to it, so each found path carries the inline
+    # modules around it.
+    inline, depth = [], 0
     i = 0
     while i < len(toks):
+        t = toks[i]
         if toks[i] in ("crate", "super", "self") and i + 1 < len(toks) and toks[i + 1] == "::" \
                 and not (i > 0 and toks[i - 1] == "::") \
                 and not (use_only and not (i > 0 and toks[i - 1] == "use")):
+            start = len(found)
             i = read(i, [])
+            for k in range(start, len(found)):
+                found[k] = ([name for name, _ in inline], found[k])
+        elif t == "mod" and i + 2 < len(toks) and toks[i + 2] == "{":
+            inline.append((toks[i + 1], depth))
+            depth += 1
+            i += 3
+        elif t == "{":
+            depth += 1
+            i += 1
+        elif t == "}":
+            depth -= 1
+            if inline and inline[-1][1] == depth:
+                inline.pop()
+            i += 1
         else:
             i += 1
     return found
@@ -127,9 +149,15 @@ def module_of(rel):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    show_edges = "--edges" in sys.argv
-    use_only = "--use-only" in sys.argv
+    argv = sys.argv[1:]
+    limit = None
+    if "--max" in argv:
+        k = argv.index("--max")
+        limit = int(argv[k + 1])
+        del argv[k:k + 2]
+    args = [a for a in argv if not a.startswith("--")]
+    show_edges = "--edges" in argv
+    use_only = "--use-only" in argv
     src = args[0] if args else os.path.join(os.path.dirname(__file__), "..", "recorder", "src")
     files = {}
     for root, _, names in os.walk(src):
@@ -141,16 +169,20 @@ def main():
     for mod, rel in files.items():
         with open(os.path.join(src, rel), encoding="utf-8") as fh:
             code = strip(fh.read())
-        for p in paths(tokens(code), use_only):
+        for inner, p in paths(tokens(code), use_only):
             if p[0] == "crate":
                 base, rest = [], p[1:]
             else:
-                base = list(mod)
+                base = list(mod) + inner
                 rest = p
                 while rest and rest[0] in ("self", "super"):
                     if rest[0] == "super":
                         base = base[:-1]
                     rest = rest[1:]
+            # An inline module has no file: its paths land in the file that
+            # holds it (the deepest file-backed prefix).
+            while base and tuple(base) not in files:
+                base = base[:-1]
             target = tuple(base)
             for seg in rest:
                 if target + (seg,) in files:
@@ -201,6 +233,9 @@ def main():
         print("\nall edges:")
         for v in sorted(edges):
             print(f"  {v} -> {', '.join(sorted(edges[v])) or '-'}")
+    if limit is not None and cycles and len(cycles[0]) > limit:
+        print(f"\nFAIL: an import cycle of {len(cycles[0])} files (at most {limit} allowed)")
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -219,6 +219,9 @@ pub unsafe extern "C" fn flightrec_register(
     desc: *const flightrec_event_desc,
     out: *mut flightrec_event_type,
 ) -> c_int {
+    // A C program linked against `libflightrec.a` pulls archive members on
+    // demand: this reference keeps the `FLIGHTREC` constructor in its link.
+    recorder::autostart::keep_linked();
     guard(|| {
         if desc.is_null() {
             return fail(FLIGHTREC_ERR_NULL, "desc is NULL");

@@ -40,13 +40,30 @@ fn address(l: &'static str) -> FieldDesc {
     )
 }
 
-fn lock_event(id: T, name: &'static str, l: &'static str, fields: Vec<FieldDesc>) -> TypeDesc {
+/// The fields every wait type starts with (the JDK's duration event with
+/// a thread and a stack), then the type's own.
+fn wait_fields(own: Vec<FieldDesc>) -> Vec<FieldDesc> {
     let mut all = vec![start_time(), duration(), event_thread(), stack_trace()];
-    all.extend(fields);
+    all.extend(own);
+    all
+}
+
+/// The remote end of a socket wait.
+fn remote(own: Vec<FieldDesc>) -> Vec<FieldDesc> {
+    let mut all = vec![
+        f("host", T::STRING, "Remote Host", None),
+        f("address", T::STRING, "Remote Address", None),
+        f("port", T::INT, "Remote Port", None),
+    ];
+    all.extend(own);
+    all
+}
+
+fn lock_event(id: T, name: &'static str, l: &'static str, fields: Vec<FieldDesc>) -> TypeDesc {
     event(
         id,
         name,
-        all,
+        wait_fields(fields),
         vec![
             A::Label(Cow::Borrowed(l)),
             category(APPLICATION),
@@ -131,10 +148,7 @@ pub(super) fn types() -> Vec<TypeDesc> {
             T::SOCKET_READ,
             "jdk.SocketRead",
             "Socket Read",
-            vec![
-                f("host", T::STRING, "Remote Host", None),
-                f("address", T::STRING, "Remote Address", None),
-                f("port", T::INT, "Remote Port", None),
+            remote(vec![
                 f(
                     "timeout",
                     T::LONG,
@@ -143,18 +157,18 @@ pub(super) fn types() -> Vec<TypeDesc> {
                 ),
                 f("bytesRead", T::LONG, "Bytes Read", Some(BYTES)),
                 f("endOfStream", T::BOOLEAN, "End of Stream", None),
-            ],
+            ]),
         ),
         declared(
             T::SOCKET_WRITE,
             "jdk.SocketWrite",
             "Socket Write",
-            vec![
-                f("host", T::STRING, "Remote Host", None),
-                f("address", T::STRING, "Remote Address", None),
-                f("port", T::INT, "Remote Port", None),
-                f("bytesWritten", T::LONG, "Bytes Written", Some(BYTES)),
-            ],
+            remote(vec![f(
+                "bytesWritten",
+                T::LONG,
+                "Bytes Written",
+                Some(BYTES),
+            )]),
         ),
         declared(
             T::FILE_READ,
@@ -188,12 +202,10 @@ fn f(name: &'static str, ty: T, l: &'static str, unit: Option<A>) -> FieldDesc {
 
 /// A duration event of the JDK's that flightrec declares and never writes.
 fn declared(id: T, name: &'static str, l: &'static str, fields: Vec<FieldDesc>) -> TypeDesc {
-    let mut all = vec![start_time(), duration(), event_thread(), stack_trace()];
-    all.extend(fields);
     event(
         id,
         name,
-        all,
+        wait_fields(fields),
         vec![A::Label(Cow::Borrowed(l)), category(APPLICATION)],
         vec![ENABLED],
     )

@@ -22,12 +22,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
-use chunk_writer::constants::{ClassValue, write_class, write_symbol};
 use chunk_writer::encode::Sink;
 use chunk_writer::record::{EventEncoder, begin_record, end_record};
 use chunk_writer::{Checkpoint, TypeId};
 
 use super::{LIVE, QUEUE, queue::RawSample, state, threads};
+use crate::cpool::named_classes::NamedClasses;
 use crate::cpool::threads::ThreadTags;
 use crate::event::commit::{BuiltinRefs, emit_builtin};
 use crate::recording::loss::LossCause;
@@ -57,24 +57,24 @@ pub(crate) fn alloc_stack_marker(frame: u64) -> bool {
     frame == ALLOC_MARKER
 }
 
-/// The class names seen, in order: index `i` is class `CLASS_KEY_BASE + 2i`.
+/// The allocation classes, each named once.
+static NAMES: NamedClasses = NamedClasses::new(CLASS_KEY_BASE);
+
+/// The class keys given so far, by size class and by type.
 #[derive(Debug, Default)]
 struct Classes {
-    names: Vec<String>,
     by_size_class: BTreeMap<u32, u64>,
     by_type: BTreeMap<&'static str, u64>,
 }
 
 static CLASSES: Mutex<Classes> = Mutex::new(Classes {
-    names: Vec::new(),
     by_size_class: BTreeMap::new(),
     by_type: BTreeMap::new(),
 });
 
 impl Classes {
     fn add(&mut self, name: String) -> u64 {
-        self.names.push(name);
-        CLASS_KEY_BASE + 2 * (self.names.len() as u64 - 1)
+        NAMES.add(name)
     }
 
     fn key(&mut self, size: u64, type_name: Option<&'static str>) -> u64 {
@@ -123,30 +123,7 @@ fn type_class_name(type_name: &str) -> String {
 
 /// Defines, in `cp`, the classes `from..`; returns the number of classes.
 pub(crate) fn write_class_constants(cp: &mut Checkpoint, from: usize) -> usize {
-    let c = CLASSES.lock();
-    let n = c.names.len();
-    if from >= n {
-        return n;
-    }
-    {
-        let mut pool = cp.pool(TypeId::CLASS);
-        for i in from..n {
-            let k = CLASS_KEY_BASE + 2 * i as u64;
-            let value = ClassValue {
-                class_loader: 0,
-                name: k + 1,
-                package: 0,
-                modifiers: 1,
-                hidden: false,
-            };
-            write_class(pool.entry(k), &value);
-        }
-    }
-    let mut pool = cp.pool(TypeId::SYMBOL);
-    for (i, name) in c.names.iter().enumerate().skip(from) {
-        write_symbol(pool.entry(CLASS_KEY_BASE + 2 * i as u64 + 1), name);
-    }
-    n
+    NAMES.write_constants(cp, from)
 }
 
 /// The drain's state: threads named so far, the adaptive throttle's

@@ -1,5 +1,8 @@
-//! Constant pools: threads, stack traces, and the class/method model.
+//! Constant pools: threads, stack traces, the class/method model, and the
+//! synthetic classes known only by name.
 
 pub(crate) mod methods;
+#[cfg(not(flightrec_loom))]
+pub(crate) mod named_classes;
 pub(crate) mod stacks;
 pub(crate) mod threads;

@@ -66,8 +66,6 @@ impl Registry {
     #[cold]
     #[inline(never)]
     pub(crate) fn register(&self, ty: &'static EventType) -> u64 {
-        #[cfg(not(flightrec_loom))]
-        crate::recording::autostart::keep_linked();
         let mut inner = self.inner.lock();
         let word = ty.word.load(Ordering::Acquire);
         if word != 0 {

@@ -34,6 +34,7 @@
 //! it ended, with the threshold in force at the end.
 
 mod condvar;
+mod contended;
 mod mutex;
 mod record;
 mod rwlock;
@@ -43,18 +44,3 @@ pub use mutex::{Mutex, MutexGuard};
 pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 pub(crate) use record::{apply, write_class_constants};
-
-use crate::sync::{AtomicU64, Ordering};
-
-/// Stores the calling thread's key in `previous_owner` (a lock's), if
-/// waits are timed now: a guard's drop while a thread waits.
-#[cold]
-#[inline(never)]
-fn note_owner(previous_owner: &AtomicU64) {
-    if !record::ENTER.enabled() {
-        return;
-    }
-    if let Some(key) = crate::runtime::get().and_then(crate::buffer::local::current_thread_key) {
-        previous_owner.store(key, Ordering::Relaxed);
-    }
-}

@@ -10,24 +10,21 @@
 //! stores its thread's key as the lock's previous owner, which the waiter
 //! reads once it holds the lock.
 //!
-//! Invariant: `waiters` counts the threads between `Wait::begin` and their
-//! return from parking_lot's `lock`; `previous_owner` is written only by a
-//! thread holding the lock, and read only by one holding it.
+//! Invariant: the contended path and the guard's drop go through the
+//! lock's `contended::Contention` (whose invariant they keep).
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 
-use super::record::{ENTER, Wait, after_record};
+use super::contended::Contention;
 use crate::sync::program;
-use crate::sync::{AtomicU64, AtomicUsize, Ordering};
 
 /// A mutual-exclusion lock: `parking_lot::Mutex` whose waits are recorded
 /// as `jdk.JavaMonitorEnter` events while a recording runs (see the
 /// [module docs](super)). No poisoning, as parking_lot's.
 pub struct Mutex<T: ?Sized> {
     name: Option<&'static str>,
-    waiters: AtomicUsize,
-    previous_owner: AtomicU64,
+    contention: Contention,
     inner: program::Mutex<T>,
 }
 
@@ -53,8 +50,7 @@ impl<T> Mutex<T> {
     const fn with_name(name: Option<&'static str>, value: T) -> Self {
         Self {
             name,
-            waiters: AtomicUsize::new(0),
-            previous_owner: AtomicU64::new(0),
+            contention: Contention::new(),
             inner: program::Mutex::new(value),
         }
     }
@@ -103,18 +99,9 @@ impl<T: ?Sized> Mutex<T> {
     #[cold]
     #[inline(never)]
     fn lock_contended(&self) -> MutexGuard<'_, T> {
-        let Some(wait) = Wait::begin(&ENTER) else {
-            return MutexGuard {
-                lock: self,
-                inner: self.inner.lock(),
-            };
-        };
-        self.waiters.fetch_add(1, Ordering::Relaxed);
-        let inner = self.inner.lock();
-        self.waiters.fetch_sub(1, Ordering::Relaxed);
-        let owner = self.previous_owner.load(Ordering::Relaxed);
-        wait.enter(self.name(), self.address(), owner);
-        after_record();
+        let inner = self
+            .contention
+            .timed_wait(self.name(), self.address(), || self.inner.lock());
         MutexGuard { lock: self, inner }
     }
 
@@ -126,9 +113,7 @@ impl<T: ?Sized> Mutex<T> {
 impl<T: ?Sized> Drop for MutexGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
-        if self.lock.waiters.load(Ordering::Relaxed) != 0 {
-            super::note_owner(&self.lock.previous_owner);
-        }
+        self.lock.contention.released();
     }
 }
 

@@ -11,23 +11,25 @@
 //! The class of a lock is a `java.lang.Class` constant named after the
 //! lock's declared name, or the Rust type it protects: name `i` has class
 //! key [`CLASS_KEY_BASE`] + 2i and name symbol `+1`, defined in every chunk
-//! by [`write_class_constants`], as the panic classes are (`crate::recording::panics`).
+//! by [`write_class_constants`] ([`NamedClasses`], as the panic and
+//! allocation classes are).
 //!
 //! Invariant: a record references only class keys registered before it was
 //! written, so the chunk's next checkpoint defines them; the previous
 //! owner's thread is tagged with the record's epoch (through
 //! [`BuiltinRefs::thread`]).
 
-use chunk_writer::constants::{ClassValue, write_class, write_symbol};
 use chunk_writer::encode::Sink;
 use chunk_writer::record::EventEncoder;
 use chunk_writer::{Checkpoint, TypeId};
+
+use crate::cpool::named_classes::NamedClasses;
 
 use crate::buffer::local;
 use crate::event::commit::{BuiltinRefs, emit_builtin};
 use crate::recording::config::settings::Settings;
 use crate::recording::loss::LossCause;
-use crate::sync::{AtomicU64, Mutex, Ordering};
+use crate::sync::{AtomicU64, Ordering};
 use crate::{clock, runtime};
 
 /// Keys of the lock classes; far from the frame tables' (counted from 1),
@@ -120,6 +122,15 @@ pub(crate) struct Park {
     pub(crate) until: i64,
 }
 
+/// The fields of one type between the class and the address.
+#[derive(Clone, Copy)]
+enum Detail {
+    /// `jdk.JavaMonitorEnter`: `previousOwner` (a thread key, 0: unknown).
+    Enter { previous_owner: u64 },
+    /// `jdk.ThreadPark`: `timeout` and `until`.
+    Park(Park),
+}
+
 impl Wait {
     /// Starts timing a wait of `kind`, if its events are on.
     #[inline]
@@ -138,25 +149,7 @@ impl Wait {
     /// released the lock while a thread waited (0: unknown).
     #[inline(never)]
     pub(crate) fn enter(self, class: &'static str, address: usize, previous_owner: u64) {
-        let Some((word, d)) = self.end(&ENTER) else {
-            return;
-        };
-        let start = self.start;
-        let r = Record {
-            ty: TypeId::JAVA_MONITOR_ENTER,
-            word,
-            class,
-            other_thread: previous_owner,
-        };
-        r.write(|e, k| {
-            e.put_i64(start);
-            e.put_varint(d);
-            e.put_varint(k.thread);
-            e.put_varint(k.stack);
-            e.put_varint(k.class);
-            e.put_varint(k.other_thread);
-            e.put_varint(address as u64);
-        });
+        self.record(&ENTER, class, address, Detail::Enter { previous_owner });
     }
 
     /// Ends a wait on the condition variable at `address`, called as
@@ -164,15 +157,28 @@ impl Wait {
     /// the threshold.
     #[inline(never)]
     pub(crate) fn park(self, class: &'static str, address: usize, park: Park) {
-        let Some((word, d)) = self.end(&PARK) else {
+        self.record(&PARK, class, address, Detail::Park(park));
+    }
+
+    /// The body of [`Wait::enter`] and [`Wait::park`], inlined into each
+    /// (so the stack leaves out the same frames): the common fields
+    /// (start, duration, thread, stack, class), the type's own, the
+    /// address.
+    #[inline(always)]
+    fn record(self, kind: &Kind, class: &'static str, address: usize, detail: Detail) {
+        let Some((word, d)) = self.end(kind) else {
             return;
         };
         let start = self.start;
+        let (ty, other_thread) = match detail {
+            Detail::Enter { previous_owner } => (TypeId::JAVA_MONITOR_ENTER, previous_owner),
+            Detail::Park(_) => (TypeId::THREAD_PARK, 0),
+        };
         let r = Record {
-            ty: TypeId::THREAD_PARK,
+            ty,
             word,
             class,
-            other_thread: 0,
+            other_thread,
         };
         r.write(|e, k| {
             e.put_i64(start);
@@ -180,8 +186,13 @@ impl Wait {
             e.put_varint(k.thread);
             e.put_varint(k.stack);
             e.put_varint(k.class);
-            e.put_i64(park.timeout);
-            e.put_i64(park.until);
+            match detail {
+                Detail::Enter { .. } => e.put_varint(k.other_thread),
+                Detail::Park(park) => {
+                    e.put_i64(park.timeout);
+                    e.put_i64(park.until);
+                }
+            }
             e.put_varint(address as u64);
         });
     }
@@ -249,7 +260,7 @@ impl Record {
         } else {
             (0, 0)
         };
-        let class = class_key(self.class);
+        let class = CLASSES.key(self.class);
         let Some(thread) = local::current_thread_key(rt) else {
             return;
         };
@@ -282,48 +293,11 @@ impl Record {
     }
 }
 
-/// The lock names seen, in order: index `i` is class `CLASS_KEY_BASE + 2i`.
-static CLASSES: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
-
-/// The class key of locks named `name` (registering it).
-fn class_key(name: &'static str) -> u64 {
-    let mut c = CLASSES.lock();
-    let i = match c.iter().position(|n| *n == name) {
-        Some(i) => i,
-        None => {
-            c.push(name);
-            c.len() - 1
-        }
-    };
-    CLASS_KEY_BASE + 2 * i as u64
-}
+/// The lock names seen, each a class.
+static CLASSES: NamedClasses = NamedClasses::new(CLASS_KEY_BASE);
 
 /// Defines the lock classes registered since the `from`th in `cp`; returns
-/// how many are defined now. A chunk starts at 0, so each chunk defines
-/// every class its events can reference.
+/// how many are defined now (see [`NamedClasses::write_constants`]).
 pub(crate) fn write_class_constants(cp: &mut Checkpoint, from: usize) -> usize {
-    let c = CLASSES.lock();
-    let n = c.len();
-    if from >= n {
-        return n;
-    }
-    {
-        let mut pool = cp.pool(TypeId::CLASS);
-        for i in from..n {
-            let k = CLASS_KEY_BASE + 2 * i as u64;
-            let value = ClassValue {
-                class_loader: 0,
-                name: k + 1,
-                package: 0,
-                modifiers: 1,
-                hidden: false,
-            };
-            write_class(pool.entry(k), &value);
-        }
-    }
-    let mut pool = cp.pool(TypeId::SYMBOL);
-    for (i, name) in c.iter().enumerate().skip(from) {
-        write_symbol(pool.entry(CLASS_KEY_BASE + 2 * i as u64 + 1), name);
-    }
-    n
+    CLASSES.write_constants(cp, from)
 }

@@ -10,21 +10,20 @@
 //! of either kind dropped while a thread is timing a wait stores its
 //! thread as the previous owner (with readers, the last one out).
 //!
-//! Invariant: as `Mutex`'s: `waiters` counts the threads timing a wait.
+//! Invariant: as `Mutex`'s: the contended paths and the guards' drops go
+//! through the lock's `contended::Contention`.
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 
-use super::record::{ENTER, Wait, after_record};
+use super::contended::Contention;
 use crate::sync::program;
-use crate::sync::{AtomicU64, AtomicUsize, Ordering};
 
 /// A reader-writer lock: `parking_lot::RwLock` whose waits are recorded as
 /// `jdk.JavaMonitorEnter` events while a recording runs. No poisoning.
 pub struct RwLock<T: ?Sized> {
     name: Option<&'static str>,
-    waiters: AtomicUsize,
-    previous_owner: AtomicU64,
+    contention: Contention,
     inner: program::RwLock<T>,
 }
 
@@ -56,8 +55,7 @@ impl<T> RwLock<T> {
     const fn with_name(name: Option<&'static str>, value: T) -> Self {
         Self {
             name,
-            waiters: AtomicUsize::new(0),
-            previous_owner: AtomicU64::new(0),
+            contention: Contention::new(),
             inner: program::RwLock::new(value),
         }
     }
@@ -122,36 +120,18 @@ impl<T: ?Sized> RwLock<T> {
     #[cold]
     #[inline(never)]
     fn read_contended(&self) -> RwLockReadGuard<'_, T> {
-        let Some(wait) = Wait::begin(&ENTER) else {
-            return RwLockReadGuard {
-                lock: self,
-                inner: self.inner.read(),
-            };
-        };
-        self.waiters.fetch_add(1, Ordering::Relaxed);
-        let inner = self.inner.read();
-        self.waiters.fetch_sub(1, Ordering::Relaxed);
-        let owner = self.previous_owner.load(Ordering::Relaxed);
-        wait.enter(self.name(), self.address(), owner);
-        after_record();
+        let inner = self
+            .contention
+            .timed_wait(self.name(), self.address(), || self.inner.read());
         RwLockReadGuard { lock: self, inner }
     }
 
     #[cold]
     #[inline(never)]
     fn write_contended(&self) -> RwLockWriteGuard<'_, T> {
-        let Some(wait) = Wait::begin(&ENTER) else {
-            return RwLockWriteGuard {
-                lock: self,
-                inner: self.inner.write(),
-            };
-        };
-        self.waiters.fetch_add(1, Ordering::Relaxed);
-        let inner = self.inner.write();
-        self.waiters.fetch_sub(1, Ordering::Relaxed);
-        let owner = self.previous_owner.load(Ordering::Relaxed);
-        wait.enter(self.name(), self.address(), owner);
-        after_record();
+        let inner = self
+            .contention
+            .timed_wait(self.name(), self.address(), || self.inner.write());
         RwLockWriteGuard { lock: self, inner }
     }
 
@@ -163,18 +143,14 @@ impl<T: ?Sized> RwLock<T> {
 impl<T: ?Sized> Drop for RwLockReadGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
-        if self.lock.waiters.load(Ordering::Relaxed) != 0 {
-            super::note_owner(&self.lock.previous_owner);
-        }
+        self.lock.contention.released();
     }
 }
 
 impl<T: ?Sized> Drop for RwLockWriteGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
-        if self.lock.waiters.load(Ordering::Relaxed) != 0 {
-            super::note_owner(&self.lock.previous_owner);
-        }
+        self.lock.contention.released();
     }
 }
 

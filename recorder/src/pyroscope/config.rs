@@ -10,13 +10,28 @@
 use std::fmt;
 use std::time::Duration;
 
-use super::upload::Uploaded;
 use crate::sync::Arc;
 
 /// The upload period when none is given.
 pub const DEFAULT_PERIOD: Duration = Duration::from_secs(10);
 /// Shortest upload period.
 pub const MIN_PERIOD: Duration = Duration::from_millis(100);
+
+/// One accepted upload, as shown to [`PyroscopeConfig::on_uploaded`].
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Uploaded<'a> {
+    /// The JFR bytes sent (before gzip): whole chunks back to back.
+    pub jfr: &'a [u8],
+    /// The `labels` part sent.
+    pub labels: &'a [u8],
+    /// Chunks in `jfr`.
+    pub chunks: usize,
+    /// The `from` and `until` parameters (Unix seconds).
+    pub from: i64,
+    /// See `from`.
+    pub until: i64,
+}
 
 /// Called with each accepted upload (see [`PyroscopeConfig::on_uploaded`]).
 pub(crate) type Observer = Arc<dyn Fn(&Uploaded<'_>) + Send + Sync>;

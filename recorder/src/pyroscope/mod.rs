@@ -42,8 +42,8 @@ mod config;
 mod queue;
 mod upload;
 
-pub use config::{DEFAULT_PERIOD, MIN_PERIOD, PyroscopeConfig, PyroscopeError};
-pub use upload::{UploadTotals, Uploaded};
+pub use config::{DEFAULT_PERIOD, MIN_PERIOD, PyroscopeConfig, PyroscopeError, Uploaded};
+pub use upload::UploadTotals;
 
 pub use upload::UPLOAD_EVENT;
 pub(crate) use upload::Uploader;

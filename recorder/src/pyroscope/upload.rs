@@ -28,7 +28,7 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use super::config::PyroscopeConfig;
+use super::config::{PyroscopeConfig, Uploaded};
 use super::queue::{Chunk, Queue};
 use crate::event::descriptor::EventType;
 use crate::event::dynamic::{EventTypeBuilder, Value};
@@ -51,22 +51,6 @@ pub struct UploadTotals {
     pub chunks_dropped: u64,
     /// Requests that failed and were retried or dropped.
     pub failed_requests: u64,
-}
-
-/// One accepted upload, as shown to [`PyroscopeConfig::on_uploaded`].
-#[derive(Debug)]
-#[non_exhaustive]
-pub struct Uploaded<'a> {
-    /// The JFR bytes sent (before gzip): whole chunks back to back.
-    pub jfr: &'a [u8],
-    /// The `labels` part sent.
-    pub labels: &'a [u8],
-    /// Chunks in `jfr`.
-    pub chunks: usize,
-    /// The `from` and `until` parameters (Unix seconds).
-    pub from: i64,
-    /// See `from`.
-    pub until: i64,
 }
 
 #[derive(Debug, Default)]

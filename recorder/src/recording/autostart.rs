@@ -385,11 +385,15 @@ extern "C" fn autostart() {
 #[unsafe(link_section = ".init_array")]
 static AUTOSTART: extern "C" fn() = autostart;
 
-/// Referenced from type registration, which every program that commits an
-/// event reaches: it keeps this object file (and with it the constructor
-/// above) in the link even when nothing else of this module is used.
+/// Keeps this object file (and with it the constructor above) in a link
+/// that pulls archive members only on demand: a C program linked against
+/// `libflightrec.a` (the C ABI calls it from type registration). A Rust
+/// executable or shared library needs no such reference: rustc links every
+/// `#[used]` static of an rlib (its `symbols.o` names them), so nothing
+/// inside this crate calls it.
+#[doc(hidden)]
 #[inline(never)]
-pub(crate) fn keep_linked() {
+pub fn keep_linked() {
     #[cfg(all(target_os = "linux", not(flightrec_loom)))]
     std::hint::black_box(&AUTOSTART);
 }

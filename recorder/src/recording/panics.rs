@@ -38,16 +38,16 @@ use std::cell::Cell;
 use std::hint::black_box;
 use std::panic::PanicHookInfo;
 
-use chunk_writer::constants::{ClassValue, write_class, write_symbol};
 use chunk_writer::encode::Sink;
 use chunk_writer::{Checkpoint, TypeId};
 
+use crate::cpool::named_classes::NamedClasses;
 use crate::event::commit::BuiltinRefs;
 use crate::event::registry::registry;
 use crate::periodic::emit::emit_with;
 use crate::periodic::table::enabled;
 use crate::runtime;
-use crate::sync::{AtomicBool, AtomicU64, Mutex, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, Ordering};
 
 static PANICS: AtomicU64 = AtomicU64::new(0);
 static RECORDING: AtomicBool = AtomicBool::new(false);
@@ -67,60 +67,20 @@ const MAX_FRAMES: usize = 128;
 /// and the timed sites' (`1 << 40`).
 const CLASS_KEY_BASE: u64 = 1 << 41;
 
-/// The panic locations seen, in order: index `i` is class
-/// `CLASS_KEY_BASE + 2i`.
-static CLASSES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+/// The panic locations seen, each a class.
+static CLASSES: NamedClasses = NamedClasses::new(CLASS_KEY_BASE);
 
 /// The class key of panics at `location` (registering it); 0 (no class)
 /// if the registry stays locked, as when the recorder thread panicked while
 /// writing it: the hook never waits on a lock.
 fn class_key(location: String) -> u64 {
-    let Some(mut c) = (0..100).find_map(|_| {
-        CLASSES.try_lock().or_else(|| {
-            crate::sync::yield_now();
-            None
-        })
-    }) else {
-        return 0;
-    };
-    let i = match c.iter().position(|l| *l == location) {
-        Some(i) => i,
-        None => {
-            c.push(location);
-            c.len() - 1
-        }
-    };
-    CLASS_KEY_BASE + 2 * i as u64
+    CLASSES.key_without_waiting(&location, 100).unwrap_or(0)
 }
 
 /// Defines the panic classes registered since the `from`th in `cp`;
-/// returns how many are defined now. A chunk starts at 0, so each chunk
-/// defines every class its events can reference.
+/// returns how many are defined now (see [`NamedClasses::write_constants`]).
 pub(crate) fn write_class_constants(cp: &mut Checkpoint, from: usize) -> usize {
-    let c = CLASSES.lock();
-    let n = c.len();
-    if from >= n {
-        return n;
-    }
-    {
-        let mut pool = cp.pool(TypeId::CLASS);
-        for i in from..n {
-            let k = CLASS_KEY_BASE + 2 * i as u64;
-            let value = ClassValue {
-                class_loader: 0,
-                name: k + 1,
-                package: 0,
-                modifiers: 1,
-                hidden: false,
-            };
-            write_class(pool.entry(k), &value);
-        }
-    }
-    let mut pool = cp.pool(TypeId::SYMBOL);
-    for (i, location) in c.iter().enumerate().skip(from) {
-        write_symbol(pool.entry(CLASS_KEY_BASE + 2 * i as u64 + 1), location);
-    }
-    n
+    CLASSES.write_constants(cp, from)
 }
 
 /// Panics seen while a recording ran.

@@ -34,7 +34,7 @@ use chunk_writer::types::ACC_NATIVE;
 use chunk_writer::{Checkpoint, TypeId};
 
 use super::accum;
-use super::guard::TRACE_STACK;
+use super::site::TRACE_STACK;
 use super::sites::{SITES, TRACE_THRESHOLD};
 use crate::buffer::local;
 use crate::event::commit::{BuiltinRefs, builtin};

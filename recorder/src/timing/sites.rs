@@ -20,7 +20,7 @@
 //! `i`, and a word has the timing or tracing bit only while `recording`.
 
 use super::filter::{Filter, Part, SiteName};
-use super::guard::{
+use super::site::{
     CLOCK_TSC, GEN_SHIFT, INDEX_MASK, INDEX_SHIFT, Site, SitePath, TIMING, TRACE, TRACE_STACK,
     UNREGISTERED,
 };
