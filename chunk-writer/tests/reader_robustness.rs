@@ -1,8 +1,10 @@
 //! The reader on malformed input: every truncation of a real multi-chunk
 //! file, every single-byte corruption, arbitrary bytes (bare, behind a valid
 //! header, spliced into a real file, framed as events of real types), and
-//! schemas built to explode. The reader must return (`Ok` or `Err`), never
-//! panic, and finish quickly.
+//! schemas built to explode. The reader must return (`Ok` or `Err`) and
+//! never panic; its work is bounded by its budget (`BudgetExceeded`), and
+//! reads are timed only against [`RUNAWAY`], a bound no busy machine reaches
+//! but a read that explodes does (speed itself is not tested here).
 //!
 //! Truncation contract: a prefix that ends exactly at a chunk boundary is a
 //! valid file holding the chunks before it; every other prefix (including
@@ -157,6 +159,11 @@ fn trailing_bytes_and_a_broken_header_are_errors() {
     ));
 }
 
+/// Far beyond any honest read of these small inputs (milliseconds, or about
+/// 2 s on a 2-core machine at load 10), far below a read whose work grows
+/// exponentially or never ends.
+const RUNAWAY: Duration = Duration::from_secs(20);
+
 /// Reads `bytes`, returning how long it took; the result itself may be
 /// anything but a panic.
 fn timed_read(bytes: &[u8]) -> Duration {
@@ -166,7 +173,7 @@ fn timed_read(bytes: &[u8]) -> Duration {
 }
 
 #[test]
-fn corrupting_any_byte_never_panics_and_stays_fast() {
+fn corrupting_any_byte_never_panics_or_runs_away() {
     let bytes = sample::recording();
     let mut worst = Duration::ZERO;
     let mut copy = bytes.clone();
@@ -185,7 +192,7 @@ fn corrupting_any_byte_never_panics_and_stays_fast() {
         copy[at] = orig;
     }
     assert!(
-        worst < Duration::from_millis(500),
+        worst < RUNAWAY,
         "slowest read took {worst:?}"
     );
 }
@@ -203,7 +210,7 @@ fn huge_varints_anywhere_never_panic() {
             let mut copy = bytes.clone();
             let end = (at + p.len()).min(copy.len());
             copy[at..end].copy_from_slice(&p[..end - at]);
-            assert!(timed_read(&copy) < Duration::from_millis(500));
+            assert!(timed_read(&copy) < RUNAWAY);
         }
     }
 }
@@ -267,7 +274,7 @@ fn exploding_schemas_are_refused_quickly() {
         read_recording(&fan_out(40)),
         Err(ReadError::TooDeep { limit: 32, .. })
     ));
-    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    assert!(t.elapsed() < RUNAWAY, "{:?}", t.elapsed());
 }
 
 /// A valid header for a chunk of `body_len` bytes after the header.
@@ -331,7 +338,7 @@ proptest! {
         let at = at.index(bytes.len());
         let end = (at + cut).min(bytes.len());
         bytes.splice(at..end, insert);
-        prop_assert!(timed_read(&bytes) < Duration::from_millis(500));
+        prop_assert!(timed_read(&bytes) < RUNAWAY);
     }
 
     #[test]

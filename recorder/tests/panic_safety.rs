@@ -193,7 +193,8 @@ fn recorder_thread_panic(dir: &std::path::Path) {
     assert!(rec.flush().is_err(), "later calls report the failure");
     let started = Instant::now();
     let err = rec.stop().expect_err("stop reports the panic");
-    assert!(started.elapsed() < Duration::from_secs(2));
+    // A guard against a stop that waits on the dead thread, not a speed test.
+    assert!(started.elapsed() < Duration::from_secs(10));
     match &err {
         RecordingError::Failed { context, source } => {
             assert!(context.contains("panicked"), "{err}");
@@ -272,7 +273,8 @@ fn periodic_callback_panic(dir: &std::path::Path) {
     std::thread::sleep(Duration::from_millis(400));
     let started = Instant::now();
     let summary = rec.stop().expect("the recording stops normally");
-    assert!(started.elapsed() < Duration::from_secs(2));
+    // A guard against a stop that waits on the dead thread, not a speed test.
+    assert!(started.elapsed() < Duration::from_secs(10));
     std::panic::set_hook(quiet);
     recorder::remove_periodic_event(Periodic::event_type());
     recorder::remove_periodic_event(Steady::event_type());
