@@ -15,7 +15,7 @@
 //! library changes every program that links it (the sampler does, only
 //! with the `thread-hook` feature: [`crate::sampler::birth`]). Polling sees
 //! every thread that lives longer than one poll: [`super::POLL`] (20 ms)
-//! while threads come and go, [`super::QUIET_POLL`] (100 ms) once none
+//! while threads come and go, [`super::QUIET_POLL`] (200 ms) once none
 //! did for [`super::QUIET_AFTER`] — while sampling runs, the sampler's
 //! own watch of the thread list (`sampler::wake`) asks for a poll at once.
 //! Threads that start and end between two polls while another thread
