@@ -12,8 +12,10 @@
 //! parsed without allocating. `jdk.ThreadCPULoad` (10 s by default) reads
 //! no file: three `clock_gettime` calls per live thread on its CPU clocks
 //! ([`thread_times`]), where a `/proc/self/task/TID/stat` would cost an
-//! open, a read, a close and the kernel's formatting of fifty fields; its
-//! table of previous readings is updated in place. Thread starts and ends
+//! open, a read, a close and the kernel's formatting of fifty fields, and
+//! one for a thread that has not run since the last round (its total
+//! unchanged, its split is too); its table of previous readings is
+//! updated in place. Thread starts and ends
 //! cost one `fstat` per poll ([`super::lifecycle`]). The processor count
 //! (`available_parallelism` reads the cgroup's files) is read again at
 //! most every [`CPUS_EVERY`].
@@ -236,7 +238,18 @@ impl SystemEvents {
             let Some(tid) = self.lifecycle.tid_at(i) else {
                 break;
             };
-            let Some((u, s)) = thread_times(tid) else {
+            // A thread that has not run since the last round (its precise
+            // total unchanged) keeps its split: one clock read, not three.
+            let Some(total) = crate::sampler::threads::cpu_time_ns(tid) else {
+                continue;
+            };
+            let unchanged = self
+                .prev
+                .threads
+                .get(&tid)
+                .filter(|p| p.2 + p.3 == total)
+                .map(|p| (p.2, p.3));
+            let Some((u, s)) = unchanged.or_else(|| thread_times(tid)) else {
                 continue;
             };
             let Some((then, u0, s0)) = self
