@@ -6,7 +6,9 @@
 //! time, the thread's wakes per second (its context switches, from
 //! `/proc/self/task/TID/status`): each costs about as much as the work.
 //! Measuring starts [`SETTLE`] after the recording: the first second after
-//! a start (the thread list changing) is polled faster, once.
+//! a start (the thread list changing) is polled faster, once. A third line
+//! has every periodic event off and only the thread start and end polls
+//! on: the same wakes with no work in them, the floor of the first two.
 //!
 //! `cargo bench --bench periodic_cost` (seconds per run:
 //! `FLIGHTREC_BENCH_SECONDS`, default 5).
@@ -103,6 +105,15 @@ fn main() {
         every_second.set(e, "period", "1 s").unwrap();
     }
     measure("200_threads_all_every_second", every_second, seconds);
+    // The floor: the same wakes with no periodic event on, only the thread
+    // start and end polls (what is left is the wakes' own cost).
+    let mut polls_only = Settings::new();
+    for name in flightrec::periodic::system_event_names() {
+        if !matches!(name, "jdk.ThreadStart" | "jdk.ThreadEnd") {
+            polls_only.set(name, "enabled", "false").unwrap();
+        }
+    }
+    measure("200_threads_polls_only", polls_only, seconds);
     stop.store(true, Ordering::Relaxed);
     for t in threads {
         t.join().unwrap();

@@ -80,7 +80,7 @@ pub(crate) fn run(
 }
 
 /// This thread's CPU time in nanoseconds.
-fn thread_cpu_ns() -> u64 {
+pub(crate) fn thread_cpu_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

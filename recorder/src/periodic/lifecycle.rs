@@ -3,13 +3,19 @@
 //! one `fstat` per poll, a listing only when the thread count changed or
 //! every [`RELIST`]), whether or not the thread ever commits an event.
 //!
+//! A poll that finds nothing changed touches no per-thread state: the
+//! threads waiting to name themselves are counted, not searched for. A
+//! listing goes into a kept sorted `Vec` and is merged with the previous
+//! one (kept too) to find the threads that started and ended: nothing is
+//! allocated but for a thread that is new.
+//!
 //! # Why polling, not a `pthread_create` hook
 //!
 //! Stable Rust has no spawn hook, and interposing `pthread_create` in a
 //! library changes every program that links it (the sampler does, only
 //! with the `thread-hook` feature: [`crate::sampler::birth`]). Polling sees
 //! every thread that lives longer than one poll: [`super::POLL`] (20 ms)
-//! while threads come and go, [`super::QUIET_POLL`] (100 ms) once none
+//! while threads come and go, [`super::QUIET_POLL`] (200 ms) once none
 //! did for [`super::QUIET_AFTER`] — while sampling runs, the sampler's
 //! own watch of the thread list (`sampler::wake`) asks for a poll at once.
 //! Threads that start and end between two polls while another thread
@@ -70,6 +76,12 @@ const RELIST: std::time::Duration = std::time::Duration::from_secs(1);
 pub(crate) struct Lifecycle {
     watch: threads::Watch,
     known: HashMap<u64, Known>,
+    /// The keys of `known`, sorted: the threads at the last listing.
+    live: Vec<u64>,
+    /// The listing being merged with `live` (kept for its allocation).
+    listing: Vec<u64>,
+    /// Entries of `known` whose `pending` is set.
+    pending: usize,
     listed_once: bool,
     process_name: String,
     pid: u64,
@@ -83,6 +95,9 @@ impl Lifecycle {
         Self {
             watch: threads::Watch::with_relist(RELIST),
             known: HashMap::new(),
+            live: Vec::new(),
+            listing: Vec::new(),
+            pending: 0,
             listed_once: false,
             process_name: threads::name(u64::from(std::process::id())),
             pid: u64::from(std::process::id()),
@@ -96,9 +111,10 @@ impl Lifecycle {
         self.known.len() as u64
     }
 
-    /// The kernel ids of the live threads.
-    pub(crate) fn tids(&self) -> impl Iterator<Item = u64> + '_ {
-        self.known.keys().copied()
+    /// The kernel id of the `i`th live thread (in id order), if there are
+    /// that many.
+    pub(crate) fn tid_at(&self, i: usize) -> Option<u64> {
+        self.live.get(i).copied()
     }
 
     /// The key of live thread `tid`, registering it; `None` while the
@@ -122,72 +138,97 @@ impl Lifecycle {
     pub(crate) fn poll(&mut self, rt: &Runtime, start: bool, end: bool, now: Instant) -> bool {
         // Threads waiting for their name are announced once named, or
         // after `NAME_WAIT` polls.
-        let pending: Vec<u64> = self
-            .known
-            .iter_mut()
-            .filter(|(_, k)| k.pending.is_some())
-            .filter_map(|(&t, k)| {
-                k.waited += 1;
-                let seen = k.pending.as_deref().unwrap_or_default();
-                (k.waited >= NAME_WAIT || threads::name(t) != seen).then_some(t)
-            })
-            .collect();
-        for tid in pending {
-            self.announce(rt, tid, start);
-        }
-        let Some(list) = self.watch.poll(now) else {
-            return self.waiting();
-        };
-        let gone: Vec<u64> = self
-            .known
-            .keys()
-            .filter(|t| !list.contains(t))
-            .copied()
-            .collect();
-        let mut changed = !gone.is_empty();
-        for tid in gone {
-            self.ended(rt, tid, start, end);
-        }
-        for &tid in &list {
-            if self.known.contains_key(&tid) {
-                continue;
-            }
-            self.accumulated += 1;
-            changed = true;
-            if !self.listed_once {
-                self.known.insert(
-                    tid,
-                    Known {
-                        key: None,
-                        pending: None,
-                        waited: 0,
-                    },
-                );
-                continue;
-            }
-            let name = threads::name(tid);
-            let unnamed = (name == self.process_name && tid != self.pid)
-                || crate::sampler::birth::inherited_name(tid).is_some_and(|n| n == name);
-            self.known.insert(
-                tid,
-                Known {
-                    key: None,
-                    pending: Some(name),
-                    waited: 0,
-                },
-            );
-            if !unnamed {
+        if self.pending > 0 {
+            let named: Vec<u64> = self
+                .known
+                .iter_mut()
+                .filter(|(_, k)| k.pending.is_some())
+                .filter_map(|(&t, k)| {
+                    k.waited += 1;
+                    let seen = k.pending.as_deref().unwrap_or_default();
+                    (k.waited >= NAME_WAIT || threads::name(t) != seen).then_some(t)
+                })
+                .collect();
+            for tid in named {
                 self.announce(rt, tid, start);
             }
         }
+        if !self.watch.poll_into(now, &mut self.listing) {
+            return self.waiting();
+        }
+        let (live, listing) = (
+            std::mem::take(&mut self.live),
+            std::mem::take(&mut self.listing),
+        );
+        let mut changed = false;
+        // Both sorted: the ends first (as `jdk.ThreadEnd` before the
+        // starts the same listing found), then the starts.
+        let mut j = 0;
+        for &tid in &live {
+            while listing.get(j).is_some_and(|&t| t < tid) {
+                j += 1;
+            }
+            if listing.get(j) != Some(&tid) {
+                changed = true;
+                self.ended(rt, tid, start, end);
+            }
+        }
+        let mut i = 0;
+        for &tid in &listing {
+            while live.get(i).is_some_and(|&t| t < tid) {
+                i += 1;
+            }
+            if live.get(i) != Some(&tid) {
+                changed = true;
+                self.started(rt, tid, start);
+            }
+        }
+        // The new listing is the live set; the old one's room takes the
+        // next listing.
+        self.live = listing;
+        self.listing = live;
         self.listed_once = true;
         self.peak = self.peak.max(self.known.len() as u64);
         changed || self.waiting()
     }
 
+    /// A thread in a listing that was not in the previous one.
+    fn started(&mut self, rt: &Runtime, tid: u64, start: bool) {
+        if self.known.contains_key(&tid) {
+            return;
+        }
+        self.accumulated += 1;
+        if !self.listed_once {
+            self.known.insert(
+                tid,
+                Known {
+                    key: None,
+                    pending: None,
+                    waited: 0,
+                },
+            );
+            return;
+        }
+        let name = threads::name(tid);
+        let unnamed = (name == self.process_name && tid != self.pid)
+            || crate::sampler::birth::inherited_name(tid).is_some_and(|n| n == name);
+        self.known.insert(
+            tid,
+            Known {
+                key: None,
+                pending: Some(name),
+                waited: 0,
+            },
+        );
+        self.pending += 1;
+        if !unnamed {
+            self.announce(rt, tid, start);
+        }
+    }
+
     /// Some thread waits to name itself.
     fn waiting(&self) -> bool {
-        self.known.values().any(|k| k.pending.is_some())
+        self.pending > 0
     }
 
     fn announce(&mut self, rt: &Runtime, tid: u64, start: bool) {
@@ -199,6 +240,7 @@ impl Lifecycle {
         let Some(seen_name) = k.pending.take() else {
             return;
         };
+        self.pending -= 1;
         let key = *k.key.get_or_insert_with(|| {
             rt.threads.key_for_tid(tid as i64, || {
                 std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))

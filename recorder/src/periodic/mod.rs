@@ -29,7 +29,12 @@
 //! fixed rate from that same round (the JDK's periods, `1 s`, `10 s`, ...,
 //! are multiples of the grid), and a task due within [`SLACK`] of a wake
 //! runs in it. With the default settings and no thread starting or ending
-//! that is [`QUIET_POLL`]'s 10 wakes a second, the 1 s tasks included.
+//! that is [`QUIET_POLL`]'s 5 wakes a second, the 1 s tasks included.
+//!
+//! A wake with nothing due does no more than it must: the tasks' periods
+//! and the thread events' switches are read from the settings only when
+//! the settings change (a new snapshot), not looked up every wake, and the
+//! poll is one `fstat` (see [`lifecycle`]).
 //!
 //! At the stop it runs every enabled interval task once more (the figures
 //! at the stop), the `endChunk`/`everyChunk` tasks a last time, and writes
@@ -79,17 +84,19 @@ use crate::recording::config::settings::{Period, Settings};
 use crate::recording::panic_guard::{self, Place};
 use crate::recording::statistics::{Role, RoleThread};
 use crate::runtime::Runtime;
-use crate::sync::{Arc, Condvar, Mutex};
+use crate::sync::{Arc, Condvar, Mutex, StdArc};
 
 /// Time between two polls of the thread list while threads come and go:
 /// how late a thread start or end is seen then.
 pub(crate) const POLL: Duration = Duration::from_millis(20);
 
 /// Time between two polls once no thread started or ended for
-/// [`QUIET_AFTER`] (a multiple of [`POLL`], on the same grid). Each round
-/// is a wake and a few system calls; a wake every 20 ms cost 0.25 % of a
-/// core on its own.
-pub(crate) const QUIET_POLL: Duration = Duration::from_millis(100);
+/// [`QUIET_AFTER`] (a multiple of [`POLL`], on the same grid, and a divisor
+/// of the JDK's `1 s` periods). Each round is a wake and a few system
+/// calls; on a loaded 2-core VM a wake costs the thread 30-60 µs of CPU
+/// however little it does, so at 100 ms the wakes alone were 0.05-0.06 %
+/// of a core with 200 threads, most of the periodic thread's cost.
+pub(crate) const QUIET_POLL: Duration = Duration::from_millis(200);
 
 /// How long the thread list must stay unchanged before polls slow down.
 pub(crate) const QUIET_AFTER: Duration = Duration::from_secs(1);
@@ -242,9 +249,10 @@ pub(crate) fn start(rt: &'static Runtime) {
     // can start another: every thread started after `start` returns is
     // announced with a `jdk.ThreadStart`.
     let system = Arc::new(Mutex::new(system::SystemEvents::new(rt)));
-    system
-        .lock()
-        .poll_threads(&registry().settings.load(), Instant::now());
+    system.lock().poll_threads(
+        system::ThreadEvents::of(&registry().settings.load()),
+        Instant::now(),
+    );
     let mut state = Periodic::new(system.clone());
     let spawned = std::thread::Builder::new()
         .name("flightrec-periodic".into())
@@ -344,10 +352,37 @@ struct Schedule {
     next: Instant,
 }
 
+/// What the settings say of the built-in tasks, read once per settings
+/// snapshot (module docs, "Few wakes").
+struct Plan {
+    /// The snapshot read; held, so its address names it.
+    settings: StdArc<Settings>,
+    /// The interval of each built-in task (`None`: off or per chunk), by
+    /// index in [`table::BUILTIN`].
+    intervals: Vec<Option<When>>,
+    threads: system::ThreadEvents,
+}
+
+impl Plan {
+    fn of(settings: StdArc<Settings>) -> Self {
+        let intervals = table::BUILTIN
+            .iter()
+            .map(|b| b.effective_period(&settings).and_then(interval))
+            .collect();
+        Self {
+            threads: system::ThreadEvents::of(&settings),
+            settings,
+            intervals,
+        }
+    }
+}
+
 /// The thread's state.
 struct Periodic {
     /// The built-in tasks' state, locked only while one runs.
     system: Arc<Mutex<system::SystemEvents>>,
+    /// The settings' reading, renewed when they change.
+    plan: Option<Plan>,
     /// Schedules of the built-in tasks, by index in [`table::BUILTIN`].
     builtin: Vec<Schedule>,
     /// Schedules of user tasks, by type name.
@@ -370,7 +405,18 @@ impl Periodic {
                 .collect(),
             user: Vec::new(),
             begun: false,
+            plan: None,
         }
+    }
+
+    /// The settings now, and the plan read from them.
+    fn plan(&mut self) -> &Plan {
+        let now = registry().settings.load_full();
+        match &mut self.plan {
+            Some(p) if StdArc::ptr_eq(&p.settings, &now) => {}
+            slot => *slot = Some(Plan::of(now)),
+        }
+        self.plan.as_ref().expect("set above")
     }
 
     fn run(&mut self, c: &Control) {
@@ -384,7 +430,7 @@ impl Periodic {
                 q.poke = false;
                 q.stop.clone()
             };
-            let settings = registry().settings.load();
+            let settings = self.plan().settings.clone();
             let now = Instant::now();
             // The first chunk's beginning (later ones: the rotation's own
             // [`begin_chunk`]); also when the recording stops before the
@@ -406,7 +452,8 @@ impl Periodic {
                 return;
             }
             let next = self.intervals(&settings, now);
-            if self.system.lock().poll_threads(&settings, now) {
+            let threads = self.plan().threads;
+            if self.system.lock().poll_threads(threads, now) {
                 last_change = now;
             }
             let poll = if now.duration_since(last_change) < QUIET_AFTER {
@@ -427,8 +474,8 @@ impl Periodic {
     /// Runs the interval tasks that are due; returns when the next is.
     fn intervals(&mut self, settings: &Settings, now: Instant) -> Instant {
         let mut next = now + Duration::from_secs(3600);
-        for (i, b) in table::BUILTIN.iter().enumerate() {
-            let when = b.effective_period(settings).and_then(interval);
+        for i in 0..table::BUILTIN.len() {
+            let when = self.plan.as_ref().and_then(|p| p.intervals[i]);
             if let Some(due) = step(&mut self.builtin[i], when, now) {
                 self.system.lock().run(i, settings);
                 next = next.min(due);
@@ -437,6 +484,9 @@ impl Periodic {
             }
         }
         let users = user_snapshot();
+        if users.is_empty() && self.user.is_empty() {
+            return next;
+        }
         self.user
             .retain(|(n, _)| users.iter().any(|(t, _, _)| t.name() == *n));
         for (ty, period, run) in users {

@@ -3,15 +3,75 @@
 //! file's text (tested on fixed inputs); readers return `None` when a file
 //! is missing or unreadable, and the event is then skipped.
 //!
+//! # Files read every period
+//!
+//! A file read at every period (`/proc/self/stat`, `/proc/stat`,
+//! `/proc/self/status`, ...) is a [`ProcFile`]: opened once, then read
+//! again from its start with `pread` into the same buffer, and parsed
+//! from those bytes without allocating. Against an open, read, close and a
+//! fresh `String`, that saves two system calls, the path walk and the
+//! allocation, about 5 µs of each 13 µs read. These files are `seq_file`s,
+//! whose read returns the whole text when it fits the buffer, so a read
+//! that does not fill the buffer is the end of the file (one system call
+//! per read once the buffer has grown to the file's size).
+//!
 //! Invariant: every reader does one file read per call, with no allocation
-//! that grows with anything but the file's size.
+//! that grows with anything but the file's size; a [`ProcFile`] allocates
+//! only when the file outgrows its buffer.
 
 use std::collections::{BTreeSet, HashMap};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-/// Reads a small file as text.
+/// Reads a small file as text (files read once per chunk or rarer).
 pub(crate) fn read(path: impl AsRef<Path>) -> Option<String> {
     std::fs::read_to_string(path).ok()
+}
+
+/// A file kept open and read again from its start (module docs).
+///
+/// `/proc/self/...` names the process that opened it: after a `fork` the
+/// child's copy still reads the parent, so a [`ProcFile`] belongs to the
+/// periodic thread's state, which a child that records builds anew.
+#[derive(Debug)]
+pub(crate) struct ProcFile {
+    file: Option<File>,
+    buf: Vec<u8>,
+}
+
+impl ProcFile {
+    /// Opens `path` (`None` inside if it cannot be: every read then
+    /// returns `None`).
+    pub(crate) fn open(path: impl AsRef<Path>) -> Self {
+        Self {
+            file: File::open(path).ok(),
+            buf: vec![0; 1024],
+        }
+    }
+
+    /// The file's text now, in the kept buffer.
+    pub(crate) fn read(&mut self) -> Option<&str> {
+        let file = self.file.as_ref()?;
+        let mut n = 0;
+        loop {
+            match file.read_at(&mut self.buf[n..], n as u64) {
+                Ok(0) => break,
+                Ok(k) => {
+                    n += k;
+                    if n < self.buf.len() {
+                        // A short read of a `seq_file`: the end (module docs).
+                        break;
+                    }
+                    let grown = self.buf.len() * 2;
+                    self.buf.resize(grown, 0);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return None,
+            }
+        }
+        std::str::from_utf8(&self.buf[..n]).ok()
+    }
 }
 
 /// Clock ticks per second of `/proc`'s times (`sysconf(_SC_CLK_TCK)`).
@@ -42,13 +102,18 @@ pub(crate) fn machine_times(stat: &str) -> Option<(u64, u64)> {
     if f.next()? != "cpu" {
         return None;
     }
-    let v: Vec<u64> = f.filter_map(|x| x.parse().ok()).collect();
-    if v.len() < 4 {
+    // user nice system idle iowait irq softirq steal (guest is in user).
+    let (mut total, mut idle, mut fields) = (0u64, 0u64, 0);
+    for (i, v) in f.filter_map(|x| x.parse::<u64>().ok()).take(8).enumerate() {
+        total += v;
+        if i == 3 || i == 4 {
+            idle += v;
+        }
+        fields += 1;
+    }
+    if fields < 4 {
         return None;
     }
-    // user nice system idle iowait irq softirq steal (guest is in user).
-    let total: u64 = v.iter().take(8).sum();
-    let idle = v[3] + v.get(4).copied().unwrap_or(0);
     Some((total - idle, total))
 }
 

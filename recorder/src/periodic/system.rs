@@ -7,11 +7,18 @@
 //! Each task reads one file per run where the figure is process- or
 //! machine-wide (`jdk.CPULoad`: `/proc/self/stat` and `/proc/stat`;
 //! `jdk.ResidentSetSize`: `/proc/self/status`; each container event: its
-//! one or two cgroup files). `jdk.ThreadCPULoad` (10 s by default) reads
+//! one or two cgroup files). Those read every second or so are kept open
+//! and re-read with one `pread` into a kept buffer ([`procfs::ProcFile`]),
+//! parsed without allocating. `jdk.ThreadCPULoad` (10 s by default) reads
 //! no file: three `clock_gettime` calls per live thread on its CPU clocks
 //! ([`thread_times`]), where a `/proc/self/task/TID/stat` would cost an
-//! open, a read, a close and the kernel's formatting of fifty fields.
-//! Thread starts and ends cost one `fstat` per poll ([`super::lifecycle`]).
+//! open, a read, a close and the kernel's formatting of fifty fields, and
+//! one for a thread that has not run since the last round (its total
+//! unchanged, its split is too); its table of previous readings is
+//! updated in place. Thread starts and ends
+//! cost one `fstat` per poll ([`super::lifecycle`]). The processor count
+//! (`available_parallelism` reads the cgroup's files) is read again at
+//! most every [`CPUS_EVERY`].
 //!
 //! # Not written
 //!
@@ -41,11 +48,40 @@ use crate::runtime::Runtime;
 /// An interface's name and bytes received and sent.
 type Interface = (String, u64, u64);
 
+/// What the settings say of `jdk.ThreadStart` and `jdk.ThreadEnd`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ThreadEvents {
+    pub(crate) start: bool,
+    /// `jdk.ThreadStart#stackTrace`: the creator's stack, where the thread
+    /// hook sees the creation.
+    pub(crate) stack: bool,
+    pub(crate) end: bool,
+}
+
+impl ThreadEvents {
+    pub(crate) fn of(settings: &Settings) -> Self {
+        Self {
+            start: enabled(settings, "jdk.ThreadStart"),
+            stack: settings
+                .get("jdk.ThreadStart")
+                .and_then(|s| s.stack_trace)
+                .unwrap_or(true),
+            end: enabled(settings, "jdk.ThreadEnd"),
+        }
+    }
+}
+
+/// How long a reading of the processor count is used.
+const CPUS_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Previous readings, for the events that report rates.
 #[derive(Debug, Default)]
 struct Previous {
     process: Option<(Instant, u64, u64, u64, u64)>,
-    threads: HashMap<u64, (Instant, u64, u64)>,
+    /// Per thread: the round it was last read in, when, user and system ns.
+    threads: HashMap<u64, (u64, Instant, u64, u64)>,
+    /// Rounds of `jdk.ThreadCPULoad` so far.
+    thread_round: u64,
     net: Option<(Instant, Vec<Interface>)>,
     /// Time, events and samples at the last `flightrec.RecorderStatistics`.
     statistics: Option<(Instant, u64, u64)>,
@@ -59,6 +95,12 @@ pub(crate) struct SystemEvents {
     prev: Previous,
     clk_tck: u64,
     cgroup: Option<Cgroup>,
+    /// The files read every period (module docs).
+    self_stat: procfs::ProcFile,
+    machine_stat: procfs::ProcFile,
+    self_status: procfs::ProcFile,
+    /// The processor count and when it was read.
+    cpus: Option<(Instant, f64)>,
 }
 
 impl SystemEvents {
@@ -69,21 +111,32 @@ impl SystemEvents {
             prev: Previous::default(),
             clk_tck: procfs::clock_ticks(),
             cgroup: procfs::cgroup(),
+            self_stat: procfs::ProcFile::open("/proc/self/stat"),
+            machine_stat: procfs::ProcFile::open("/proc/stat"),
+            self_status: procfs::ProcFile::open("/proc/self/status"),
+            cpus: None,
+        }
+    }
+
+    /// The processors available to the process, read again at most every
+    /// [`CPUS_EVERY`].
+    fn cpus(&mut self, now: Instant) -> f64 {
+        match self.cpus {
+            Some((at, n)) if now.duration_since(at) < CPUS_EVERY => n,
+            _ => {
+                let n = cpus();
+                self.cpus = Some((now, n));
+                n
+            }
         }
     }
 
     /// Polls thread starts and ends; true if threads came or went (or
     /// one waits to name itself): see [`Lifecycle::poll`].
-    pub(crate) fn poll_threads(&mut self, settings: &Settings, now: Instant) -> bool {
-        let start = enabled(settings, "jdk.ThreadStart");
-        let end = enabled(settings, "jdk.ThreadEnd");
+    pub(crate) fn poll_threads(&mut self, events: ThreadEvents, now: Instant) -> bool {
         // What the thread hook keeps of each creation (with the feature).
-        let stack = settings
-            .get("jdk.ThreadStart")
-            .and_then(|s| s.stack_trace)
-            .unwrap_or(true);
-        crate::sampler::birth::set_starts(start, stack);
-        self.lifecycle.poll(self.rt, start, end, now)
+        crate::sampler::birth::set_starts(events.start, events.stack);
+        self.lifecycle.poll(self.rt, events.start, events.end, now)
     }
 
     /// Runs task `i` of [`BUILTIN`].
@@ -101,7 +154,7 @@ impl SystemEvents {
             "jdk.CPUTimeStampCounter" => time_stamp_counter(ticks),
             "jdk.CPULoad" => self.cpu_load(ticks),
             "jdk.ThreadCPULoad" => self.thread_cpu_load(ticks, settings),
-            "jdk.ResidentSetSize" => resident_set_size(ticks),
+            "jdk.ResidentSetSize" => self.resident_set_size(ticks),
             "jdk.ContainerCPUUsage" => self.container_cpu_usage(ticks),
             "jdk.ContainerMemoryUsage" => self.container_memory_usage(ticks),
             "jdk.ContainerCPUThrottling" => self.container_cpu_throttling(ticks),
@@ -135,16 +188,10 @@ impl SystemEvents {
     }
 
     fn cpu_load(&mut self, ticks: i64) {
-        let Some((user, system)) = procfs::read("/proc/self/stat")
-            .as_deref()
-            .and_then(procfs::stat_times)
-        else {
+        let Some((user, system)) = self.self_stat.read().and_then(procfs::stat_times) else {
             return;
         };
-        let Some((busy, total)) = procfs::read("/proc/stat")
-            .as_deref()
-            .and_then(procfs::machine_times)
-        else {
+        let Some((busy, total)) = self.machine_stat.read().and_then(procfs::machine_times) else {
             return;
         };
         let now = Instant::now();
@@ -152,7 +199,7 @@ impl SystemEvents {
         let Some((then, u0, s0, b0, t0)) = prev else {
             return;
         };
-        let wall = now.duration_since(then).as_secs_f64() * cpus();
+        let wall = now.duration_since(then).as_secs_f64() * self.cpus(now);
         if wall <= 0.0 {
             return;
         }
@@ -182,15 +229,35 @@ impl SystemEvents {
             enabled(settings, "jdk.ThreadEnd"),
             now,
         );
-        let tids: Vec<u64> = self.lifecycle.tids().collect();
-        let mut seen = HashMap::with_capacity(tids.len());
-        let n = cpus();
-        for tid in tids {
-            let Some((u, s)) = thread_times(tid) else {
+        let n = self.cpus(now);
+        self.prev.thread_round += 1;
+        let round = self.prev.thread_round;
+        // The table of previous readings is updated in place; entries of
+        // threads not read this round (gone) are dropped after the loop.
+        for i in 0..self.lifecycle.live() as usize {
+            let Some(tid) = self.lifecycle.tid_at(i) else {
+                break;
+            };
+            // A thread that has not run since the last round (its precise
+            // total unchanged) keeps its split: one clock read, not three.
+            let Some(total) = crate::sampler::threads::cpu_time_ns(tid) else {
                 continue;
             };
-            seen.insert(tid, (now, u, s));
-            let Some(&(then, u0, s0)) = self.prev.threads.get(&tid) else {
+            let unchanged = self
+                .prev
+                .threads
+                .get(&tid)
+                .filter(|p| p.2 + p.3 == total)
+                .map(|p| (p.2, p.3));
+            let Some((u, s)) = unchanged.or_else(|| thread_times(tid)) else {
+                continue;
+            };
+            let Some((then, u0, s0)) = self
+                .prev
+                .threads
+                .insert(tid, (round, now, u, s))
+                .map(|(_, then, u0, s0)| (then, u0, s0))
+            else {
                 continue;
             };
             let wall = now.duration_since(then).as_secs_f64() * n;
@@ -213,7 +280,7 @@ impl SystemEvents {
                 e.put_f32(system as f32);
             });
         }
-        self.prev.threads = seen;
+        self.prev.threads.retain(|_, r| r.0 == round);
     }
 
     /// `flightrec.RecorderStatistics`: the totals since the recording
@@ -706,18 +773,20 @@ fn time_stamp_counter(ticks: i64) {
     });
 }
 
-fn resident_set_size(ticks: i64) {
-    let Some(status) = procfs::read("/proc/self/status") else {
-        return;
-    };
-    let (Some(rss), Some(peak)) = (
-        procfs::kb_field(&status, "VmRSS"),
-        procfs::kb_field(&status, "VmHWM"),
-    ) else {
-        return;
-    };
-    emit(TypeId::RESIDENT_SET_SIZE, ticks, |e| {
-        e.put_i64(rss as i64);
-        e.put_i64(peak as i64);
-    });
+impl SystemEvents {
+    fn resident_set_size(&mut self, ticks: i64) {
+        let Some(status) = self.self_status.read() else {
+            return;
+        };
+        let (Some(rss), Some(peak)) = (
+            procfs::kb_field(status, "VmRSS"),
+            procfs::kb_field(status, "VmHWM"),
+        ) else {
+            return;
+        };
+        emit(TypeId::RESIDENT_SET_SIZE, ticks, |e| {
+            e.put_i64(rss as i64);
+            e.put_i64(peak as i64);
+        });
+    }
 }

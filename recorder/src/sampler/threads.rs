@@ -9,6 +9,12 @@
 //! count changed, and at least every [`RELIST`] in case one thread exited
 //! and another started between two passes (same count).
 //!
+//! A caller that lists often ([`Watch::poll_into`], the periodic thread)
+//! reads the open directory again from its start with `getdents64` into a
+//! kept buffer and gets the ids sorted in a kept `Vec`: no open, no
+//! allocation per entry or per listing ([`list_into`]). The kernel's own
+//! work (a dentry per thread) stays: about 80 µs for 200 threads.
+//!
 //! Invariant: a thread is seen within one sampler pass of starting or
 //! exiting, unless another exited or started within the same pass; then
 //! within [`RELIST`]. A thread that lives
@@ -16,6 +22,7 @@
 
 use std::collections::HashSet;
 use std::fs::File;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::time::{Duration, Instant};
 
@@ -31,6 +38,67 @@ pub(crate) fn list() -> HashSet<u64> {
         .collect()
 }
 
+/// Lists the thread ids in `dir` (an open `/proc/self/task`) into `out`,
+/// sorted, reading the directory from its start with `getdents64` into
+/// `buf` (grown if an entry does not fit): no allocation once `buf` and
+/// `out` have grown. False if the directory could not be read (`out` then
+/// holds what was read).
+pub(crate) fn list_into(dir: &File, buf: &mut Vec<u8>, out: &mut Vec<u64>) -> bool {
+    /// `struct linux_dirent64`: `d_ino` (8 bytes), `d_off` (8),
+    /// `d_reclen` (2), `d_type` (1), then the NUL-terminated name.
+    const NAME: usize = 19;
+    out.clear();
+    if buf.len() < 4096 {
+        buf.resize(4096, 0);
+    }
+    let fd = dir.as_raw_fd();
+    // SAFETY: `fd` is open for as long as `dir` is borrowed; seeking a
+    // directory to 0 restarts its listing.
+    if unsafe { libc::lseek(fd, 0, libc::SEEK_SET) } != 0 {
+        return false;
+    }
+    loop {
+        // SAFETY: `buf` is valid for writes of `buf.len()` bytes, and the
+        // kernel writes at most that many; `fd` is open (above).
+        let n = unsafe { libc::syscall(libc::SYS_getdents64, fd, buf.as_mut_ptr(), buf.len()) };
+        if n < 0 {
+            match std::io::Error::last_os_error().raw_os_error() {
+                Some(libc::EINTR) => continue,
+                // An entry larger than the buffer.
+                Some(libc::EINVAL) if buf.len() < 1 << 20 => {
+                    let grown = buf.len() * 2;
+                    buf.resize(grown, 0);
+                    continue;
+                }
+                _ => return false,
+            }
+        }
+        if n == 0 {
+            break;
+        }
+        let filled = &buf[..n as usize];
+        let mut at = 0;
+        while at + NAME <= filled.len() {
+            let reclen = usize::from(u16::from_ne_bytes([filled[at + 16], filled[at + 17]]));
+            if reclen < NAME || at + reclen > filled.len() {
+                break;
+            }
+            let name = &filled[at + NAME..at + reclen];
+            let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+            // "." and ".." are not numbers.
+            if !name.is_empty() && name.iter().all(u8::is_ascii_digit) {
+                let tid = name
+                    .iter()
+                    .fold(0u64, |t, &d| t.wrapping_mul(10) + u64::from(d - b'0'));
+                out.push(tid);
+            }
+            at += reclen;
+        }
+    }
+    out.sort_unstable();
+    true
+}
+
 /// Tells when the set of threads may have changed (module docs).
 #[derive(Debug)]
 pub(crate) struct Watch {
@@ -43,6 +111,8 @@ pub(crate) struct Watch {
     listed: Option<Instant>,
     /// Longest time between two listings.
     relist: Duration,
+    /// `getdents64`'s buffer, for [`poll_into`](Self::poll_into).
+    dents: Vec<u8>,
 }
 
 impl Watch {
@@ -57,6 +127,7 @@ impl Watch {
             links: 0,
             listed: None,
             relist,
+            dents: Vec::new(),
         }
     }
 
@@ -90,6 +161,36 @@ impl Watch {
         self.links = links.unwrap_or(0);
         self.listed = Some(now);
         Some(list())
+    }
+
+    /// [`poll`](Self::poll) into `out` (sorted, reused: no allocation once
+    /// it has grown): true if `out` now holds the threads, false if they
+    /// have not changed (`out` is then left as it was).
+    pub(crate) fn poll_into(&mut self, now: Instant, out: &mut Vec<u64>) -> bool {
+        let links = self
+            .dir
+            .as_ref()
+            .and_then(|d| d.metadata().ok())
+            .map(|m| m.nlink());
+        let due = self
+            .listed
+            .is_none_or(|t| now.duration_since(t) >= self.relist);
+        if !due && links.is_some_and(|l| l == self.links) {
+            return false;
+        }
+        // As in `poll`: the count before the listing.
+        self.links = links.unwrap_or(0);
+        self.listed = Some(now);
+        let listed = self
+            .dir
+            .as_ref()
+            .is_some_and(|d| list_into(d, &mut self.dents, out));
+        if !listed {
+            out.clear();
+            out.extend(list());
+            out.sort_unstable();
+        }
+        true
     }
 }
 
@@ -170,5 +271,33 @@ mod tests {
             .expect("listed");
         assert!(!later.contains(&tid));
         assert!(watch.poll(t0 + RELIST).is_some(), "relisted when due");
+    }
+
+    #[test]
+    fn getdents_listing_matches_read_dir() {
+        // Enough threads that the listing takes more than one getdents64;
+        // each waits until its sender is dropped.
+        let (senders, threads): (Vec<_>, Vec<_>) = (0..150)
+            .map(|_| {
+                let (tx, rx) = crate::sync::mpsc::channel::<()>();
+                (tx, std::thread::spawn(move || rx.recv().is_err()))
+            })
+            .unzip();
+        let dir = File::open("/proc/self/task").unwrap();
+        let (mut buf, mut out) = (Vec::new(), Vec::new());
+        // Other tests' threads may come and go: equal at least once.
+        let same = (0..50).any(|_| {
+            assert!(list_into(&dir, &mut buf, &mut out));
+            let mut want: Vec<u64> = list().into_iter().collect();
+            want.sort_unstable();
+            out == want
+        });
+        drop(senders);
+        for t in threads {
+            assert!(t.join().unwrap());
+        }
+        assert!(same, "getdents64 listing differs from read_dir's");
+        assert!(out.len() > 150, "{} threads listed", out.len());
+        assert!(out.windows(2).all(|w| w[0] < w[1]), "sorted, no duplicates");
     }
 }
