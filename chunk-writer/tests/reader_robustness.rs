@@ -191,10 +191,7 @@ fn corrupting_any_byte_never_panics_or_runs_away() {
         }
         copy[at] = orig;
     }
-    assert!(
-        worst < RUNAWAY,
-        "slowest read took {worst:?}"
-    );
+    assert!(worst < RUNAWAY, "slowest read took {worst:?}");
 }
 
 #[test]

@@ -84,3 +84,65 @@ fn threads_starting_before_after_and_exiting_during_the_recording_all_count() {
     assert_eq!(jdk.counts.get("test.Beat").copied(), Some(expected));
     assert_eq!(jdk.chunks, 2);
 }
+
+/// A thread starts under its creator's name and names itself a little
+/// later (as `std::thread::Builder::name` does, from inside the new
+/// thread): its `jdk.ThreadStart` and its thread constant carry the name
+/// it gave itself, not its creator's.
+#[test]
+fn a_thread_that_names_itself_late_is_recorded_under_its_own_name() {
+    let dir = std::env::temp_dir().join(format!("flightrec-late-name-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("late-name.jfr");
+    let go = Arc::new(Barrier::new(2));
+    // The creator lives before the recording starts: it has no ThreadStart.
+    let creator = {
+        let go = go.clone();
+        std::thread::Builder::new()
+            .name("late-creator".into())
+            .spawn(move || {
+                go.wait();
+                for round in 0..3 {
+                    // Unnamed: the kernel gives it the creator's name.
+                    std::thread::spawn(move || {
+                        std::thread::sleep(Duration::from_millis(60));
+                        std::fs::write("/proc/thread-self/comm", format!("late-named-{round}"))
+                            .unwrap();
+                        Beat { n: round }.commit();
+                        std::thread::sleep(Duration::from_millis(300));
+                    })
+                    .join()
+                    .unwrap();
+                }
+            })
+            .unwrap()
+    };
+    let rec = recorder::Recording::start(recorder::RecordingConfig::new(&path)).unwrap();
+    go.wait();
+    creator.join().unwrap();
+    rec.stop().unwrap();
+
+    let all = flightrec_testkit::print_json(&path);
+    let starts: Vec<String> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "jdk.ThreadStart")
+        .map(|e| {
+            let t = &e["values"]["thread"];
+            t["javaName"]
+                .as_str()
+                .or_else(|| t["osName"].as_str())
+                .unwrap_or("?")
+                .to_owned()
+        })
+        .filter(|n| n.starts_with("late-"))
+        .collect();
+    let mut starts = starts;
+    starts.sort();
+    assert_eq!(
+        starts,
+        ["late-named-0", "late-named-1", "late-named-2"],
+        "ThreadStart names"
+    );
+}

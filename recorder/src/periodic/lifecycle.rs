@@ -18,13 +18,15 @@
 //! while threads come and go, [`super::QUIET_POLL`] (200 ms) once none
 //! did for [`super::QUIET_AFTER`] — while sampling runs, the sampler's
 //! own watch of the thread list (`sampler::wake`) asks for a poll at once.
-//! Threads that start and end between two polls while another thread
-//! does the same in reverse within one relisting window ([`RELIST`]) are
-//! missed.
-//! A thread first seen with the process's own name, or with the name it
-//! inherited from its creator (known for threads the hook saw), is given up
+//! A thread that starts as another ends between two polls leaves the
+//! thread count as it was, but is still seen: the watch also compares the
+//! newest task id (`sampler::threads`); [`RELIST`] is only a backstop.
+//! A thread first seen with the process's own name, with the name it
+//! inherited from its creator (known for threads the hook saw), or with the
+//! name of any other live thread (its creator's, most likely) is given up
 //! to 200 ms to name itself (Rust's `Builder::name` takes effect in the new
-//! thread, once it runs).
+//! thread, once it runs): a thread announced under its creator's name would
+//! keep that name in every chunk.
 //!
 //! With the `thread-hook` feature, a thread created through the hook while
 //! `jdk.ThreadStart` is on has its creator and the creator's stack at the
@@ -60,6 +62,9 @@ struct Known {
     /// name), and how many polls it has waited.
     pending: Option<String>,
     waited: u32,
+    /// The name it had when listed or announced: a new thread showing the
+    /// name of a live one waits to name itself.
+    name: String,
 }
 
 /// Polls a new thread with the process's name may wait to name itself
@@ -205,19 +210,22 @@ impl Lifecycle {
                     key: None,
                     pending: None,
                     waited: 0,
+                    name: threads::name(tid),
                 },
             );
             return;
         }
         let name = threads::name(tid);
         let unnamed = (name == self.process_name && tid != self.pid)
-            || crate::sampler::birth::inherited_name(tid).is_some_and(|n| n == name);
+            || crate::sampler::birth::inherited_name(tid).is_some_and(|n| n == name)
+            || self.known.values().any(|k| k.name == name);
         self.known.insert(
             tid,
             Known {
                 key: None,
-                pending: Some(name),
+                pending: Some(name.clone()),
                 waited: 0,
+                name,
             },
         );
         self.pending += 1;
@@ -243,9 +251,11 @@ impl Lifecycle {
         self.pending -= 1;
         let key = *k.key.get_or_insert_with(|| {
             rt.threads.key_for_tid(tid as i64, || {
-                std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
+                let name = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
                     .map(|s| s.trim_end().to_owned())
-                    .unwrap_or(seen_name)
+                    .unwrap_or(seen_name);
+                k.name.clone_from(&name);
+                name
             })
         });
         if start {

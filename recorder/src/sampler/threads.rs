@@ -6,8 +6,12 @@
 //! count on each pass instead (one `fstat`, under a microsecond): procfs
 //! reports a task directory's `st_nlink` as 2 + the number of threads, so a
 //! thread starting or exiting changes it. The directory is listed when the
-//! count changed, and at least every [`RELIST`] in case one thread exited
-//! and another started between two passes (same count).
+//! count changed, or when the pid namespace's most recently created task
+//! (the last field of `/proc/loadavg`, read with `pread` from a kept fd)
+//! is another than at the last listing: one thread exiting and another
+//! starting between two passes leaves the count as it was, but a new
+//! thread is a new task id. Where that file cannot be read, the directory
+//! is listed at least every [`RELIST`] for that case.
 //!
 //! A caller that lists often ([`Watch::poll_into`], the periodic thread)
 //! reads the open directory again from its start with `getdents64` into a
@@ -15,15 +19,15 @@
 //! allocation per entry or per listing ([`list_into`]). The kernel's own
 //! work (a dentry per thread) stays: about 80 µs for 200 threads.
 //!
-//! Invariant: a thread is seen within one sampler pass of starting or
-//! exiting, unless another exited or started within the same pass; then
-//! within [`RELIST`]. A thread that lives
-//! shorter than that may never be seen; its CPU time is then not sampled.
+//! Invariant: a thread is seen within one pass of starting or exiting (or,
+//! without `/proc/loadavg`, when another exited or started within the same
+//! pass, within [`RELIST`]). A thread that lives shorter than that may
+//! never be seen; its CPU time is then not sampled.
 
 use std::collections::HashSet;
 use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::time::{Duration, Instant};
 
 /// Longest time between two listings of `/proc/self/task`.
@@ -107,6 +111,10 @@ pub(crate) struct Watch {
     dir: Option<File>,
     /// Its link count at the last listing.
     links: u64,
+    /// `/proc/loadavg`, open; `None` if it could not be opened.
+    loadavg: Option<File>,
+    /// The namespace's last created task id at the last listing.
+    last_pid: Option<u64>,
     /// When it was last listed.
     listed: Option<Instant>,
     /// Longest time between two listings.
@@ -125,6 +133,8 @@ impl Watch {
         Self {
             dir: File::open("/proc/self/task").ok(),
             links: 0,
+            loadavg: File::open("/proc/loadavg").ok(),
+            last_pid: None,
             listed: None,
             relist,
             dents: Vec::new(),
@@ -145,42 +155,45 @@ impl Watch {
     /// returned some; `None` when they have not (or only a listing would
     /// tell and [`RELIST`] has not passed).
     pub(crate) fn poll(&mut self, now: Instant) -> Option<HashSet<u64>> {
+        self.may_have_changed(now).then(list)
+    }
+
+    /// True if the threads may have changed since the last listing (module
+    /// docs), recording the count and task id the listing about to be made
+    /// starts from: a thread starting during it changes them again, and the
+    /// next poll lists again.
+    fn may_have_changed(&mut self, now: Instant) -> bool {
         let links = self
             .dir
             .as_ref()
             .and_then(|d| d.metadata().ok())
             .map(|m| m.nlink());
-        let due = self
-            .listed
-            .is_none_or(|t| now.duration_since(t) >= self.relist);
-        if !due && links.is_some_and(|l| l == self.links) {
-            return None;
+        let last_pid = self.loadavg.as_ref().and_then(read_last_pid);
+        let due = self.listed.is_none_or(|t| {
+            // With the task id to go by, the time bound is only a backstop.
+            let relist = if last_pid.is_some() {
+                self.relist.max(BACKSTOP)
+            } else {
+                self.relist
+            };
+            now.duration_since(t) >= relist
+        });
+        if !due && links.is_some_and(|l| l == self.links) && last_pid == self.last_pid {
+            return false;
         }
-        // The count before the listing: a thread starting during it changes
-        // the count again, and the next poll lists again.
         self.links = links.unwrap_or(0);
+        self.last_pid = last_pid;
         self.listed = Some(now);
-        Some(list())
+        true
     }
 
     /// [`poll`](Self::poll) into `out` (sorted, reused: no allocation once
     /// it has grown): true if `out` now holds the threads, false if they
     /// have not changed (`out` is then left as it was).
     pub(crate) fn poll_into(&mut self, now: Instant, out: &mut Vec<u64>) -> bool {
-        let links = self
-            .dir
-            .as_ref()
-            .and_then(|d| d.metadata().ok())
-            .map(|m| m.nlink());
-        let due = self
-            .listed
-            .is_none_or(|t| now.duration_since(t) >= self.relist);
-        if !due && links.is_some_and(|l| l == self.links) {
+        if !self.may_have_changed(now) {
             return false;
         }
-        // As in `poll`: the count before the listing.
-        self.links = links.unwrap_or(0);
-        self.listed = Some(now);
         let listed = self
             .dir
             .as_ref()
@@ -192,6 +205,28 @@ impl Watch {
         }
         true
     }
+}
+
+/// Longest time between two listings when `/proc/loadavg` tells of new
+/// tasks: a safety net only (a file that stopped changing).
+const BACKSTOP: Duration = Duration::from_secs(5);
+
+/// The last field of `/proc/loadavg`: the id of the task most recently
+/// created in this pid namespace. One `pread` into a stack buffer.
+fn read_last_pid(f: &File) -> Option<u64> {
+    let mut buf = [0u8; 128];
+    let n = f.read_at(&mut buf, 0).ok()?;
+    let text = buf.get(..n)?;
+    let text = text.strip_suffix(b"\n").unwrap_or(text);
+    let field = text.rsplit(|&b| b == b' ').next()?;
+    if field.is_empty() || !field.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(
+        field
+            .iter()
+            .fold(0u64, |v, &d| v * 10 + u64::from(d - b'0')),
+    )
 }
 
 /// CPU time (user and system) thread `tid` of this process has used, in
@@ -223,6 +258,37 @@ pub(crate) fn name(tid: u64) -> String {
 mod tests {
     use super::*;
 
+    /// One thread ending and another starting between two polls leaves the
+    /// count as it was; the new task id still makes the next poll list.
+    #[test]
+    fn a_swap_of_threads_between_polls_is_seen() {
+        let mut w = Watch::with_relist(Duration::from_secs(3600));
+        let mut out = Vec::new();
+        let (tx, rx) = crate::sync::mpsc::channel::<()>();
+        let first = std::thread::spawn(move || rx.recv().unwrap_or(()));
+        let now = Instant::now();
+        assert!(w.poll_into(now, &mut out));
+        // Quiet once (other processes' and tests' tasks may be created
+        // meanwhile, and make it list).
+        assert!(
+            (0..2000).any(|_| {
+                std::thread::sleep(Duration::from_millis(1));
+                !w.poll_into(now, &mut out)
+            }),
+            "nothing changed, yet the watch keeps listing"
+        );
+        tx.send(()).unwrap();
+        first.join().unwrap();
+        let (tx, rx) = crate::sync::mpsc::channel::<()>();
+        let second = std::thread::spawn(move || rx.recv().unwrap_or(()));
+        assert!(
+            w.poll_into(now, &mut out),
+            "a new thread in place of an exited one is a change"
+        );
+        tx.send(()).unwrap();
+        second.join().unwrap();
+    }
+
     #[test]
     fn sees_a_named_thread_come_and_go() {
         let (tx, rx) = crate::sync::mpsc::channel();
@@ -240,9 +306,11 @@ mod tests {
         let mut watch = Watch::new();
         let t0 = Instant::now();
         assert!(watch.poll(t0).expect("first poll lists").contains(&tid));
-        // Other tests' threads may come and go meanwhile: quiet at least once.
+        // Other tests' threads (and other processes: a new task id anywhere
+        // in the namespace makes it list) may come and go meanwhile: quiet
+        // at least once.
         assert!(
-            (0..100).any(|_| {
+            (0..2000).any(|_| {
                 std::thread::sleep(Duration::from_millis(1));
                 watch.poll(t0).is_none()
             }),
@@ -267,10 +335,10 @@ mod tests {
         // started meanwhile: then the relisting finds it).
         let later = watch
             .poll(t0)
-            .or_else(|| watch.poll(t0 + RELIST))
+            .or_else(|| watch.poll(t0 + BACKSTOP))
             .expect("listed");
         assert!(!later.contains(&tid));
-        assert!(watch.poll(t0 + RELIST).is_some(), "relisted when due");
+        assert!(watch.poll(t0 + BACKSTOP).is_some(), "relisted when due");
     }
 
     #[test]
