@@ -162,15 +162,16 @@ impl State {
 }
 
 /// The sampled path, with the thread's sampling suspended: tracks the
-/// block, queues the raw sample with its stack. Takes no lock.
-fn record(ptr: *mut u8, size: u64, weight: u64) {
+/// block (if `track`: not for one tracked already), queues the raw sample
+/// with its stack. Takes no lock.
+fn record(ptr: *mut u8, size: u64, weight: u64, track: bool) {
     let st = state();
     if !st.sampling.load(Ordering::Relaxed) {
         return;
     }
     let ticks = crate::clock::ticks();
     let addr = ptr.addr();
-    let live = if st.leaks.load(Ordering::Relaxed) {
+    let live = if track && st.leaks.load(Ordering::Relaxed) {
         let at = LIVE.track(addr, size, weight, ticks);
         if at.is_none() {
             lost(LossCause::LeakNotTracked);
@@ -202,6 +203,26 @@ fn record(ptr: *mut u8, size: u64, weight: u64) {
             LIVE.untrack(addr);
         }
         lost(LossCause::AllocationSampleDropped);
+    }
+}
+
+/// `realloc` of the tracked block `m` from `old` returned `new` (null:
+/// the call failed, the block stays at `old`): it stays tracked where it
+/// is now, with its first sample's stack, time and weight.
+#[cold]
+#[inline(never)]
+fn moved(m: live::Moving, old: *mut u8, new: *mut u8, old_size: usize, new_size: usize) {
+    if !state().leaks.load(Ordering::Relaxed) {
+        LIVE.cancel_move(m);
+        return;
+    }
+    let (addr, size) = if new.is_null() {
+        (old.addr(), old_size)
+    } else {
+        (new.addr(), new_size)
+    };
+    if !LIVE.end_move(m, addr, size as u64) {
+        lost(LossCause::LeakNotTracked);
     }
 }
 
