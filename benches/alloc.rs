@@ -163,7 +163,40 @@ fn loadavg() -> String {
         .unwrap_or_else(|| "?".into())
 }
 
+/// `--count=off|counting`: runs 2000 batches through each allocator (no
+/// rounds, no timing) for an instruction count under callgrind
+/// (`scripts/callgrind-alloc.sh`); `counting` with a recording that asks
+/// for allocation statistics only, so the countdown runs and never samples.
+fn count_only(which: &str) {
+    let dir = std::env::temp_dir().join(format!("flightrec-alloc-count-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("bench dir");
+    let rec = (which == "counting").then(|| {
+        let mut settings = Settings::new();
+        for event in ["jdk.ObjectAllocationSample", "jdk.OldObjectSample"] {
+            settings.set(event, "enabled", "false").expect("setting");
+        }
+        Recording::start(
+            RecordingConfig::repository_only()
+                .repository(dir.join("repo"))
+                .settings(settings),
+        )
+        .expect("start recording")
+    });
+    let w = work();
+    segment(&System, &w, 2000);
+    segment(&WRAPPED, &w, 2000);
+    if let Some(rec) = rec {
+        rec.stop().expect("stop");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn main() {
+    if let Some(which) =
+        std::env::args().find_map(|a| a.strip_prefix("--count=").map(str::to_owned))
+    {
+        return count_only(&which);
+    }
     let full = std::env::args().any(|a| a == "--bench");
     let (rounds, batches) = if full { (41, 2000) } else { (3, 20) };
     let load_before = loadavg();

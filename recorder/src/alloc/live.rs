@@ -277,7 +277,9 @@ impl<const B: usize, const N: usize> LiveTable<B, N> {
     }
 
     /// `realloc`, before the inner call: if `addr` is tracked, holds its
-    /// slot (no free can match it while the block moves).
+    /// slot (no free can match it while the block moves). Out of line: the
+    /// allocation functions stay small.
+    #[inline(never)]
     pub(super) fn begin_move(&self, addr: usize) -> Option<Moving> {
         let (base, words) = self.bucket(addr);
         for (i, word) in words.iter().enumerate() {

@@ -25,12 +25,13 @@ use crate::sync::{AtomicU64, AtomicUsize, Ordering};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(usize)]
 pub(super) enum Mode {
-    /// No wrapper has allocated yet, nothing is counted.
-    Unseen = 0,
-    /// A wrapper has allocated; nothing is counted.
-    Idle = 1,
+    /// A wrapper has allocated; nothing is counted. (Zero: the off path is
+    /// a compare with zero and a branch.)
+    Idle = 0,
     /// Every allocation runs the countdown.
-    Counting = 2,
+    Counting = 1,
+    /// No wrapper has allocated yet, nothing is counted.
+    Unseen = 2,
 }
 
 /// The mode word, on a cache line of its own: every allocation reads it,
@@ -83,12 +84,15 @@ pub(super) const OFF_CHECK_BYTES: i64 = 256 * 1024;
 
 /// The fast path: counts `size` bytes if the mode says so; true if this
 /// allocation is to be sampled (or the settings looked at): the caller
-/// then calls [`slow_path`]. Off: a load and a branch (two while no
-/// wrapper has allocated yet). Counting: that, then one thread-local load,
-/// a subtraction, a store and a branch.
+/// then calls [`slow_path`]. Off: a compare of the mode word with zero
+/// and a branch. Counting: that, a second compare and branch, then one
+/// thread-local load, a subtraction, a store and a branch.
 #[inline(always)]
 pub(super) fn count(size: usize) -> bool {
     let mode = MODE.0.load(Ordering::Relaxed);
+    if mode == Mode::Idle as usize {
+        return false;
+    }
     if mode == Mode::Counting as usize {
         return LEFT.with(|l| {
             let left = l.get().wrapping_sub(size as i64);
@@ -96,9 +100,7 @@ pub(super) fn count(size: usize) -> bool {
             left <= 0
         });
     }
-    if mode == Mode::Unseen as usize {
-        first_use();
-    }
+    first_use();
     false
 }
 
