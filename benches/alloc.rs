@@ -3,6 +3,8 @@
 //! thread (thread CPU time, `CLOCK_THREAD_CPUTIME_ID`; the ratio wrapped /
 //! bare is taken per round, and the median reported with the quartiles):
 //!
+//! * `floor`: a wrapper that only forwards to `System`: what the method
+//!   itself shows (the loop compiled twice, code alignment, pairing);
 //! * `off`: no recording (the wrapper counts nothing; target ≤ 1.02×);
 //! * `default`: a recording samples allocations at the default settings
 //!   (`jdk.ObjectAllocationSample`, `jdk.OldObjectSample` and
@@ -41,6 +43,31 @@ use flightrec::{Recording, RecordingConfig, Settings};
 use flightrec_testkit::measure::{median, process_cpu_ns, thread_cpu_ns};
 
 static WRAPPED: SamplingAllocator<System> = SamplingAllocator::new(System);
+
+/// A wrapper that only forwards: its row is the floor of the method (the
+/// loop compiled twice, the pairing), not a cost of flightrec's.
+struct Forward<A>(A);
+
+// SAFETY: every method forwards to `A` unchanged.
+unsafe impl<A: GlobalAlloc> GlobalAlloc for Forward<A> {
+    #[inline]
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.0.alloc(l) }
+    }
+    #[inline]
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.0.dealloc(p, l) }
+    }
+    #[inline]
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.0.realloc(p, l, n) }
+    }
+}
+
+static FORWARD: Forward<System> = Forward(System);
 
 const BATCH: usize = 64;
 
@@ -126,18 +153,22 @@ struct Compared {
 /// Paired rounds: per round one segment of each, which goes first
 /// alternating.
 fn compare(rounds: usize, batches: usize) -> Compared {
+    compare_with(&WRAPPED, rounds, batches)
+}
+
+fn compare_with<W: GlobalAlloc>(wrapper: &W, rounds: usize, batches: usize) -> Compared {
     let w = work();
     let (mut ratios, mut bare, mut wrapped) = (Vec::new(), Vec::new(), Vec::new());
     // Warm-up: both paths, caches, the thread's countdown.
     segment(&System, &w, batches);
-    segment(&WRAPPED, &w, batches);
+    segment(wrapper, &w, batches);
     let p0 = process_cpu_ns();
     for r in 0..rounds {
         let (b, x) = if r % 2 == 0 {
             let b = segment(&System, &w, batches);
-            (b, segment(&WRAPPED, &w, batches))
+            (b, segment(wrapper, &w, batches))
         } else {
-            let x = segment(&WRAPPED, &w, batches);
+            let x = segment(wrapper, &w, batches);
             (segment(&System, &w, batches), x)
         };
         ratios.push(x / b);
@@ -200,6 +231,7 @@ fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     let (rounds, batches) = if full { (41, 2000) } else { (3, 20) };
     let load_before = loadavg();
+    let floor = compare_with(&FORWARD, rounds, batches);
     let off = compare(rounds, batches);
 
     let dir = std::env::temp_dir().join(format!("flightrec-alloc-bench-{}", std::process::id()));
@@ -248,6 +280,7 @@ fn main() {
             c.bare_ns, c.wrapped_ns, c.ratio.0, c.ratio.1, c.ratio.2, c.process_ns
         );
     };
+    row("floor (a wrapper that only forwards)", &floor, "—");
     row("off (no recording)", &off, "≤ 1.02");
     row("default (sampling, throttle 150/s)", &on, "≤ 1.05");
     row("recording, allocation events off", &quiet, "—");
@@ -260,10 +293,11 @@ fn main() {
         )
     };
     println!(
-        "alloc summary: {{\"off_ratio\": {:.4}, \"default_ratio\": {:.4}, \"dense_ratio\": {:.4}, \"off\": {}, \"default\": {}, \"recording_quiet\": {}, \"dense\": {}, \"rounds\": {rounds}, \"lost\": {lost}, \"load\": [\"{load_before}\", \"{load_after}\"]}}",
+        "alloc summary: {{\"off_ratio\": {:.4}, \"default_ratio\": {:.4}, \"dense_ratio\": {:.4}, \"floor\": {}, \"off\": {}, \"default\": {}, \"recording_quiet\": {}, \"dense\": {}, \"rounds\": {rounds}, \"lost\": {lost}, \"load\": [\"{load_before}\", \"{load_after}\"]}}",
         off.ratio.0,
         on.ratio.0,
         dense.ratio.0,
+        json(&floor),
         json(&off),
         json(&on),
         json(&quiet),

@@ -74,6 +74,9 @@ impl<A> SamplingAllocator<A> {
     #[cold]
     #[inline(never)]
     fn slow(&self, ptr: *mut u8, size: usize, track: bool) {
+        if !sampler::first_use() {
+            return;
+        }
         let st = state();
         let mean = st.mean_interval(self.mean);
         let published = super::threads::own_counter();

@@ -84,38 +84,44 @@ pub(super) const OFF_CHECK_BYTES: i64 = 256 * 1024;
 
 /// The fast path: counts `size` bytes if the mode says so; true if this
 /// allocation is to be sampled (or the settings looked at): the caller
-/// then calls [`slow_path`]. Off: a compare of the mode word with zero
-/// and a branch. Counting: that, a second compare and branch, then one
-/// thread-local load, a subtraction, a store and a branch.
+/// then calls [`first_use`] and [`slow_path`]. Off: a compare of the mode
+/// word with zero and a branch. Counting: that, then one thread-local
+/// load, a subtraction, a store and a branch.
 #[inline(always)]
 pub(super) fn count(size: usize) -> bool {
-    let mode = MODE.0.load(Ordering::Relaxed);
-    if mode == Mode::Idle as usize {
+    if MODE.0.load(Ordering::Relaxed) == Mode::Idle as usize {
         return false;
     }
-    if mode == Mode::Counting as usize {
-        return LEFT.with(|l| {
-            let left = l.get().wrapping_sub(size as i64);
-            l.set(left);
-            left <= 0
-        });
-    }
-    first_use();
-    false
+    // Counting, or no wrapper has allocated yet: then `LEFT` is still 0 and
+    // the slow path (`first_use`) is taken.
+    LEFT.with(|l| {
+        let left = l.get().wrapping_sub(size as i64);
+        l.set(left);
+        left <= 0
+    })
 }
 
-/// The first allocation through any wrapper while nothing counts: the
-/// recorder learns that one is installed (so a recording starts the
+/// The start of the slow path: true if the countdown really counts now.
+/// The first allocation through any wrapper while nothing counts tells
+/// the recorder that one is installed (so a recording starts the
 /// allocation thread).
-#[cold]
-#[inline(never)]
-fn first_use() {
-    let _ = MODE.0.compare_exchange(
-        Mode::Unseen as usize,
-        Mode::Idle as usize,
-        Ordering::Relaxed,
-        Ordering::Relaxed,
-    );
+pub(super) fn first_use() -> bool {
+    match MODE.0.load(Ordering::Relaxed) {
+        m if m == Mode::Counting as usize => true,
+        m => {
+            if m == Mode::Unseen as usize {
+                let _ = MODE.0.compare_exchange(
+                    Mode::Unseen as usize,
+                    Mode::Idle as usize,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+            }
+            // `LEFT` stays at or below 0: when counting starts, this
+            // thread's first allocation arms it.
+            false
+        }
+    }
 }
 
 /// What the slow path decided for the allocation that reached zero.
