@@ -10,6 +10,9 @@
 //!   (`jdk.ObjectAllocationSample`, `jdk.OldObjectSample` and
 //!   `jdk.ThreadAllocationStatistics` enabled, `throttle=150/s`, adapted
 //!   for a second before the rounds; target ≤ 1.05×);
+//! * `default, sampled blocks alive`: the same with 48 untouched 64 MiB
+//!   blocks kept alive (most of them sampled and tracked), so every free
+//!   asks the leak table, as in a program with long-lived data;
 //! * `recording, allocation events off`: a recording of the same settings
 //!   with the three allocation events disabled: what a running recording
 //!   (its sampler's signals, its threads sharing the caches) does to the
@@ -261,6 +264,33 @@ fn main() {
         r
     };
     let on = recorded(&[]);
+    // The same with sampled blocks alive, as a program's long-lived data
+    // is: every free then asks the leak table. 48 blocks of 64 MiB, never
+    // touched (no memory behind them), allocated once the throttle has
+    // settled: most are sampled.
+    let resident = {
+        let rec = Recording::start(
+            RecordingConfig::repository_only()
+                .repository(dir.join("repo"))
+                .max_memory(256 << 20),
+        )
+        .expect("start recording");
+        let until = std::time::Instant::now()
+            + std::time::Duration::from_millis(if full { 1500 } else { 300 });
+        let w = work();
+        while std::time::Instant::now() < until {
+            segment(&WRAPPED, &w, batches);
+        }
+        let big = Layout::from_size_align(64 << 20, 8).unwrap();
+        // SAFETY: a non-zero layout; each block is freed below with it.
+        let kept: Vec<*mut u8> = (0..48).map(|_| unsafe { WRAPPED.alloc(big) }).collect();
+        let r = compare(rounds, batches);
+        for p in kept.into_iter().filter(|p| !p.is_null()) {
+            // SAFETY: allocated above with `big`.
+            unsafe { WRAPPED.dealloc(p, big) };
+        }
+        (r, rec.stop().expect("stop").losses.total_events())
+    };
     let quiet = recorded(&[
         ("jdk.ObjectAllocationSample", "enabled", "false"),
         ("jdk.OldObjectSample", "enabled", "false"),
@@ -268,6 +298,8 @@ fn main() {
     ]);
     let dense = recorded(&[("jdk.ObjectAllocationSample", "throttle", "off")]);
     let _ = std::fs::remove_dir_all(&dir);
+    let (resident, resident_lost) = resident;
+    lost += resident_lost;
     let load_after = loadavg();
 
     println!(
@@ -283,6 +315,7 @@ fn main() {
     row("floor (a wrapper that only forwards)", &floor, "—");
     row("off (no recording)", &off, "≤ 1.02");
     row("default (sampling, throttle 150/s)", &on, "≤ 1.05");
+    row("default, sampled blocks alive", &resident, "—");
     row("recording, allocation events off", &quiet, "—");
     row("512k (sampling, throttle off)", &dense, "—");
     println!("load average (1 min): {load_before} before, {load_after} after");
@@ -293,13 +326,14 @@ fn main() {
         )
     };
     println!(
-        "alloc summary: {{\"off_ratio\": {:.4}, \"default_ratio\": {:.4}, \"dense_ratio\": {:.4}, \"floor\": {}, \"off\": {}, \"default\": {}, \"recording_quiet\": {}, \"dense\": {}, \"rounds\": {rounds}, \"lost\": {lost}, \"load\": [\"{load_before}\", \"{load_after}\"]}}",
+        "alloc summary: {{\"off_ratio\": {:.4}, \"default_ratio\": {:.4}, \"dense_ratio\": {:.4}, \"floor\": {}, \"off\": {}, \"default\": {}, \"default_resident\": {}, \"recording_quiet\": {}, \"dense\": {}, \"rounds\": {rounds}, \"lost\": {lost}, \"load\": [\"{load_before}\", \"{load_after}\"]}}",
         off.ratio.0,
         on.ratio.0,
         dense.ratio.0,
         json(&floor),
         json(&off),
         json(&on),
+        json(&resident),
         json(&quiet),
         json(&dense),
     );

@@ -113,7 +113,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for SamplingAllocator<A> {
     #[inline]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // Before the memory goes back: then the address may be reused.
-        if !LIVE.is_empty() {
+        if LIVE.may_track(ptr.addr()) {
             LIVE.untrack(ptr.addr());
         }
         // SAFETY: the caller's contract, passed on.
@@ -124,10 +124,10 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for SamplingAllocator<A> {
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // A tracked block stays tracked where it goes (its slot is held
         // meanwhile, and released if the inner allocator unwinds).
-        let moving = MoveGuard(if LIVE.is_empty() {
-            None
-        } else {
+        let moving = MoveGuard(if LIVE.may_track(ptr.addr()) {
             LIVE.begin_move(ptr.addr())
+        } else {
+            None
         });
         // SAFETY: the caller's contract, passed on.
         let p = unsafe { self.inner.realloc(ptr, layout, new_size) };

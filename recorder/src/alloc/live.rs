@@ -9,7 +9,10 @@
 //! * Untrack (every free while anything is tracked): read the bucket's
 //!   address words (one cache line); the slot holding the freed address is
 //!   released by a compare-and-swap back to 0. While nothing is tracked a
-//!   free costs one relaxed load of [`LiveTable::is_empty`]'s counter.
+//!   free costs one relaxed load of [`LiveTable::is_empty`]'s counter;
+//!   while something is, a free first reads its bucket's occupancy count
+//!   (a small array that stays in cache) and reads the bucket's line only
+//!   if that is not 0.
 //! * Read (recorder thread, chunk end): a slot is read like a seqlock:
 //!   generation and address before and after the fields; a slot that
 //!   changed meanwhile is skipped (it was freed, so it is not a leak).
@@ -138,6 +141,8 @@ impl Slot {
 #[derive(Debug)]
 pub(super) struct LiveTable<const B: usize, const N: usize> {
     count: AtomicUsize,
+    /// Per bucket, its slots not free (claimed or tracked).
+    occupied: [AtomicUsize; B],
     buckets: [Bucket; B],
     slots: [Slot; N],
     /// The ring of recent moves ([`Forward`]s; 0: empty).
@@ -157,6 +162,7 @@ impl<const B: usize, const N: usize> LiveTable<B, N> {
         assert!(N == B * WAYS && B > 0 && N as u64 <= SLOT_MASK + 1);
         Self {
             count: AtomicUsize::new(0),
+            occupied: [const { AtomicUsize::new(0) }; B],
             buckets: [const { Bucket([const { AtomicUsize::new(0) }; WAYS]) }; B],
             slots: [const { Slot::new() }; N],
             forwards: [const { AtomicU64::new(0) }; FORWARDS],
@@ -189,6 +195,14 @@ impl<const B: usize, const N: usize> LiveTable<B, N> {
         self.count.load(Ordering::Relaxed) == 0
     }
 
+    /// False if `addr` is surely not tracked: nothing is, or nothing in its
+    /// bucket. (A block tracked before its pointer reached the caller has
+    /// counted itself in both, and only its own untrack counts it out.)
+    #[inline(always)]
+    pub(super) fn may_track(&self, addr: usize) -> bool {
+        !self.is_empty() && self.occupied[bucket_of(addr, B)].load(Ordering::Relaxed) != 0
+    }
+
     /// Allocations tracked now.
     #[cfg(test)]
     pub(super) fn len(&self) -> usize {
@@ -218,6 +232,7 @@ impl<const B: usize, const N: usize> LiveTable<B, N> {
             {
                 continue;
             }
+            self.occupied[base / WAYS].fetch_add(1, Ordering::Relaxed);
             let slot = &self.slots[base + i];
             // SeqCst: a drain that sees this generation sees the forward
             // the slot's previous holder left (see `fill`).
@@ -235,8 +250,9 @@ impl<const B: usize, const N: usize> LiveTable<B, N> {
         None
     }
 
-    /// Stops tracking `addr` (being freed); true if it was tracked.
-    #[inline]
+    /// Stops tracking `addr` (being freed); true if it was tracked. Out of
+    /// line: a free calls it only when [`may_track`](Self::may_track).
+    #[inline(never)]
     pub(super) fn untrack(&self, addr: usize) -> bool {
         let (_, words) = self.bucket(addr);
         for word in words {
@@ -245,11 +261,17 @@ impl<const B: usize, const N: usize> LiveTable<B, N> {
                     .compare_exchange(addr, 0, Ordering::Relaxed, Ordering::Relaxed)
                     .is_ok()
             {
-                self.count.fetch_sub(1, Ordering::Relaxed);
+                self.release(addr);
                 return true;
             }
         }
         false
+    }
+
+    /// A slot of `addr`'s bucket was freed: the counts go down.
+    fn release(&self, addr: usize) {
+        self.occupied[bucket_of(addr, B)].fetch_sub(1, Ordering::Relaxed);
+        self.count.fetch_sub(1, Ordering::Relaxed);
     }
 
     /// The drain's keys for slot `index` of generation `seq`, and for the
@@ -301,7 +323,7 @@ impl<const B: usize, const N: usize> LiveTable<B, N> {
     /// the held slot is released.
     pub(super) fn cancel_move(&self, m: Moving) {
         self.addr_word(m.index).store(0, Ordering::Release);
-        self.count.fetch_sub(1, Ordering::Relaxed);
+        self.release(m.addr);
     }
 
     /// `realloc`, after the inner call: the block is `size` bytes at `addr`
@@ -346,7 +368,7 @@ impl<const B: usize, const N: usize> LiveTable<B, N> {
             }
         }
         word.store(0, Ordering::Release);
-        self.count.fetch_sub(1, Ordering::Relaxed);
+        self.release(m.addr);
         moved.is_some()
     }
 
@@ -389,7 +411,7 @@ impl<const B: usize, const N: usize> LiveTable<B, N> {
                         .compare_exchange(a, 0, Ordering::Relaxed, Ordering::Relaxed)
                         .is_ok()
                 {
-                    self.count.fetch_sub(1, Ordering::Relaxed);
+                    self.release(a);
                 }
             }
         }
@@ -430,6 +452,28 @@ mod tests {
         T.clear();
         assert!(T.is_empty());
         assert!(T.snapshot().is_empty());
+        assert!(T.occupied.iter().all(|o| o.load(Ordering::Relaxed) == 0));
+    }
+
+    #[test]
+    fn a_free_looks_at_a_bucket_only_if_it_holds_something() {
+        static T: LiveTable<64, 512> = LiveTable::new();
+        assert!(!T.may_track(4096));
+        T.track(4096, 1, 1, 1).unwrap();
+        assert!(T.may_track(4096));
+        // Another address of another bucket: not looked at.
+        let other = (1..1000usize)
+            .map(|i| 4096 + 64 * i)
+            .find(|&a| bucket_of(a, 64) != bucket_of(4096, 64))
+            .unwrap();
+        assert!(!T.may_track(other));
+        // Moved: the old bucket empties, the new one holds it.
+        let m = T.begin_move(4096).unwrap();
+        assert!(T.may_track(4096), "held while it moves");
+        assert!(T.end_move(m, other, 2));
+        assert!(!T.may_track(4096) && T.may_track(other));
+        assert!(T.untrack(other));
+        assert!(!T.may_track(other) && T.is_empty());
     }
 
     #[test]

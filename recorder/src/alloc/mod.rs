@@ -40,8 +40,9 @@
 //! an allocation that is not sampled costs that, then a thread-local load,
 //! a subtraction, a store and a branch (no read-modify-write atomic, no
 //! lock, no lazily initialised thread-local). A free costs one relaxed load
-//! while no sampled block is tracked, and a look at one cache line of the
-//! leak table ([`live`]) while some are; it touches no thread-local.
+//! while no sampled block is tracked; while some are, a look at its
+//! bucket's occupancy count, and at the bucket's cache line of the leak
+//! table ([`live`]) only if that is not 0. It touches no thread-local.
 //!
 //! # The sampled path
 //!
