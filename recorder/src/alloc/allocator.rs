@@ -8,6 +8,7 @@
 use std::alloc::{GlobalAlloc, Layout};
 use std::cell::Cell;
 
+use super::live::Moving;
 use super::sampler::{self, Decision};
 use super::{LIVE, state};
 
@@ -61,22 +62,26 @@ impl<A> SamplingAllocator<A> {
     }
 
     /// Counts `size` bytes at `ptr`, and records a sample if they reach the
-    /// thread's countdown.
+    /// thread's countdown (`track`: a sample is tracked for leaks; false
+    /// for a block that is tracked already).
     #[inline(always)]
-    fn account(&self, ptr: *mut u8, size: usize) {
+    fn account(&self, ptr: *mut u8, size: usize, track: bool) {
         if sampler::count(size) {
-            self.slow(ptr, size);
+            self.slow(ptr, size, track);
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn slow(&self, ptr: *mut u8, size: usize) {
+    fn slow(&self, ptr: *mut u8, size: usize, track: bool) {
+        if !sampler::first_use() {
+            return;
+        }
         let st = state();
         let mean = st.mean_interval(self.mean);
         let published = super::threads::own_counter();
         if let Decision::Sample { weight } = sampler::slow_path(size, mean, published) {
-            sampler::suspended(|| super::record(ptr, size as u64, weight));
+            sampler::suspended(|| super::record(ptr, size as u64, weight, track));
         }
     }
 }
@@ -90,7 +95,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for SamplingAllocator<A> {
         // SAFETY: the caller's contract, passed on.
         let p = unsafe { self.inner.alloc(layout) };
         if !p.is_null() {
-            self.account(p, layout.size());
+            self.account(p, layout.size(), true);
         }
         p
     }
@@ -100,7 +105,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for SamplingAllocator<A> {
         // SAFETY: the caller's contract, passed on.
         let p = unsafe { self.inner.alloc_zeroed(layout) };
         if !p.is_null() {
-            self.account(p, layout.size());
+            self.account(p, layout.size(), true);
         }
         p
     }
@@ -108,7 +113,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for SamplingAllocator<A> {
     #[inline]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // Before the memory goes back: then the address may be reused.
-        if !LIVE.is_empty() {
+        if LIVE.may_track(ptr.addr()) {
             LIVE.untrack(ptr.addr());
         }
         // SAFETY: the caller's contract, passed on.
@@ -117,17 +122,42 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for SamplingAllocator<A> {
 
     #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // A tracked block moved or resized is no longer the sampled one
-        // (if the inner allocator fails, the old block stays, untracked).
-        if !LIVE.is_empty() {
-            LIVE.untrack(ptr.addr());
-        }
+        // A tracked block stays tracked where it goes (its slot is held
+        // meanwhile, and released if the inner allocator unwinds).
+        let moving = MoveGuard(if LIVE.may_track(ptr.addr()) {
+            LIVE.begin_move(ptr.addr())
+        } else {
+            None
+        });
         // SAFETY: the caller's contract, passed on.
         let p = unsafe { self.inner.realloc(ptr, layout, new_size) };
+        let tracked = moving.0.is_some();
+        if let Some(m) = moving.defuse() {
+            super::moved(m, ptr, p, layout.size(), new_size);
+        }
         if !p.is_null() {
-            self.account(p, new_size);
+            // Its bytes are counted (and may be sampled) as an allocation.
+            self.account(p, new_size, !tracked);
         }
         p
+    }
+}
+
+/// A leak-table slot held across `realloc`'s inner call, released if that
+/// unwinds.
+struct MoveGuard(Option<Moving>);
+
+impl MoveGuard {
+    fn defuse(mut self) -> Option<Moving> {
+        self.0.take()
+    }
+}
+
+impl Drop for MoveGuard {
+    fn drop(&mut self) {
+        if let Some(m) = self.0.take() {
+            LIVE.cancel_move(m);
+        }
     }
 }
 

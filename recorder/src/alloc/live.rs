@@ -9,18 +9,35 @@
 //! * Untrack (every free while anything is tracked): read the bucket's
 //!   address words (one cache line); the slot holding the freed address is
 //!   released by a compare-and-swap back to 0. While nothing is tracked a
-//!   free costs one relaxed load of [`LiveTable::is_empty`]'s counter.
+//!   free costs one relaxed load of [`LiveTable::is_empty`]'s counter;
+//!   while something is, a free first reads its bucket's occupancy count
+//!   (a small array that stays in cache) and reads the bucket's line only
+//!   if that is not 0.
 //! * Read (recorder thread, chunk end): a slot is read like a seqlock:
 //!   generation and address before and after the fields; a slot that
 //!   changed meanwhile is skipped (it was freed, so it is not a leak).
+//! * Move (`realloc` of a tracked block): before the inner call the slot's
+//!   address word goes back to `CLAIMED` (held: no free of the old address,
+//!   reused by then, can match it); after it, a block that moved is tracked
+//!   in a slot of its new address's bucket with the same weight and time,
+//!   and the old slot is released. The drain may not have filled in the
+//!   old slot's keys yet: the mover leaves a forward (old slot and
+//!   generation → new ones) in a small ring of recent moves and then copies
+//!   the keys if they are there; the drain, after filling a slot (or
+//!   finding its generation gone), follows a forward from it if the ring
+//!   holds one. Each side writes, then reads the other's word (`SeqCst`),
+//!   so at least one of them carries the keys over. (A ring and not a word
+//!   per slot: a freed address is often the next allocation's, whose block
+//!   lands in the same slot and may move too before the drain comes.)
 //!
 //! The allocating thread untracks before it hands the memory back to the
 //! inner allocator, so an address reused by another thread's allocation is
 //! never untracked by the old free.
 //!
 //! Invariant: a slot's address word is 0 (free), `CLAIMED` (being written
-//! by the thread that claimed it) or the address of a live sampled block
-//! whose fields, of generation `seq`, were written before it was published.
+//! or moved by the thread that claimed it) or the address of a live
+//! sampled block whose fields, of generation `seq`, were written before it
+//! was published.
 
 use crate::sync::{AtomicU64, AtomicUsize, Ordering, fence};
 
@@ -61,6 +78,50 @@ struct Slot {
     ready: AtomicU64,
 }
 
+/// A forward, packed in one word: generation `from_seq` of slot `from`
+/// moved to generation `to_seq` of slot `to` (generations compared on their
+/// low 19 bits: a slot is not reused 2^19 times while the drain is behind;
+/// slots fit 12 bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Forward {
+    from: usize,
+    from_seq: u64,
+    to: usize,
+    to_seq: u64,
+}
+
+const SEQ_MASK: u64 = (1 << 19) - 1;
+const SLOT_MASK: u64 = (1 << 12) - 1;
+
+/// Forwards kept: the moves of the last 20 ms before the drain came.
+const FORWARDS: usize = 256;
+
+impl Forward {
+    fn pack(self) -> u64 {
+        1 << 63
+            | (self.from as u64 & SLOT_MASK) << 51
+            | (self.from_seq & SEQ_MASK) << 32
+            | (self.to as u64 & SLOT_MASK) << 19
+            | self.to_seq & SEQ_MASK
+    }
+
+    fn unpack(w: u64) -> Option<Self> {
+        (w >> 63 == 1).then_some(Self {
+            from: ((w >> 51) & SLOT_MASK) as usize,
+            from_seq: (w >> 32) & SEQ_MASK,
+            to: ((w >> 19) & SLOT_MASK) as usize,
+            to_seq: w & SEQ_MASK,
+        })
+    }
+}
+
+/// A tracked block being moved by `realloc`: its slot is held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Moving {
+    index: usize,
+    addr: usize,
+}
+
 impl Slot {
     const fn new() -> Self {
         Self {
@@ -80,8 +141,13 @@ impl Slot {
 #[derive(Debug)]
 pub(super) struct LiveTable<const B: usize, const N: usize> {
     count: AtomicUsize,
+    /// Per bucket, its slots not free (claimed or tracked).
+    occupied: [AtomicUsize; B],
     buckets: [Bucket; B],
     slots: [Slot; N],
+    /// The ring of recent moves ([`Forward`]s; 0: empty).
+    forwards: [AtomicU64; FORWARDS],
+    next_forward: AtomicUsize,
 }
 
 fn bucket_of(addr: usize, buckets: usize) -> usize {
@@ -91,14 +157,26 @@ fn bucket_of(addr: usize, buckets: usize) -> usize {
 }
 
 impl<const B: usize, const N: usize> LiveTable<B, N> {
-    /// An empty table (`N` must be `B * WAYS`).
+    /// An empty table (`N` must be `B * WAYS`, at most 4096).
     pub(super) const fn new() -> Self {
-        assert!(N == B * WAYS && B > 0);
+        assert!(N == B * WAYS && B > 0 && N as u64 <= SLOT_MASK + 1);
         Self {
             count: AtomicUsize::new(0),
+            occupied: [const { AtomicUsize::new(0) }; B],
             buckets: [const { Bucket([const { AtomicUsize::new(0) }; WAYS]) }; B],
             slots: [const { Slot::new() }; N],
+            forwards: [const { AtomicU64::new(0) }; FORWARDS],
+            next_forward: AtomicUsize::new(0),
         }
+    }
+
+    /// Where generation `seq` of slot `index` moved, if the ring knows.
+    fn forward_from(&self, index: usize, seq: u64) -> Option<(usize, u64)> {
+        self.forwards.iter().find_map(|w| {
+            Forward::unpack(w.load(Ordering::SeqCst))
+                .filter(|f| f.from == index && f.from_seq == seq)
+                .map(|f| (f.to, f.to_seq))
+        })
     }
 
     fn addr_word(&self, index: usize) -> &AtomicUsize {
@@ -115,6 +193,14 @@ impl<const B: usize, const N: usize> LiveTable<B, N> {
     #[inline(always)]
     pub(super) fn is_empty(&self) -> bool {
         self.count.load(Ordering::Relaxed) == 0
+    }
+
+    /// False if `addr` is surely not tracked: nothing is, or nothing in its
+    /// bucket. (A block tracked before its pointer reached the caller has
+    /// counted itself in both, and only its own untrack counts it out.)
+    #[inline(always)]
+    pub(super) fn may_track(&self, addr: usize) -> bool {
+        !self.is_empty() && self.occupied[bucket_of(addr, B)].load(Ordering::Relaxed) != 0
     }
 
     /// Allocations tracked now.
@@ -146,8 +232,11 @@ impl<const B: usize, const N: usize> LiveTable<B, N> {
             {
                 continue;
             }
+            self.occupied[base / WAYS].fetch_add(1, Ordering::Relaxed);
             let slot = &self.slots[base + i];
-            let seq = slot.seq.fetch_add(1, Ordering::Relaxed) + 1;
+            // SeqCst: a drain that sees this generation sees the forward
+            // the slot's previous holder left (see `fill`).
+            let seq = slot.seq.fetch_add(1, Ordering::SeqCst) + 1;
             slot.size.store(size, Ordering::Relaxed);
             slot.weight.store(weight, Ordering::Relaxed);
             slot.ticks.store(ticks as u64, Ordering::Relaxed);
@@ -161,8 +250,9 @@ impl<const B: usize, const N: usize> LiveTable<B, N> {
         None
     }
 
-    /// Stops tracking `addr` (being freed); true if it was tracked.
-    #[inline]
+    /// Stops tracking `addr` (being freed); true if it was tracked. Out of
+    /// line: a free calls it only when [`may_track`](Self::may_track).
+    #[inline(never)]
     pub(super) fn untrack(&self, addr: usize) -> bool {
         let (_, words) = self.bucket(addr);
         for word in words {
@@ -171,24 +261,115 @@ impl<const B: usize, const N: usize> LiveTable<B, N> {
                     .compare_exchange(addr, 0, Ordering::Relaxed, Ordering::Relaxed)
                     .is_ok()
             {
-                self.count.fetch_sub(1, Ordering::Relaxed);
+                self.release(addr);
                 return true;
             }
         }
         false
     }
 
-    /// The drain's keys for slot `index` of generation `seq` (if it still
-    /// holds that generation: otherwise the block was freed meanwhile).
+    /// A slot of `addr`'s bucket was freed: the counts go down.
+    fn release(&self, addr: usize) {
+        self.occupied[bucket_of(addr, B)].fetch_sub(1, Ordering::Relaxed);
+        self.count.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// The drain's keys for slot `index` of generation `seq`, and for the
+    /// slots that generation moved to. (A generation no longer in its slot
+    /// and not moved was freed meanwhile: nothing to fill.)
     pub(super) fn fill(&self, index: usize, seq: u64, stack: u64, thread: u64, class: u64) {
-        let slot = &self.slots[index];
-        if slot.seq.load(Ordering::Acquire) != seq {
-            return;
+        let (mut index, mut seq) = (index, seq & SEQ_MASK);
+        // A block reallocated again and again before the drain came: the
+        // forwards are followed a few steps, then the keys are given up.
+        for _ in 0..8 {
+            let slot = &self.slots[index];
+            let now = slot.seq.load(Ordering::SeqCst);
+            if now & SEQ_MASK == seq {
+                slot.stack.store(stack, Ordering::Relaxed);
+                slot.thread.store(thread, Ordering::Relaxed);
+                slot.class.store(class, Ordering::Relaxed);
+                // SeqCst, then the forward: see `end_move`.
+                slot.ready.store(now, Ordering::SeqCst);
+            }
+            match self.forward_from(index, seq) {
+                Some(next) => (index, seq) = next,
+                None => return,
+            }
         }
-        slot.stack.store(stack, Ordering::Relaxed);
-        slot.thread.store(thread, Ordering::Relaxed);
-        slot.class.store(class, Ordering::Relaxed);
-        slot.ready.store(seq, Ordering::Release);
+    }
+
+    /// `realloc`, before the inner call: if `addr` is tracked, holds its
+    /// slot (no free can match it while the block moves). Out of line: the
+    /// allocation functions stay small.
+    #[inline(never)]
+    pub(super) fn begin_move(&self, addr: usize) -> Option<Moving> {
+        let (base, words) = self.bucket(addr);
+        for (i, word) in words.iter().enumerate() {
+            if word.load(Ordering::Relaxed) == addr
+                && word
+                    .compare_exchange(addr, CLAIMED, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            {
+                return Some(Moving {
+                    index: base + i,
+                    addr,
+                });
+            }
+        }
+        None
+    }
+
+    /// `realloc` unwound, or the block moved while leaks are not tracked:
+    /// the held slot is released.
+    pub(super) fn cancel_move(&self, m: Moving) {
+        self.addr_word(m.index).store(0, Ordering::Release);
+        self.release(m.addr);
+    }
+
+    /// `realloc`, after the inner call: the block is `size` bytes at `addr`
+    /// (the old address if it did not move or the call failed). Tracks it
+    /// with the old slot's weight, time and keys; releases the old slot if
+    /// it moved. False if it moved into a full bucket (then untracked).
+    pub(super) fn end_move(&self, m: Moving, addr: usize, size: u64) -> bool {
+        let old = &self.slots[m.index];
+        let word = self.addr_word(m.index);
+        if addr == m.addr {
+            old.size.store(size, Ordering::Relaxed);
+            word.store(addr, Ordering::Release);
+            return true;
+        }
+        let seq = old.seq.load(Ordering::Relaxed);
+        let weight = old.weight.load(Ordering::Relaxed);
+        let ticks = old.ticks.load(Ordering::Relaxed) as i64;
+        let moved = self.track(addr, size, weight, ticks);
+        if let Some((to, to_seq)) = moved {
+            let at = self.next_forward.fetch_add(1, Ordering::Relaxed) % FORWARDS;
+            self.forwards[at].store(
+                Forward {
+                    from: m.index,
+                    from_seq: seq & SEQ_MASK,
+                    to,
+                    to_seq: to_seq & SEQ_MASK,
+                }
+                .pack(),
+                Ordering::SeqCst,
+            );
+            // The drain filled the old slot before it could see the
+            // forward: the keys are carried over here (the slot is held,
+            // so they are this generation's).
+            if old.ready.load(Ordering::SeqCst) == seq {
+                self.fill(
+                    to,
+                    to_seq,
+                    old.stack.load(Ordering::Relaxed),
+                    old.thread.load(Ordering::Relaxed),
+                    old.class.load(Ordering::Relaxed),
+                );
+            }
+        }
+        word.store(0, Ordering::Release);
+        self.release(m.addr);
+        moved.is_some()
     }
 
     /// Every tracked block whose keys the drain filled in, read
@@ -230,7 +411,7 @@ impl<const B: usize, const N: usize> LiveTable<B, N> {
                         .compare_exchange(a, 0, Ordering::Relaxed, Ordering::Relaxed)
                         .is_ok()
                 {
-                    self.count.fetch_sub(1, Ordering::Relaxed);
+                    self.release(a);
                 }
             }
         }
@@ -271,6 +452,73 @@ mod tests {
         T.clear();
         assert!(T.is_empty());
         assert!(T.snapshot().is_empty());
+        assert!(T.occupied.iter().all(|o| o.load(Ordering::Relaxed) == 0));
+    }
+
+    #[test]
+    fn a_free_looks_at_a_bucket_only_if_it_holds_something() {
+        static T: LiveTable<64, 512> = LiveTable::new();
+        assert!(!T.may_track(4096));
+        T.track(4096, 1, 1, 1).unwrap();
+        assert!(T.may_track(4096));
+        // Another address of another bucket: not looked at.
+        let other = (1..1000usize)
+            .map(|i| 4096 + 64 * i)
+            .find(|&a| bucket_of(a, 64) != bucket_of(4096, 64))
+            .unwrap();
+        assert!(!T.may_track(other));
+        // Moved: the old bucket empties, the new one holds it.
+        let m = T.begin_move(4096).unwrap();
+        assert!(T.may_track(4096), "held while it moves");
+        assert!(T.end_move(m, other, 2));
+        assert!(!T.may_track(4096) && T.may_track(other));
+        assert!(T.untrack(other));
+        assert!(!T.may_track(other) && T.is_empty());
+    }
+
+    #[test]
+    fn a_moved_block_keeps_its_keys_filled_before_or_after() {
+        static T: LiveTable<4, 32> = LiveTable::new();
+        // Filled, then moved: the keys are copied.
+        let (i, seq) = T.track(4096, 10, 100, 5).unwrap();
+        T.fill(i, seq, 7, 8, 9);
+        let m = T.begin_move(4096).unwrap();
+        assert!(T.snapshot().is_empty(), "held while it moves");
+        assert!(!T.untrack(4096), "a free of the old address cannot match");
+        assert!(T.end_move(m, 8192, 20));
+        let snap = T.snapshot();
+        assert_eq!(snap.len(), 1);
+        let e = snap[0];
+        assert_eq!(
+            (
+                e.addr, e.size, e.weight, e.ticks, e.stack, e.thread, e.class
+            ),
+            (8192, 20, 100, 5, 7, 8, 9)
+        );
+        // Moved twice before the drain fills: the fill follows both forwards.
+        let (i, seq) = T.track(1 << 20, 1, 50, 6).unwrap();
+        let m = T.begin_move(1 << 20).unwrap();
+        assert!(T.end_move(m, 3 << 20, 2));
+        let m = T.begin_move(3 << 20).unwrap();
+        assert!(T.end_move(m, 5 << 20, 4));
+        // The first slot is reused meanwhile: the forward still holds.
+        let reused = T.track(1 << 20, 1, 1, 1);
+        T.fill(i, seq, 11, 12, 13);
+        let snap = T.snapshot();
+        let e = snap.iter().find(|e| e.addr == 5 << 20).unwrap();
+        assert_eq!((e.size, e.weight, e.stack, e.class), (4, 50, 11, 13));
+        if let Some((r, rs)) = reused {
+            T.fill(r, rs, 1, 1, 1);
+        }
+        // In place, or a failed call: the slot stays, its size updated.
+        let m = T.begin_move(8192).unwrap();
+        assert!(T.end_move(m, 8192, 40));
+        assert!(T.snapshot().iter().any(|e| e.addr == 8192 && e.size == 40));
+        assert_eq!(T.len(), T.snapshot().len());
+        for a in [8192, 5 << 20, 1 << 20] {
+            assert!(T.untrack(a));
+        }
+        assert!(T.is_empty());
     }
 
     #[test]

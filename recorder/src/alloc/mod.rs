@@ -34,13 +34,15 @@
 //!
 //! # Cost
 //!
-//! An allocation that is not sampled costs a thread-local load, a
-//! subtraction, a store and a branch (no atomic, no lock, no lazily
-//! initialised thread-local); a free costs one relaxed load while no
-//! sampled block is tracked, and a look at one cache line of the leak
-//! table ([`live`]) while some are. While no recording samples
-//! allocations, the countdown looks at the settings once per 256 KiB per
-//! thread.
+//! While no recording asks for allocation samples, old object samples
+//! or allocation statistics, an allocation costs one relaxed load of a
+//! process-wide word and a branch, and nothing is counted. While one does,
+//! an allocation that is not sampled costs that, then a thread-local load,
+//! a subtraction, a store and a branch (no read-modify-write atomic, no
+//! lock, no lazily initialised thread-local). A free costs one relaxed load
+//! while no sampled block is tracked; while some are, a look at its
+//! bucket's occupancy count, and at the bucket's cache line of the leak
+//! table ([`live`]) only if that is not 0. It touches no thread-local.
 //!
 //! # The sampled path
 //!
@@ -122,7 +124,7 @@ struct State {
     throttle_per_sec: AtomicU64,
     /// `jdk.ThreadAllocationStatistics`' period in ms (0: off).
     statistics_ms: AtomicU64,
-    /// A wrapper took a slow path: one is installed.
+    /// A wrapper has allocated: one is installed.
     installed: AtomicBool,
 }
 
@@ -161,15 +163,16 @@ impl State {
 }
 
 /// The sampled path, with the thread's sampling suspended: tracks the
-/// block, queues the raw sample with its stack. Takes no lock.
-fn record(ptr: *mut u8, size: u64, weight: u64) {
+/// block (if `track`: not for one tracked already), queues the raw sample
+/// with its stack. Takes no lock.
+fn record(ptr: *mut u8, size: u64, weight: u64, track: bool) {
     let st = state();
     if !st.sampling.load(Ordering::Relaxed) {
         return;
     }
     let ticks = crate::clock::ticks();
     let addr = ptr.addr();
-    let live = if st.leaks.load(Ordering::Relaxed) {
+    let live = if track && st.leaks.load(Ordering::Relaxed) {
         let at = LIVE.track(addr, size, weight, ticks);
         if at.is_none() {
             lost(LossCause::LeakNotTracked);
@@ -201,6 +204,26 @@ fn record(ptr: *mut u8, size: u64, weight: u64) {
             LIVE.untrack(addr);
         }
         lost(LossCause::AllocationSampleDropped);
+    }
+}
+
+/// `realloc` of the tracked block `m` from `old` returned `new` (null:
+/// the call failed, the block stays at `old`): it stays tracked where it
+/// is now, with its first sample's stack, time and weight.
+#[cold]
+#[inline(never)]
+fn moved(m: live::Moving, old: *mut u8, new: *mut u8, old_size: usize, new_size: usize) {
+    if !state().leaks.load(Ordering::Relaxed) {
+        LIVE.cancel_move(m);
+        return;
+    }
+    let (addr, size) = if new.is_null() {
+        (old.addr(), old_size)
+    } else {
+        (new.addr(), new_size)
+    };
+    if !LIVE.end_move(m, addr, size as u64) {
+        lost(LossCause::LeakNotTracked);
     }
 }
 
@@ -259,9 +282,37 @@ pub(crate) fn apply(settings: &Settings, recording: bool) {
     st.statistics_ms
         .store(if stats { stats_ms } else { 0 }, Ordering::Relaxed);
     st.sampling.store(events || leaks, Ordering::Release);
-    if recording && st.installed.load(Ordering::Relaxed) && (events || leaks || stats) {
+    let counting = events || leaks || stats || counting_forced();
+    let installed = sampler::set_mode(counting, st.installed.load(Ordering::Relaxed));
+    if installed {
+        st.installed.store(true, Ordering::Relaxed);
+    }
+    if recording && installed && (events || leaks || stats) {
         emit::start_thread();
     }
+}
+
+/// Tests of the wrapper that run without a recording count anyway.
+#[cfg(test)]
+static FORCE_COUNTING: AtomicBool = AtomicBool::new(false);
+
+#[cfg(test)]
+fn counting_forced() -> bool {
+    FORCE_COUNTING.load(Ordering::Relaxed)
+}
+
+#[cfg(not(test))]
+fn counting_forced() -> bool {
+    false
+}
+
+/// Makes the countdown run from now on in this test binary, recording or
+/// not (settings applied later keep it running).
+#[cfg(test)]
+pub(crate) fn force_counting_for_tests() {
+    FORCE_COUNTING.store(true, Ordering::Relaxed);
+    let st = state();
+    sampler::set_mode(true, st.installed.load(Ordering::Relaxed));
 }
 
 /// The last recording is stopping: no new samples; what is queued is
@@ -288,6 +339,9 @@ pub(crate) fn stop_in_child() {
     st.events.store(false, Ordering::Relaxed);
     st.leaks.store(false, Ordering::Relaxed);
     st.statistics_ms.store(0, Ordering::Relaxed);
+    if sampler::set_mode(counting_forced(), st.installed.load(Ordering::Relaxed)) {
+        st.installed.store(true, Ordering::Relaxed);
+    }
     LIVE.clear();
 }
 
@@ -297,7 +351,10 @@ pub(crate) fn never_sample_this_thread() {
     sampler::never_sample_this_thread();
 }
 
-/// Bytes the calling thread allocated through the wrapper so far.
+/// Bytes the calling thread allocated through the wrapper while counting:
+/// while a recording asked for `jdk.ObjectAllocationSample`,
+/// `jdk.OldObjectSample` or `jdk.ThreadAllocationStatistics` (otherwise
+/// the wrapper counts nothing, to cost nothing).
 pub fn thread_allocated_bytes() -> u64 {
     sampler::allocated_now()
 }

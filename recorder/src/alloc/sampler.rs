@@ -1,18 +1,63 @@
 //! The per-thread byte countdown, its random intervals, and the weight of a
 //! sample (see the [module docs](super) for why the weight is unbiased).
 //!
-//! Everything here is the calling thread's own: const-initialised
+//! The countdown runs only while a recording asks for allocation samples,
+//! old object samples or allocation statistics: a process-wide [`Mode`]
+//! word, read (Relaxed) first by every allocation, says so. While it is off
+//! an allocation costs that load and a branch, and touches no thread-local.
+//!
+//! Everything else here is the calling thread's own: const-initialised
 //! thread-locals without destructors (no lazy registration, no allocation,
 //! valid until the thread is gone) and a plain function of them.
 //!
-//! Invariant: `LEFT` is decremented by every byte the thread allocates
-//! through the wrapper, and `TOTAL + (ARMED - LEFT)` is the thread's byte
-//! count since it started; a sample is taken exactly when `LEFT` reaches
-//! zero or below, and `LEFT` is then re-armed with a fresh draw.
+//! Invariant: while the mode is [`Mode::Counting`], `LEFT` is decremented
+//! by every byte the thread allocates through the wrapper, and `TOTAL +
+//! (ARMED - LEFT)` is the thread's byte count over the time it counted; a
+//! sample is taken exactly when `LEFT` reaches zero or below, and `LEFT` is
+//! then re-armed with a fresh draw. (Pausing the countdown while off keeps
+//! the sampling points a Poisson process over the bytes counted.)
 
 use std::cell::Cell;
 
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{AtomicU64, AtomicUsize, Ordering};
+
+/// What the wrapper's fast path does now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(usize)]
+pub(super) enum Mode {
+    /// A wrapper has allocated; nothing is counted. (Zero: the off path is
+    /// a compare with zero and a branch.)
+    Idle = 0,
+    /// Every allocation runs the countdown.
+    Counting = 1,
+    /// No wrapper has allocated yet, nothing is counted.
+    Unseen = 2,
+}
+
+/// The mode word, on a cache line of its own: every allocation reads it,
+/// so no written data may share its line.
+#[repr(align(64))]
+struct ModeWord(AtomicUsize);
+
+static MODE: ModeWord = ModeWord(AtomicUsize::new(Mode::Unseen as usize));
+
+/// Sets the mode (control path); true if a wrapper has allocated before
+/// (the mode was `Idle` or a countdown's slow path ran since).
+pub(super) fn set_mode(counting: bool, installed: bool) -> bool {
+    let next = if counting {
+        Mode::Counting
+    } else if installed {
+        Mode::Idle
+    } else {
+        Mode::Unseen
+    };
+    let was = MODE.0.swap(next as usize, Ordering::Relaxed);
+    if was == Mode::Idle as usize && next == Mode::Unseen {
+        // A wrapper allocated between the caller's look and the swap.
+        MODE.0.store(Mode::Idle as usize, Ordering::Relaxed);
+    }
+    installed || was == Mode::Idle as usize
+}
 
 crate::sync::thread_local! {
     /// Bytes left before the next sample (or the next look at the
@@ -33,20 +78,50 @@ crate::sync::thread_local! {
     static IN_SAMPLER: Cell<bool> = const { Cell::new(false) };
 }
 
-/// While sampling is off, the slow path looks at the settings once per this
-/// many bytes per thread.
+/// While the countdown runs without sampling (allocation statistics only),
+/// the slow path looks at the settings once per this many bytes per thread.
 pub(super) const OFF_CHECK_BYTES: i64 = 256 * 1024;
 
-/// The fast path: counts `size` bytes; true if this allocation is to be
-/// sampled (or the settings looked at): the caller then calls
-/// [`slow_path`]. One thread-local load, a subtraction, a store, a branch.
+/// The fast path: counts `size` bytes if the mode says so; true if this
+/// allocation is to be sampled (or the settings looked at): the caller
+/// then calls [`first_use`] and [`slow_path`]. Off: a compare of the mode
+/// word with zero and a branch. Counting: that, then one thread-local
+/// load, a subtraction, a store and a branch.
 #[inline(always)]
 pub(super) fn count(size: usize) -> bool {
+    if MODE.0.load(Ordering::Relaxed) == Mode::Idle as usize {
+        return false;
+    }
+    // Counting, or no wrapper has allocated yet: then `LEFT` is still 0 and
+    // the slow path (`first_use`) is taken.
     LEFT.with(|l| {
         let left = l.get().wrapping_sub(size as i64);
         l.set(left);
         left <= 0
     })
+}
+
+/// The start of the slow path: true if the countdown really counts now.
+/// The first allocation through any wrapper while nothing counts tells
+/// the recorder that one is installed (so a recording starts the
+/// allocation thread).
+pub(super) fn first_use() -> bool {
+    match MODE.0.load(Ordering::Relaxed) {
+        m if m == Mode::Counting as usize => true,
+        m => {
+            if m == Mode::Unseen as usize {
+                let _ = MODE.0.compare_exchange(
+                    Mode::Unseen as usize,
+                    Mode::Idle as usize,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+            }
+            // `LEFT` stays at or below 0: when counting starts, this
+            // thread's first allocation arms it.
+            false
+        }
+    }
 }
 
 /// What the slow path decided for the allocation that reached zero.
@@ -107,8 +182,8 @@ pub(super) fn slow_path(size: usize, mean: u64, published: Option<&AtomicU64>) -
     decision
 }
 
-/// Bytes this thread allocated through the wrapper so far (as of its last
-/// slow path plus the current interval).
+/// Bytes this thread allocated through the wrapper while counting (as of
+/// its last slow path plus the current interval).
 pub(super) fn allocated_now() -> u64 {
     let consumed = ARMED
         .with(Cell::get)

@@ -39,6 +39,7 @@ unsafe impl GlobalAlloc for Panicky {
 
 #[test]
 fn null_passes_through_and_counts_nothing() {
+    super::force_counting_for_tests();
     let a = SamplingAllocator::with_mean_interval(Null, 1);
     let before = sampler::allocated_now();
     for size in [1usize, 64, 1 << 20] {
@@ -53,6 +54,7 @@ fn null_passes_through_and_counts_nothing() {
 
 #[test]
 fn a_panicking_inner_allocator_unwinds_through_and_leaves_no_flag() {
+    super::force_counting_for_tests();
     let a = SamplingAllocator::with_mean_interval(Panicky, 1);
     let l = Layout::from_size_align(256, 8).unwrap();
     PANIC.store(true, Ordering::Relaxed);
