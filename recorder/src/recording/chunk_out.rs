@@ -17,14 +17,15 @@
 //!
 //! `buf` (4 MiB, page-aligned) holds the file from `base` (a multiple of
 //! the page size) to the logical end `base + len`. Appends fill it; a full
-//! buffer is written whole at `base` and `base` moves past it. `flush`
-//! writes the pages the writes since the last flush touched, the last one
-//! padded with zeros, then truncates the file to the logical end, so a
-//! reader sees exactly the bytes written (the chunk header's patches
-//! included, in the order the chunk writer flushes them). The tail page
-//! stays in `buf` and is written again, fuller, by the next flush. A write
-//! below `base` (the header patch of a chunk past 4 MiB) reads, patches and
-//! writes back the pages it touches.
+//! buffer is written whole at `base`, with `O_DIRECT`, and `base` moves
+//! past it: that is where the bytes of the events go. `flush` writes the
+//! bytes written since the last flush (the tail, the chunk header's
+//! patches) through the page cache, `O_DIRECT` switched off for it: exact
+//! bytes, no padding, no truncation, and no wait for the device, so a
+//! flush or a rotation costs what it did with a `BufWriter`. The kernel
+//! writes back and drops those cached pages when the next direct write
+//! covers them. A write below `base` (the header patch of a chunk past
+//! 4 MiB) goes through the page cache the same way.
 //!
 //! If the kernel refuses a direct write (`EINVAL`: a file system or device
 //! that needs another alignment), direct I/O is turned off for the file and
@@ -32,6 +33,7 @@
 //!
 //! Invariant: the file holds the bytes written below `base`, exactly; after
 //! `flush` it holds every byte written, and its length is the logical end.
+//! The file is never longer than the bytes written to it.
 
 use std::alloc::{Layout, alloc_zeroed, dealloc};
 use std::fs::File;
@@ -225,6 +227,8 @@ pub(crate) struct DirectFile {
     dirty: Option<(usize, usize)>,
     /// False once the kernel refused a direct write (see the module docs).
     direct: bool,
+    /// Whether `O_DIRECT` is set on the file now.
+    direct_on: bool,
 }
 
 impl DirectFile {
@@ -240,6 +244,7 @@ impl DirectFile {
             pos: 0,
             dirty: None,
             direct: true,
+            direct_on: true,
         }
     }
 
@@ -248,40 +253,40 @@ impl DirectFile {
         self.base + self.len as u64
     }
 
-    /// Writes `bytes` (aligned in memory, offset and length, unless direct
-    /// I/O is off) at `at`, falling back to buffered writes if the kernel
-    /// refuses the direct one.
-    fn write_at(file: &File, direct: &mut bool, bytes: &[u8], at: u64) -> io::Result<()> {
-        match file.write_all_at(bytes, at) {
-            Err(e) if *direct && e.raw_os_error() == Some(libc::EINVAL) => {
-                set_direct(file, false)?;
-                *direct = false;
-                file.write_all_at(bytes, at)
-            }
-            r => r,
+    /// Sets `O_DIRECT` on the file (if direct I/O is still allowed) or
+    /// clears it.
+    fn set_mode(&mut self, on: bool) -> io::Result<()> {
+        let on = on && self.direct;
+        if self.direct_on != on {
+            set_direct(&self.file, on)?;
+            self.direct_on = on;
         }
+        Ok(())
     }
 
-    /// Writes the full buffer and moves `base` past it.
+    /// Writes the full buffer, directly, and moves `base` past it.
     fn spill(&mut self) -> io::Result<()> {
         debug_assert_eq!(self.len, CAP);
-        Self::write_at(&self.file, &mut self.direct, self.buf.as_slice(), self.base)?;
+        self.set_mode(true)?;
+        match self.file.write_all_at(self.buf.as_slice(), self.base) {
+            Err(e) if self.direct_on && e.raw_os_error() == Some(libc::EINVAL) => {
+                // The direct write was refused: the page cache from now on.
+                self.direct = false;
+                self.set_mode(false)?;
+                self.file.write_all_at(self.buf.as_slice(), self.base)?;
+            }
+            r => r?,
+        }
         self.base += CAP as u64;
         self.len = 0;
         self.dirty = None;
         Ok(())
     }
 
-    /// Writes `data` over bytes below `base`, which are on disk: reads the
-    /// pages it touches, patches them and writes them back.
+    /// Writes `data` over bytes below `base`, through the page cache.
     fn patch_below_base(&mut self, data: &[u8]) -> io::Result<()> {
-        let lo = self.pos & !(ALIGN as u64 - 1);
-        let hi = (self.pos + data.len() as u64).next_multiple_of(ALIGN as u64);
-        let mut pages = Aligned::new((hi - lo) as usize);
-        self.file.read_exact_at(pages.as_mut_slice(), lo)?;
-        let at = (self.pos - lo) as usize;
-        pages.as_mut_slice()[at..at + data.len()].copy_from_slice(data);
-        Self::write_at(&self.file, &mut self.direct, pages.as_slice(), lo)
+        self.set_mode(false)?;
+        self.file.write_all_at(data, self.pos)
     }
 }
 
@@ -318,25 +323,13 @@ impl Write for DirectFile {
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        let Some((lo, hi)) = self.dirty.take() else {
+        let Some((lo, hi)) = self.dirty else {
             return Ok(());
         };
-        let page_lo = lo & !(ALIGN - 1);
-        let page_hi = hi.next_multiple_of(ALIGN);
-        // The padding past the logical end is zeros on disk until the
-        // truncation below cuts it off.
-        let len = self.len;
-        self.buf.as_mut_slice()[len.max(page_lo)..page_hi.max(len)].fill(0);
-        let at = self.base + page_lo as u64;
-        Self::write_at(
-            &self.file,
-            &mut self.direct,
-            &self.buf.as_slice()[page_lo..page_hi],
-            at,
-        )?;
-        if page_hi > self.len {
-            self.file.set_len(self.end())?;
-        }
+        self.set_mode(false)?;
+        self.file
+            .write_all_at(&self.buf.as_slice()[lo..hi], self.base + lo as u64)?;
+        self.dirty = None;
         Ok(())
     }
 }
