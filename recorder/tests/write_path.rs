@@ -139,9 +139,14 @@ fn write_path_contracts() {
     Outer.commit();
     assert_eq!(rec.losses().events(LossCause::Reentrant), 1);
 
-    // Bounded memory: two 4 KiB blocks, no drain for an hour: a flood from
-    // this thread fills them and the rest is dropped and counted.
-    for n in 0..10_000 {
+    // Bounded memory: a few 4 KiB blocks, no periodic flush for an hour:
+    // a flood from this thread fills them faster than the recorder (woken
+    // per sealed block) drains them, and the rest is dropped and counted.
+    // Megabytes of it, so the recorder's chunk writes, not only its
+    // wake-ups, fall inside the flood: 10 000 events were sometimes all
+    // drained in time.
+    const FLOOD: u64 = 400_000;
+    for n in 0..FLOOD {
         Span(1000 + n).commit();
     }
     let exhausted = rec.losses().events(LossCause::PoolExhausted);
@@ -174,7 +179,7 @@ fn write_path_contracts() {
     assert_eq!(outer.get("v").and_then(|v| v.as_i64()), Some(42));
     // Every committed-or-dropped flood event is accounted for.
     let written = spans.iter().filter(|&&n| n >= 1000).count() as u64;
-    assert_eq!(written + exhausted, 10_000);
+    assert_eq!(written + exhausted, FLOOD);
     // The losses are in the file, per cause, as the JDK reads them.
     let lost: u64 = file
         .events()

@@ -27,6 +27,40 @@ pub fn process_cpu_ns() -> u64 {
     clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
 }
 
+/// CPU time, ns, of this process's threads whose name starts with
+/// `prefix` (e.g. `"flightrec"`: the recorder's threads), from each
+/// thread's CPU-time clock. A thread that exited is no longer counted, so
+/// compare two readings over a window in which the threads live on.
+pub fn threads_cpu_ns(prefix: &str) -> u64 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    let mut total = 0;
+    for task in tasks.flatten() {
+        let Ok(tid) = task.file_name().to_string_lossy().parse::<libc::pid_t>() else {
+            continue;
+        };
+        let name = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if !name.starts_with(prefix) {
+            continue;
+        }
+        // The kernel's CPU-time clock of thread `tid` (what
+        // `pthread_getcpuclockid` returns): CPUCLOCK_SCHED (2) with the
+        // per-thread bit (4), the id complemented above them.
+        let clock = ((!tid) << 3) | 6;
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: a clock id (an invalid one fails with EINVAL, e.g. if the
+        // thread just exited) and a valid out-pointer.
+        if unsafe { libc::clock_gettime(clock, &mut ts) } == 0 {
+            total += ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+        }
+    }
+    total
+}
+
 /// The median (the upper one of an even count); sorts `v`.
 ///
 /// # Panics
@@ -78,6 +112,23 @@ mod tests {
             x = std::hint::black_box(x.wrapping_mul(3));
         }
         assert!(process_cpu_ns() >= thread_cpu_ns());
+        // A named thread, found by its name, has spent at least what it
+        // spun; no thread has a made-up name.
+        let seen = std::thread::Builder::new()
+            .name("measure-spin".into())
+            .spawn(|| {
+                let t0 = thread_cpu_ns();
+                let mut x = 1u64;
+                while thread_cpu_ns() - t0 < 2_000_000 {
+                    x = std::hint::black_box(x.wrapping_mul(3));
+                }
+                threads_cpu_ns("measure-spin")
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert!(seen >= 2_000_000, "{seen} ns");
+        assert_eq!(threads_cpu_ns("no thread has this name"), 0);
         let line = StartLine::new(2);
         std::thread::scope(|s| {
             s.spawn(|| line.wait());

@@ -112,6 +112,14 @@ pub(crate) fn tag_stack(rt: &Runtime, key: u64, epoch: u64) -> u64 {
     }
 }
 
+/// Counts a dropped event.
+#[cold]
+#[inline(never)]
+fn dropped(losses: &Losses, cause: LossCause) -> Emitted {
+    losses.record(cause, 0);
+    Emitted::Dropped
+}
+
 /// Result of one attempt to write an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Emitted {
@@ -232,9 +240,13 @@ impl ThreadSlot {
         result
     }
 
-    /// The record is encoded at one call site, inlined into the emitting
-    /// function; the cold path only swaps blocks and never sees the record,
-    /// so the record's fields stay in registers.
+    /// The common path is straight-line: the current block is of this
+    /// epoch and has room, the record is encoded into it, done. Otherwise
+    /// a cold call swaps blocks and the record is encoded once more into
+    /// the fresh block, by a second inlined copy of the encoder: the cold
+    /// path never sees the record, so the record's fields stay in
+    /// registers, and no retry loop makes the compiler hoist (and spill)
+    /// the fields' encodings ahead of the first attempt.
     #[inline(always)]
     fn write(
         &self,
@@ -243,30 +255,27 @@ impl ThreadSlot {
         losses: &Losses,
         record: &impl Encode,
     ) -> Emitted {
-        let mut current = self.current.load(Ordering::Relaxed);
-        let mut fresh = false;
-        if current.is_null() || BlockPtr(current).get().epoch() != epoch {
-            current = self.fresh_block(epoch, pool);
-            fresh = true;
-        }
-        loop {
-            if current.is_null() {
-                losses.record(LossCause::PoolExhausted, 0);
-                return Emitted::Dropped;
-            }
-            // SAFETY: this thread owns `current` (only the owner stores it,
-            // and `fresh_block` acquired it for this thread) and the section
-            // guard rules out reentrancy.
+        let current = self.current.load(Ordering::Relaxed);
+        let stale = current.is_null() || BlockPtr(current).get().epoch() != epoch;
+        if !stale {
+            // SAFETY: this thread owns `current` (only the owner stores it)
+            // and the section guard rules out reentrancy.
             if let Some(n) = unsafe { BlockPtr(current).get().write_with(record, epoch) } {
                 return Emitted::Written(n);
             }
-            if fresh {
-                // Larger than a whole empty block: it can never be written.
-                losses.record(LossCause::TooLarge, 0);
-                return Emitted::Dropped;
-            }
-            current = self.fresh_block(epoch, pool);
-            fresh = true;
+        }
+        // Missing, of an older epoch, or full.
+        let fresh = self.fresh_block(epoch, pool);
+        if fresh.is_null() {
+            return dropped(losses, LossCause::PoolExhausted);
+        }
+        // SAFETY: `fresh_block` acquired `fresh` for this thread and
+        // published it as the owner's; the section guard rules out
+        // reentrancy.
+        match unsafe { BlockPtr(fresh).get().write_with(record, epoch) } {
+            Some(n) => Emitted::Written(n),
+            // Larger than a whole empty block: it can never be written.
+            None => dropped(losses, LossCause::TooLarge),
         }
     }
 

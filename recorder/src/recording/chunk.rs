@@ -29,9 +29,9 @@
 //! different values (a key, once written in this chunk, is not written again;
 //! method and symbol constants may repeat, always with the same value).
 
+use crate::recording::chunk_out::ChunkOut;
 use std::collections::BTreeSet;
-use std::fs::File;
-use std::io::{self, BufWriter};
+use std::io;
 
 use chunk_writer::constants::{frame_type, thread_state, write_simple_string};
 use chunk_writer::encode::Sink;
@@ -49,7 +49,7 @@ use crate::runtime::Runtime;
 /// The chunk being written.
 #[derive(Debug)]
 pub(crate) struct ChunkAssembler {
-    writer: ChunkWriter<BufWriter<File>>,
+    writer: ChunkWriter<ChunkOut>,
     start: clock::Instant,
     /// The epoch whose events and constants the chunk holds.
     epoch: u64,
@@ -80,7 +80,7 @@ pub(crate) struct ChunkAssembler {
 
 impl ChunkAssembler {
     /// Starts the chunk of `epoch` at the current position of `out`.
-    pub(crate) fn begin(out: BufWriter<File>, epoch: u64) -> io::Result<Self> {
+    pub(crate) fn begin(out: ChunkOut, epoch: u64) -> io::Result<Self> {
         let start = clock::now();
         let writer = ChunkWriter::begin(
             out,
@@ -270,7 +270,7 @@ impl ChunkAssembler {
         frames: &mut FrameTables,
         last: bool,
         losses: &mut LossReporter,
-    ) -> io::Result<BufWriter<File>> {
+    ) -> io::Result<ChunkOut> {
         let end = clock::now();
         self.write_metadata_if_changed(end.ticks)?;
         // The leak candidates' stacks and threads are tagged before the

@@ -8,6 +8,7 @@ pub(crate) mod assemble;
 #[cfg(not(flightrec_loom))]
 pub mod autostart;
 pub(crate) mod chunk;
+pub(crate) mod chunk_out;
 pub mod config;
 pub(crate) mod files;
 #[cfg(not(flightrec_loom))]

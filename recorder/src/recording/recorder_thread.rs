@@ -46,7 +46,7 @@
 //! of epoch *e* can grow.
 
 use crate::sync::mpsc;
-use std::io::{self, BufWriter, Seek, Write};
+use std::io::{self, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -57,6 +57,7 @@ use crate::epoch::rotation;
 use crate::event::registry::registry;
 use crate::recording::active_recording::write_active_recording;
 use crate::recording::chunk::ChunkAssembler;
+use crate::recording::chunk_out::{ChunkOut, Staging};
 use crate::recording::config::builder::StartError;
 use crate::recording::config::settings::Settings;
 use crate::recording::files::write_private_file;
@@ -129,6 +130,8 @@ pub(crate) struct Recorder {
     stream: Stream,
     repo: Repository,
     chunk: Option<(ChunkAssembler, PathBuf)>,
+    /// The last chunk's direct-I/O staging buffer, for the next chunk.
+    staging: Option<Staging>,
     chunk_opened: Instant,
     /// When committed events were last written out (periodic or asked for).
     last_flush: Instant,
@@ -157,6 +160,7 @@ impl Recorder {
             failure: None,
             losses,
             finished: (0, 0),
+            staging: None,
         };
         r.members_changed();
         r.open_chunk()?;
@@ -182,7 +186,7 @@ impl Recorder {
         // this thread flips the epoch: the chunk opened now holds the epoch
         // current until its rotation.
         let mut chunk = ChunkAssembler::begin(
-            BufWriter::with_capacity(1 << 20, file),
+            ChunkOut::new(file, !path.starts_with("memory:"), &mut self.staging),
             self.rt.epoch.load(Ordering::Acquire),
         )?;
         let mut first = Vec::new();
@@ -687,7 +691,7 @@ impl Recorder {
         let mut file = chunk.finish(self.rt, frames, last, &mut self.losses)?;
         file.flush()?;
         let size = file.stream_position()?;
-        drop(file);
+        self.staging = self.staging.take().or(file.into_staging());
         self.finished.0 += size;
         self.finished.1 += records;
         let end_nanos = clock::wall_nanos();
