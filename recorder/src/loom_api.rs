@@ -121,10 +121,16 @@ impl Runtime {
     /// the live and sealed blocks of the old epoch into `chunk`. Returns the
     /// epoch closed.
     pub fn rotate(&self, chunk: &mut Vec<Drained>) -> u64 {
-        let r: Result<u64, ()> = rotation::rotate(&self.0, |b| {
-            collect(b, chunk);
-            Ok(())
-        });
+        let open = self.0.epoch.load(Ordering::Acquire);
+        let r: Result<u64, ()> = rotation::rotate(
+            &self.0,
+            open,
+            || {},
+            |b| {
+                collect(b, chunk);
+                Ok(())
+            },
+        );
         r.expect("the model sink never fails")
     }
 
