@@ -212,7 +212,11 @@ fn wall_clock_samples_cover_sleeping_threads_with_their_state() {
         "{report}"
     );
     let sleeping = |t: &str| get(t, "STATE_SLEEPING") as f64 / total(t) as f64;
-    assert!(sleeping("burn-light") >= sleeping("burn-heavy"), "{report}");
+    // (less the noise of a hundred samples when both always wait for a core)
+    assert!(
+        sleeping("burn-light") >= sleeping("burn-heavy") - 0.05,
+        "{report}"
+    );
     if truth > 2.0 {
         // The burns fit their periods: it mostly sleeps.
         assert!(sleeping("burn-light") > 0.5, "{report}");
