@@ -27,8 +27,10 @@
 //! ([`BufferPool::arm`]'s `flip_at`) is the hard one: the seal that reaches
 //! it flips the epoch itself (a compare-exchange from the open chunk's
 //! epoch, under the queue's lock), so the chunk stops growing even when the
-//! recorder thread is not running; the recorder's safepoint then finds the
-//! epoch flipped and goes on from its step 2 (see
+//! recorder thread is not running (but never past the epoch after the one
+//! whose chunk the recorder is finishing: constants carry two epoch tags);
+//! the recorder's safepoint then finds the epoch flipped and goes on from
+//! its step 2 (see
 //! [`crate::epoch::rotation`] and [`crate::recording::recorder_thread`] for
 //! what that bounds).
 //!
@@ -92,9 +94,9 @@ pub(crate) struct BufferPool {
     /// The epoch the marks are for: a seal flips only from it, and counts
     /// only blocks of it or later.
     open_epoch: AtomicU64,
-    /// The marks [`Self::seal`] arms for the next epoch when it flips.
+    /// The wake-up mark [`Self::seal`] arms for the next epoch when it
+    /// flips.
     fresh_rotate_at: AtomicU64,
-    fresh_flip_at: AtomicU64,
     /// Every block ever allocated (to free them when the pool drops).
     all: Mutex<Vec<BlockPtr>>,
 }
@@ -116,7 +118,6 @@ impl BufferPool {
             flip_at: AtomicU64::new(u64::MAX),
             open_epoch: AtomicU64::new(u64::MAX),
             fresh_rotate_at: AtomicU64::new(u64::MAX),
-            fresh_flip_at: AtomicU64::new(u64::MAX),
             all: Mutex::new(Vec::new()),
         }
     }
@@ -176,13 +177,15 @@ impl BufferPool {
                     .is_ok()
             {
                 // The next epoch counts from its first seal, against the
-                // marks of a chunk just opened: its chunk may open much
-                // later, and it must not grow unbounded until then.
+                // wake-up mark of a chunk just opened. It may not flip
+                // before the recorder has finished the chunk of `open`
+                // (its `arm` for the next chunk): constants are tagged
+                // with two epochs at most (see `crate::cpool::threads`).
                 self.set_marks(
                     open + 1,
                     0,
                     self.fresh_rotate_at.load(Ordering::Relaxed),
-                    self.fresh_flip_at.load(Ordering::Relaxed),
+                    u64::MAX,
                 );
                 counted = 0;
             }
@@ -225,13 +228,12 @@ impl BufferPool {
         self.queued_bytes.load(Ordering::Relaxed)
     }
 
-    /// The marks for a chunk from its epoch's flip, before it is open
-    /// (its length unknown: counted as 0). Recorder thread, when the limits
-    /// change.
-    pub(crate) fn set_fresh_marks(&self, rotate_at: u64, flip_at: u64) {
+    /// The wake-up mark for a chunk from its epoch's flip, before it is
+    /// open (its length unknown: counted as 0). Recorder thread, when the
+    /// limits change.
+    pub(crate) fn set_fresh_rotate_at(&self, rotate_at: u64) {
         let _full = self.full.lock();
         self.fresh_rotate_at.store(rotate_at, Ordering::Relaxed);
-        self.fresh_flip_at.store(flip_at, Ordering::Relaxed);
     }
 
     /// Arms the marks for the chunk of epoch `open`, counting the bytes

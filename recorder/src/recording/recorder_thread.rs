@@ -28,22 +28,24 @@
 //!   it drains, after committing the end-of-chunk events into the chunk;
 //! * `flip_at` = `max_chunk_size` less one block (at least halfway from
 //!   `close_at`): the seal that reaches it flips the epoch itself, when this
-//!   thread has not (it was not scheduled, or was slow finishing the last
-//!   chunk). The pool then arms the next epoch's marks at once, so an epoch
-//!   is bounded even before its chunk opens, and this thread, finding the
-//!   epoch flipped, does the rest of the safepoint.
+//!   thread has not (it was not scheduled in time), and this thread,
+//!   finding the epoch flipped, does the rest of the safepoint.
 //!
-//! Neither depends on this thread running in time, so a finished chunk is
-//! at most `flip_at` plus the block whose seal reached it (so at most
-//! `max_chunk_size`), plus the committed part of one live block per other
-//! writing thread (a writer's first event after the flip moves to a new
-//! block), plus the chunk's end (losses, constants, metadata). It is at
-//! least `close_at` unless the chunk was cut short (age, `rotate()`, a start
-//! or stop). The price of a flip by a seal is in the events, not the size:
-//! the end-of-chunk events this thread then commits land in the next chunk,
-//! and a chunk whose epoch was flipped before it opened has no
-//! beginning-of-chunk events. (HotSpot only requests: the thread whose write
-//! fills the chunk posts a rotation to its recorder thread,
+//! A finished chunk is therefore at most `flip_at` plus the block whose
+//! seal reached it (so at most `max_chunk_size`), plus the committed part
+//! of one live block per other writing thread (a writer's first event
+//! after the flip moves to a new block), plus the chunk's end (losses,
+//! constants, metadata), plus one thing this thread's speed still decides:
+//! an epoch may flip only once the chunk before it is finished (constants
+//! carry the tags of two epochs, see [`crate::cpool::threads`]), so what
+//! writers commit while this thread drains the previous chunk and writes
+//! its constants counts toward the next one (from the flip: its wake-up
+//! mark is armed then; its hard mark once those constants are written)
+//! without a hard stop. The chunk is at least `close_at` unless cut short
+//! (age, `rotate()`, a start or stop). The price of a flip by a seal is in
+//! the events, not the size: the end-of-chunk events this thread then
+//! commits land in the next chunk. (HotSpot only requests: the thread
+//! whose write fills the chunk posts a rotation to its recorder thread,
 //! `JfrChunkRotation`, and the chunk grows until that thread runs.)
 //!
 //! # Rotation (the safepoint; steps 1–4 are [`crate::epoch::rotation`])
@@ -230,7 +232,7 @@ impl Recorder {
         let max = self.stream.max_chunk_size;
         self.close_at = close_at(max);
         self.flip_at = flip_at(max, self.rt.pool.block_size() as u64);
-        self.rt.pool.set_fresh_marks(self.close_at, self.flip_at);
+        self.rt.pool.set_fresh_rotate_at(self.close_at);
         // Small batches for small chunks: a live reader sees them soon.
         self.rt.pool.set_drain_batch(
             usize::try_from(self.stream.max_chunk_size / 16).unwrap_or(usize::MAX),
@@ -776,14 +778,15 @@ impl Recorder {
         // The end-of-chunk periodic events belong to the chunk that ends.
         crate::periodic::end_chunk();
         let open = self.chunk_mut()?.epoch();
-        let (close_at, flip_at) = (self.close_at, self.flip_at);
-        // The next epoch's marks count from its flip, not from its chunk's
+        let close_at = self.close_at;
+        // The next epoch counts from its flip, not from its chunk's
         // opening: finishing this chunk takes a while (drains, constants,
         // metadata, the file, retention), and writers fill the next epoch
-        // meanwhile.
+        // meanwhile. Its hard mark is armed only when its chunk opens: a
+        // flip past it now would tag constants with a third live epoch.
         let arm_next = || {
             if !last && close_at != u64::MAX {
-                rt.pool.arm(open + 1, close_at, flip_at);
+                rt.pool.arm(open + 1, close_at, u64::MAX);
             }
         };
         let old = rotation::rotate(rt, open, arm_next, |b| {
@@ -797,6 +800,11 @@ impl Recorder {
         let start_nanos = chunk.start_nanos();
         let records = chunk.records();
         let mut file = chunk.finish(self.rt, frames, last, &mut self.losses)?;
+        if !last && close_at != u64::MAX {
+            // The chunk's constants are written: its epoch's tags may go,
+            // so the next epoch may now flip at its hard mark.
+            self.rt.pool.arm(old + 1, close_at, self.flip_at);
+        }
         file.flush()?;
         let size = file.stream_position()?;
         drop(file);
