@@ -8,7 +8,10 @@
 //! jfr disassemble --output chunks/ OUT.jfr    # each chunk alone passes `jfr print`
 //! ```
 //!
-//! `--events` is the total over all threads. Every event carries its writer
+//! `--events` is the total over all threads. With `--min-rotations N`, each
+//! writer waits before each Nth of its events until one more rotation has
+//! happened (at most 10 s each), so at least N rotations fall between the
+//! events however slowly a loaded machine runs the rotator. Every event carries its writer
 //! and a per-writer sequence number, so a reader can check that no event was
 //! lost or written twice; every 64th also has a stack trace, so every chunk
 //! has stack-trace, method and class constants to get right.
@@ -42,6 +45,7 @@ struct Args {
     threads: u32,
     events: u64,
     rotate_ms: u64,
+    min_rotations: u64,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -50,6 +54,7 @@ fn parse_args() -> Result<Args, String> {
         threads: 8,
         events: 500_000,
         rotate_ms: 5,
+        min_rotations: 0,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -60,6 +65,7 @@ fn parse_args() -> Result<Args, String> {
             "--threads" => a.threads = num(v("--threads")?, "--threads")? as u32,
             "--events" => a.events = num(v("--events")?, "--events")?,
             "--rotate-ms" => a.rotate_ms = num(v("--rotate-ms")?, "--rotate-ms")?,
+            "--min-rotations" => a.min_rotations = num(v("--min-rotations")?, "--min-rotations")?,
             other => return Err(format!("unknown argument `{other}`")),
         }
     }
@@ -72,6 +78,15 @@ fn parse_args() -> Result<Args, String> {
     Ok(a)
 }
 
+/// Waits until `rotations` reaches `n` (at most 10 s: a stuck rotator
+/// shows as too few chunks, not as a hang).
+fn wait_for_rotation(rotations: &AtomicU64, n: u64) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while rotations.load(Ordering::Relaxed) < n && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 #[inline(never)]
 fn traced(writer: u32, seq: u64) {
     Traced { writer, seq }.commit();
@@ -81,7 +96,7 @@ fn main() {
     let args = parse_args().unwrap_or_else(|e| {
         eprintln!("rotation_stress: {e}");
         eprintln!(
-            "usage: rotation_stress --out OUT.jfr [--threads N] [--events TOTAL] [--rotate-ms MS]"
+            "usage: rotation_stress --out OUT.jfr [--threads N] [--events TOTAL] [--rotate-ms MS] [--min-rotations N]"
         );
         std::process::exit(2)
     });
@@ -110,11 +125,15 @@ fn main() {
             .map(|w| {
                 let n = args.events / u64::from(args.threads)
                     + u64::from(u64::from(w) < args.events % u64::from(args.threads));
-                let (seqs, traces) = (&seqs, &traces);
+                let (seqs, traces, rotations) = (&seqs, &traces, &rotations);
+                let slice = n / (args.min_rotations + 1) + 1;
                 std::thread::Builder::new()
                     .name(format!("writer-{w}"))
                     .spawn_scoped(s, move || {
                         for seq in 0..n {
+                            if seq > 0 && seq % slice == 0 {
+                                wait_for_rotation(rotations, seq / slice);
+                            }
                             if seq % 64 == 0 {
                                 traced(w, seq);
                                 traces.fetch_add(1, Ordering::Relaxed);

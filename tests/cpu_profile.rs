@@ -117,14 +117,15 @@ fn cpu_time_samples_match_measured_cpu_time_and_name_the_hot_functions() {
 /// thread is sampled at the same rate whether it runs or sleeps, with its
 /// state. `burn-light` sleeps three quarters of each period and `burn-heavy`
 /// one quarter, so they get about as many wall-clock samples as each other
-/// (but 1:3 CPU-time samples), mostly sleeping and mostly running
-/// respectively; `jfr view hot-methods` names the burn functions.
+/// (but CPU-time samples in the ratio of their measured CPU time, 1:3 on a
+/// quiet machine), mostly sleeping and mostly running respectively when
+/// the cores are free; `jfr view hot-methods` names the burn functions.
 #[test]
 fn wall_clock_samples_cover_sleeping_threads_with_their_state() {
     let _alone = ONE_RUN_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = flightrec_testkit::temp_dir("cpu_profile_wall");
     let out = dir.join("wall.jfr");
-    run_example(
+    let printed = run_example(
         "cpu_profile",
         &["--out", out.to_str().unwrap(), "--seconds", "3", "--wall"],
     );
@@ -185,18 +186,41 @@ fn wall_clock_samples_cover_sleeping_threads_with_their_state() {
         (0.75..=1.33).contains(&ratio),
         "ratio {ratio:.2}:\n{report}"
     );
-    // ...while CPU time sees the 3:1 split.
+    // ...while CPU time sees the split the threads measured themselves:
+    // 3:1 on a quiet machine; on a loaded one both wait for a core most of
+    // the time and the split narrows, down to none when the cores are
+    // saturated, so the samples are compared with the measured split.
+    let measured = |t: &str| printed["threads"][t].as_f64().expect("thread CPU time");
+    let truth = measured("burn-heavy") / measured("burn-light");
     let cpu_ratio = cpu["burn-heavy"] as f64 / cpu["burn-light"] as f64;
-    assert!(cpu_ratio > 2.0, "CPU-time ratio {cpu_ratio:.2}:\n{report}");
-    // States follow what each thread mostly does.
+    assert!(
+        (truth * 0.75..=truth * 1.33).contains(&cpu_ratio),
+        "CPU-time sample ratio {cpu_ratio:.2}, measured {truth:.2}:\n{report}"
+    );
+    if truth > 1.5 {
+        assert!(
+            cpu_ratio > ratio * 1.2,
+            "CPU time splits, wall-clock does not:\n{report}"
+        );
+    }
+    // States follow what each thread does: `burn-heavy` is runnable most of
+    // the time (burning, or waiting for a core), and `burn-light` sleeps at
+    // least as large a share of its samples (a fixed 15 ms per period
+    // against 5, more when it burns in time).
     assert!(
         get("burn-heavy", "STATE_RUNNABLE") > get("burn-heavy", "STATE_SLEEPING"),
         "{report}"
     );
+    let sleeping = |t: &str| get(t, "STATE_SLEEPING") as f64 / total(t) as f64;
+    // (less the noise of a hundred samples when both always wait for a core)
     assert!(
-        get("burn-light", "STATE_SLEEPING") > get("burn-light", "STATE_RUNNABLE"),
+        sleeping("burn-light") >= sleeping("burn-heavy") - 0.05,
         "{report}"
     );
+    if truth > 2.0 {
+        // The burns fit their periods: it mostly sleeps.
+        assert!(sleeping("burn-light") > 0.5, "{report}");
+    }
 
     let view = flightrec_testkit::view("hot-methods", &out);
     for m in ["cpu_profile.burn_heavy()", "cpu_profile.burn_light()"] {

@@ -89,43 +89,118 @@ fn thread_cpu_load_of_a_burning_thread_matches_its_cpu_time() {
     settings
         .set("jdk.ThreadCPULoad", "period", "500 ms")
         .unwrap();
+    // A user periodic event on the same period counts the periodic
+    // thread's passes, so the burner can run until several have happened
+    // however late a loaded machine runs that thread.
+    let poll = EventTypeBuilder::new("test.LoadPoll")
+        .enabled(true)
+        .build()
+        .unwrap();
+    static POLLS: AtomicU64 = AtomicU64::new(0);
+    flightrec::add_periodic_event(poll, Period::Interval(Duration::from_millis(500)), || {
+        POLLS.fetch_add(1, Ordering::Relaxed);
+    });
     let rec = Recording::start(RecordingConfig::new(&out).settings(settings)).unwrap();
+    // The burner logs its CPU time against the wall clock every 2 ms: on a
+    // loaded machine its share of a CPU changes from one period to the
+    // next, so each event is compared with what the thread measured over
+    // that event's own window, not with an assumed or lifetime share.
     let burner = std::thread::Builder::new()
         .name("burner".into())
         .spawn(|| {
+            // SAFETY: gettid has no preconditions.
+            let tid = i64::from(unsafe { libc::gettid() });
             let t0 = Instant::now();
-            let c0 = thread_cpu_nanos();
+            let polls = POLLS.load(Ordering::Relaxed);
+            let mut log = vec![(wall_nanos(), thread_cpu_nanos())];
             let mut x = 1u64;
-            while t0.elapsed() < Duration::from_millis(2600) {
-                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            let enough = || {
+                t0.elapsed() >= Duration::from_millis(2600)
+                    && POLLS.load(Ordering::Relaxed) >= polls + 6
+            };
+            while !enough() && t0.elapsed() < Duration::from_secs(30) {
+                for _ in 0..10_000 {
+                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                }
+                if log
+                    .last()
+                    .is_some_and(|&(w, _)| wall_nanos() - w >= 2_000_000)
+                {
+                    log.push((wall_nanos(), thread_cpu_nanos()));
+                }
             }
-            (thread_cpu_nanos() - c0) as f64 / t0.elapsed().as_nanos() as f64
+            log.push((wall_nanos(), thread_cpu_nanos()));
+            (tid, log)
         })
         .unwrap();
-    let share = burner.join().unwrap();
+    let (tid, log) = burner.join().unwrap();
     rec.stop().unwrap();
+    assert!(flightrec::remove_periodic_event(poll));
     let cpus = std::thread::available_parallelism().unwrap().get() as f64;
-    let loads: Vec<f64> = events(&out, "jdk.ThreadCPULoad")
+    // (time, share of one CPU): the load is per all CPUs, as the JDK's.
+    let loads: Vec<(i128, f64)> = events(&out, "jdk.ThreadCPULoad")
         .iter()
-        .filter(|e| e["eventThread"]["javaName"] == "burner")
-        .map(|e| (e["user"].as_f64().unwrap() + e["system"].as_f64().unwrap()) * cpus)
+        // By thread id: a thread first seen between its creation and its
+        // naming itself carries its creator's name.
+        .filter(|e| e["eventThread"]["osThreadId"] == tid)
+        .map(|e| {
+            let t = utc_nanos(e["startTime"].as_str().unwrap());
+            let load = e["user"].as_f64().unwrap() + e["system"].as_f64().unwrap();
+            (t, load * cpus)
+        })
         .collect();
     assert!(loads.len() >= 3, "{loads:?}");
-    // The load is per all CPUs, as the JDK's: times the CPU count, it is
-    // the share of one CPU the thread had. The thread got `share` of one
-    // CPU over its life (all of it on an idle machine).
-    let mean = loads.iter().sum::<f64>() / loads.len() as f64;
-    assert!(
-        mean >= 0.8 * share,
-        "mean {mean} of {loads:?}, measured {share}"
-    );
-    assert!(
-        mean <= 1.1 * share.max(0.1) + 0.05,
-        "mean {mean}, measured {share}"
-    );
-    if share > 0.95 {
-        assert!(mean >= 0.8, "{loads:?}");
+    // CPU time at wall time `t`, from the burner's log (the last entry at
+    // or before `t`; `None` outside the log).
+    let cpu_at = |t: i128| -> Option<f64> {
+        let i = log.partition_point(|&(w, _)| i128::from(w) <= t);
+        (i > 0 && i < log.len()).then(|| log[i - 1].1 as f64)
+    };
+    // Every event after the first covers the time since the one before:
+    // (window, recorded share, CPU time the burner measured in it).
+    let mut compared = Vec::new();
+    for pair in loads.windows(2) {
+        let ((t0, _), (t1, load)) = (pair[0], pair[1]);
+        if let (Some(c0), Some(c1)) = (cpu_at(t0), cpu_at(t1)) {
+            compared.push(((t1 - t0) as f64, load, c1 - c0));
+        }
     }
+    assert!(compared.len() >= 2, "{loads:?}");
+    // Over the windows together (the kernel counts thread time in clock
+    // ticks: summed, the rounding of each window cancels out).
+    let span: f64 = compared.iter().map(|c| c.0).sum();
+    let recorded = compared.iter().map(|c| c.0 * c.1).sum::<f64>() / span;
+    let measured = compared.iter().map(|c| c.2).sum::<f64>() / span;
+    assert!(
+        (recorded - measured).abs() <= 0.1 * measured + 0.03,
+        "recorded {recorded:.3}, measured {measured:.3} of one CPU: {compared:?}"
+    );
+    assert!(measured > 0.1, "the burner hardly ran: {compared:?}");
+}
+
+/// Wall-clock time now, in nanoseconds since 1970 (the clock `jfr` prints).
+fn wall_nanos() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+}
+
+/// `2026-12-01T23:44:58.209924737Z` as nanoseconds since 1970.
+fn utc_nanos(s: &str) -> i128 {
+    let num = |r: std::ops::Range<usize>| s[r].parse::<i128>().unwrap();
+    let (y, m, d) = (num(0..4), num(5..7), num(8..10));
+    // Days from 1970-03-01-based civil date (Howard Hinnant's algorithm).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * ((m + 9) % 12) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + num(11..13) * 3600 + num(14..16) * 60 + num(17..19);
+    let digits = s.get(20..s.len() - 1).filter(|_| &s[19..20] == ".");
+    let frac = digits.unwrap_or("").to_owned() + "000000000";
+    secs * 1_000_000_000 + frac[..9].parse::<i128>().unwrap()
 }
 
 #[test]

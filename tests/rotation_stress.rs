@@ -22,11 +22,15 @@ fn every_chunk_alone_is_readable_and_totals_are_exact() {
             "200000",
             "--rotate-ms",
             "5",
+            // The writers wait for the rotator if a loaded machine runs it
+            // late: five rotations fall between their events.
+            "--min-rotations",
+            "5",
         ],
     );
     let chunks = printed["chunks"].as_u64().expect("chunks");
     assert!(
-        chunks >= 5,
+        chunks >= 6,
         "expected several rotations, got {chunks} chunks"
     );
 

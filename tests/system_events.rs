@@ -236,7 +236,13 @@ fn the_recording_says_what_the_process_and_machine_did() {
     let light = load
         .find("burn-light")
         .expect("burn-light in thread-cpu-load");
-    assert!(heavy < light, "burn-heavy below burn-light:\n{load}");
+    // In the order of the CPU time the burners measured (3:1 on a quiet
+    // machine; about even when both always wait for a core, and then
+    // either order is right).
+    let share = |t: &str| printed["cpu_share"][t].as_f64().expect("cpu_share");
+    if share("burn-heavy") > 1.5 * share("burn-light") {
+        assert!(heavy < light, "burn-heavy below burn-light:\n{load}");
+    }
     let by_site = flightrec_testkit::view("exception-by-site", &out);
     let row = by_site.lines().find(|l| l.contains("panic_site")).unwrap();
     assert!(row.trim_end().ends_with(&format!(" {panics}")), "{row}");

@@ -11,6 +11,11 @@
 //! between its loads before and after `emit`); a dropped event is counted
 //! and in no chunk.
 //!
+//! A third model arms the chunk's hard size mark so that the writer's seal
+//! of its full block flips the epoch itself, racing the recorder's own
+//! flip from the same epoch: one of them flips, once, and the invariant
+//! holds either way.
+//!
 //! Negative control: with `--cfg flightrec_loom_weaken="skip_section_wait"`
 //! the rotation does not wait for open sections, and an event whose writer
 //! loaded the old epoch lands in no chunk (its block is tagged with an epoch
@@ -96,6 +101,47 @@ fn one_writer_block_full_during_rotation() {
 #[test]
 fn two_writers_during_rotation() {
     model(2, || rotation_while_committing(2, 1));
+}
+
+/// One writer, three events, with the hard size mark at one byte: the
+/// third event's seal (its block is full) flips epoch 1 itself while the
+/// recorder closes epoch 1 (its compare-exchange fails if the seal was
+/// first); then the stop closes epoch 2.
+fn seal_flip_while_rotating() {
+    let rt = Arc::new(Runtime::new());
+    rt.arm_seal_flip(1, 1);
+    let writer = {
+        let rt = rt.clone();
+        thread::spawn(move || {
+            let w = rt.attach(1);
+            (1..=3).map(|i| commit(&rt, &w, 10 + i)).collect::<Vec<_>>()
+        })
+    };
+    let recorder = {
+        let rt = rt.clone();
+        thread::spawn(move || {
+            let mut drained = Vec::new();
+            (rt.rotate_epoch(1, &mut drained), drained)
+        })
+    };
+    let mut chunks = Chunks::default();
+    let (closed, drained) = recorder.join().unwrap();
+    assert_eq!(closed, 1);
+    chunks.push(closed, drained);
+    let commits = writer.join().unwrap();
+    assert_eq!(rt.epoch(), 2, "epoch 1 flipped once");
+    let mut drained = Vec::new();
+    chunks.push(rt.rotate_epoch(2, &mut drained), drained);
+    assert_eq!(rt.epoch(), 3);
+    chunks.assert_epochs_match();
+    assert_exactly_once(&commits, &chunks);
+    let dropped = commits.iter().filter(|c| !c.written).count() as u64;
+    assert_eq!(rt.losses().total_events(), dropped, "every drop is counted");
+}
+
+#[test]
+fn seal_flips_while_recorder_rotates() {
+    model(BOUND, seal_flip_while_rotating);
 }
 
 /// Negative control: without the wait for open sections an event is lost

@@ -121,10 +121,38 @@ impl Runtime {
     /// the live and sealed blocks of the old epoch into `chunk`. Returns the
     /// epoch closed.
     pub fn rotate(&self, chunk: &mut Vec<Drained>) -> u64 {
-        let r: Result<u64, ()> = rotation::rotate(&self.0, |b| {
-            collect(b, chunk);
-            Ok(())
-        });
+        let open = self.0.epoch.load(Ordering::Acquire);
+        let r: Result<u64, ()> = rotation::rotate(
+            &self.0,
+            open,
+            || {},
+            |b| {
+                collect(b, chunk);
+                Ok(())
+            },
+        );
+        r.expect("the model sink never fails")
+    }
+
+    /// Arms the pool's size marks for the chunk of epoch `open` so that the
+    /// seal that brings its count to `flip_at` bytes flips the epoch itself
+    /// (`BufferPool::arm`; the wake-up mark is left unreachable).
+    pub fn arm_seal_flip(&self, open: u64, flip_at: u64) {
+        self.0.pool.arm(open, u64::MAX, flip_at);
+    }
+
+    /// [`Self::rotate`] closing epoch `open`, which a writer's seal may have
+    /// flipped already (the recorder knows its chunk's epoch).
+    pub fn rotate_epoch(&self, open: u64, chunk: &mut Vec<Drained>) -> u64 {
+        let r: Result<u64, ()> = rotation::rotate(
+            &self.0,
+            open,
+            || {},
+            |b| {
+                collect(b, chunk);
+                Ok(())
+            },
+        );
         r.expect("the model sink never fails")
     }
 

@@ -63,6 +63,18 @@ fn statistics_account_for_the_recorders_cost() {
         .settings(settings)
         .repository(dir.join("repo"))
         .flush_interval(Duration::from_secs(600));
+    let poll = recorder::EventTypeBuilder::new("test.StatisticsPoll")
+        .enabled(true)
+        .build()
+        .unwrap();
+    static POLLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    recorder::add_periodic_event(
+        poll,
+        recorder::settings::Period::Interval(Duration::from_millis(500)),
+        || {
+            POLLS.fetch_add(1, Ordering::Relaxed);
+        },
+    );
     let rec = Recording::start(config).unwrap();
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -72,7 +84,15 @@ fn statistics_account_for_the_recorders_cost() {
             std::thread::spawn(move || std::hint::black_box(churn(&stop, t + 7)))
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(2600));
+    // 2.6 s, and until the periodic thread made five passes (a user
+    // periodic event on the statistics' period counts them): a loaded
+    // machine may run it late.
+    let t0 = std::time::Instant::now();
+    while (t0.elapsed() < Duration::from_millis(2600) || POLLS.load(Ordering::Relaxed) < 5)
+        && t0.elapsed() < Duration::from_secs(30)
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     stop.store(true, Ordering::Relaxed);
     for w in workers {
         w.join().unwrap();
@@ -108,6 +128,7 @@ fn statistics_account_for_the_recorders_cost() {
     assert!(s.events >= s.samples, "{s:?}");
     assert!((0.0..=1.0).contains(&s.buffer_occupancy), "{s:?}");
     rec.stop().unwrap();
+    assert!(recorder::remove_periodic_event(poll));
 
     let events = flightrec_testkit::print_json(&out);
     let events = events.as_array().unwrap();

@@ -187,6 +187,17 @@ impl Block {
         Some(r)
     }
 
+    /// Bytes committed and not yet drained (a size estimate, no access to
+    /// the bytes): exact on the recorder thread; on the owner, at least what
+    /// is left (it may see an older `flushed`).
+    pub(crate) fn unflushed(&self) -> u64 {
+        // Relaxed: the owner wrote `committed` itself; the recorder reads a
+        // sealed block, published through the queue's lock.
+        let end = self.committed.load(Ordering::Relaxed) & POS_MASK;
+        let start = self.flushed.load(Ordering::Relaxed) & POS_MASK;
+        end.saturating_sub(start)
+    }
+
     /// Empties a drained block for reuse. Recorder thread only, on a Sealed
     /// block (or at acquire time, on a Free one).
     pub(crate) fn reset(&self) {

@@ -12,6 +12,28 @@
 //! These are cold paths (once per buffer-full of events), so a short mutex is
 //! fine here; the hot path (writing into an owned block) takes no lock.
 //!
+//! # Bytes waiting
+//!
+//! The queue also counts the bytes its blocks hold that are not yet in a
+//! chunk, updated under its lock at every seal, take and requeue, and the
+//! bytes sealed since the recorder thread last told the pool its chunk's
+//! length ([`BufferPool::arm`]: those waiting then, plus every seal since;
+//! a take does not lower it, as the bytes taken go on into that chunk).
+//! The recorder thread tells the pool how many such bytes would bring its
+//! chunk to the point where it must close; the seal that reaches it wakes
+//! the recorder, whatever the drain batch.
+//! The chunk's size is thus checked at the seal that matters, on the
+//! emitting thread, not at the recorder's next look. A second, higher mark
+//! ([`BufferPool::arm`]'s `flip_at`) is the hard one: the seal that reaches
+//! it flips the epoch itself (a compare-exchange from the open chunk's
+//! epoch, under the queue's lock), so the chunk stops growing even when the
+//! recorder thread is not running (but never past the epoch after the one
+//! whose chunk the recorder is finishing: constants carry two epoch tags);
+//! the recorder's safepoint then finds the epoch flipped and goes on from
+//! its step 2 (see
+//! [`crate::epoch::rotation`] and [`crate::recording::recorder_thread`] for
+//! what that bounds).
+//!
 //! Invariant: at most `max_blocks` blocks ever exist, so the memory held by
 //! event buffers is bounded by `max_blocks × block_size`; a thread that finds
 //! the pool exhausted drops its event and counts it, it never waits.
@@ -19,7 +41,7 @@
 use std::collections::VecDeque;
 
 use super::block::Block;
-use crate::sync::{AtomicUsize, Condvar, Mutex, Ordering};
+use crate::sync::{AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
 
 /// Sealed bytes that make the recorder thread drain (unless a quarter of the
 /// pool is less). Large enough that the recorder wakes a few hundred times a
@@ -60,6 +82,21 @@ pub(crate) struct BufferPool {
     pub(crate) wakeup: Condvar,
     /// Sealed blocks that make a drain due (see [`Self::set_drain_batch`]).
     wake_at: AtomicUsize,
+    /// Undrained bytes of the blocks in `full` (changed under its lock).
+    queued_bytes: AtomicU64,
+    /// Bytes of the armed epoch or later queued at the last [`Self::arm`],
+    /// plus those sealed since.
+    since_arm: AtomicU64,
+    /// `since_arm` bytes that make a rotation due (see [`Self::arm`]).
+    rotate_at: AtomicU64,
+    /// `since_arm` bytes at which a seal flips the epoch (see [`Self::arm`]).
+    flip_at: AtomicU64,
+    /// The epoch the marks are for: a seal flips only from it, and counts
+    /// only blocks of it or later.
+    open_epoch: AtomicU64,
+    /// The wake-up mark [`Self::seal`] arms for the next epoch when it
+    /// flips.
+    fresh_rotate_at: AtomicU64,
     /// Every block ever allocated (to free them when the pool drops).
     all: Mutex<Vec<BlockPtr>>,
 }
@@ -75,6 +112,12 @@ impl BufferPool {
             full: Mutex::new(VecDeque::new()),
             wakeup: Condvar::new(),
             wake_at: AtomicUsize::new(Self::batch_blocks(block_size, max_blocks, usize::MAX)),
+            queued_bytes: AtomicU64::new(0),
+            since_arm: AtomicU64::new(0),
+            rotate_at: AtomicU64::new(u64::MAX),
+            flip_at: AtomicU64::new(u64::MAX),
+            open_epoch: AtomicU64::new(u64::MAX),
+            fresh_rotate_at: AtomicU64::new(u64::MAX),
             all: Mutex::new(Vec::new()),
         }
     }
@@ -106,15 +149,49 @@ impl BufferPool {
         Some(ptr)
     }
 
-    /// Hands a sealed block to the recorder thread.
+    /// Hands a sealed block to the recorder thread. With `epoch_word` (the
+    /// runtime's epoch, from a writer), a seal that reaches the hard mark
+    /// of [`Self::arm`] flips it from the open epoch.
     #[cold]
-    pub(crate) fn seal(&self, block: BlockPtr) {
-        let len = {
+    pub(crate) fn seal(&self, block: BlockPtr, epoch_word: Option<&AtomicU64>) {
+        let (len, rotate) = {
             let mut full = self.full.lock();
             full.push_back(block);
-            full.len()
+            // Relaxed: every update of these words is made under the lock.
+            let bytes = block.get().unflushed();
+            let queued = self.queued_bytes.load(Ordering::Relaxed) + bytes;
+            self.queued_bytes.store(queued, Ordering::Relaxed);
+            let open = self.open_epoch.load(Ordering::Relaxed);
+            let mut counted = self.since_arm.load(Ordering::Relaxed);
+            if block.get().epoch() >= open {
+                counted += bytes;
+                self.since_arm.store(counted, Ordering::Relaxed);
+            }
+            if let Some(word) = epoch_word
+                && counted >= self.flip_at.load(Ordering::Relaxed)
+                // SeqCst, as the recorder's own flip (`rotation::safepoint`);
+                // fails when the epoch moved on already, so an epoch flips
+                // once.
+                && word
+                    .compare_exchange(open, open + 1, Ordering::SeqCst, Ordering::Relaxed)
+                    .is_ok()
+            {
+                // The next epoch counts from its first seal, against the
+                // wake-up mark of a chunk just opened. It may not flip
+                // before the recorder has finished the chunk of `open`
+                // (its `arm` for the next chunk): constants are tagged
+                // with two epochs at most (see `crate::cpool::threads`).
+                self.set_marks(
+                    open + 1,
+                    0,
+                    self.fresh_rotate_at.load(Ordering::Relaxed),
+                    u64::MAX,
+                );
+                counted = 0;
+            }
+            (full.len(), self.rotation_due_at(counted))
         };
-        if len >= self.wake_at() {
+        if len >= self.wake_at() || rotate {
             self.wakeup.notify_one();
         }
     }
@@ -127,16 +204,84 @@ impl BufferPool {
 
     /// Takes every sealed block out of the queue (recorder thread).
     pub(crate) fn take_sealed(&self) -> Vec<BlockPtr> {
-        self.full.lock().drain(..).collect()
+        let mut full = self.full.lock();
+        self.queued_bytes.store(0, Ordering::Relaxed);
+        full.drain(..).collect()
     }
 
     /// Puts sealed blocks back at the front of the queue, in order
     /// (recorder thread; for blocks of a later epoch than the one drained).
     pub(crate) fn requeue(&self, blocks: Vec<BlockPtr>) {
         let mut full = self.full.lock();
+        let mut queued = self.queued_bytes.load(Ordering::Relaxed);
         for b in blocks.into_iter().rev() {
+            queued += b.get().unflushed();
             full.push_front(b);
         }
+        self.queued_bytes.store(queued, Ordering::Relaxed);
+    }
+
+    /// Undrained bytes of the sealed blocks waiting for the recorder.
+    pub(crate) fn queued_bytes(&self) -> u64 {
+        // Relaxed: an estimate for the recorder's decision; the lock's
+        // holder sees the exact value.
+        self.queued_bytes.load(Ordering::Relaxed)
+    }
+
+    /// The wake-up mark for a chunk from its epoch's flip, before it is
+    /// open (its length unknown: counted as 0). Recorder thread, when the
+    /// limits change.
+    pub(crate) fn set_fresh_rotate_at(&self, rotate_at: u64) {
+        let _full = self.full.lock();
+        self.fresh_rotate_at.store(rotate_at, Ordering::Relaxed);
+    }
+
+    /// Arms the marks for the chunk of epoch `open`, counting the bytes
+    /// of that epoch or later queued now: the seal that brings the count to
+    /// `rotate_at` (at least one byte) wakes the recorder thread to rotate,
+    /// and the one that brings it to `flip_at` flips the epoch from `open`
+    /// to `open + 1` itself. Recorder thread, after each change of its
+    /// chunk's length, and right after it flips; under the queue's lock,
+    /// so a seal sees the marks, the count and the epoch together. Ignored
+    /// for an epoch older than the one armed (a seal flipped past the
+    /// recorder's chunk: the marks of the newer epoch stay).
+    pub(crate) fn arm(&self, open: u64, rotate_at: u64, flip_at: u64) {
+        let full = self.full.lock();
+        let armed = self.open_epoch.load(Ordering::Relaxed);
+        if armed != u64::MAX && open < armed {
+            return;
+        }
+        let counted = full
+            .iter()
+            .filter(|b| b.get().epoch() >= open)
+            .map(|b| b.get().unflushed())
+            .sum();
+        self.set_marks(open, counted, rotate_at, flip_at);
+    }
+
+    /// No marks: no seal wakes the recorder or flips (a failed or stopped
+    /// recording).
+    pub(crate) fn disarm(&self) {
+        let _full = self.full.lock();
+        self.set_marks(u64::MAX, 0, u64::MAX, u64::MAX);
+    }
+
+    /// Under the queue's lock.
+    fn set_marks(&self, open: u64, counted: u64, rotate_at: u64, flip_at: u64) {
+        self.since_arm.store(counted, Ordering::Relaxed);
+        self.rotate_at.store(rotate_at.max(1), Ordering::Relaxed);
+        self.flip_at.store(flip_at.max(1), Ordering::Relaxed);
+        self.open_epoch.store(open, Ordering::Relaxed);
+    }
+
+    /// True when the queued bytes reached the `rotate_at` mark of [`Self::arm`]
+    /// (call with the queue locked, as the recorder does before it waits).
+    pub(crate) fn rotation_due(&self) -> bool {
+        self.rotation_due_at(self.since_arm.load(Ordering::Relaxed))
+    }
+
+    fn rotation_due_at(&self, counted: u64) -> bool {
+        counted >= self.rotate_at.load(Ordering::Relaxed)
     }
 
     /// True when enough blocks are sealed that the recorder thread should

@@ -232,7 +232,7 @@ impl ThreadSlot {
         // Closes the section if the record's encoding unwinds (user code runs
         // inside it: `FieldValue::write`); forgotten on the normal path.
         let unwinding = OpenSection { slot: self, losses };
-        let result = self.write(epoch, pool, losses, record);
+        let result = self.write(epoch, epoch_word, pool, losses, record);
         std::mem::forget(unwinding);
         // Release: the rotating thread that sees 0 also sees the committed
         // position of the event.
@@ -251,6 +251,7 @@ impl ThreadSlot {
     fn write(
         &self,
         epoch: u64,
+        epoch_word: &AtomicU64,
         pool: &BufferPool,
         losses: &Losses,
         record: &impl Encode,
@@ -265,7 +266,7 @@ impl ThreadSlot {
             }
         }
         // Missing, of an older epoch, or full.
-        let fresh = self.fresh_block(epoch, pool);
+        let fresh = self.fresh_block(epoch, epoch_word, pool);
         if fresh.is_null() {
             return dropped(losses, LossCause::PoolExhausted);
         }
@@ -286,9 +287,9 @@ impl ThreadSlot {
     /// an epoch.
     #[cold]
     #[inline(never)]
-    fn fresh_block(&self, epoch: u64, pool: &BufferPool) -> *mut Block {
+    fn fresh_block(&self, epoch: u64, epoch_word: &AtomicU64, pool: &BufferPool) -> *mut Block {
         self.tags.tag(epoch);
-        self.seal_current(pool);
+        self.seal_current(pool, Some(epoch_word));
         match pool.acquire(epoch) {
             Some(block) => {
                 let p = block.0.cast_mut();
@@ -301,8 +302,9 @@ impl ThreadSlot {
 
     /// Seals the current block: hands it to the recorder thread, even when
     /// empty, because only the recorder thread resets blocks. Owner thread
-    /// only (or the owner's exit path).
-    pub(crate) fn seal_current(&self, pool: &BufferPool) {
+    /// only (or the owner's exit path). With `epoch_word`, the seal may
+    /// flip the epoch when the chunk is full (see [`BufferPool::seal`]).
+    pub(crate) fn seal_current(&self, pool: &BufferPool, epoch_word: Option<&AtomicU64>) {
         let Some(block) = self.current_block() else {
             return;
         };
@@ -315,13 +317,13 @@ impl ThreadSlot {
         // slot after the recorder recycled it is harmless: only the recorder
         // drains and resets blocks, `flushed` keeps every byte drained once,
         // and `drain_live` checks the block's epoch.
-        pool.seal(block);
+        pool.seal(block, epoch_word);
         self.current.store(std::ptr::null_mut(), Ordering::Release);
     }
 
     /// Called by the owner when it exits: seals its block and marks the slot.
     pub(crate) fn retire(&self, pool: &BufferPool) {
-        self.seal_current(pool);
+        self.seal_current(pool, None);
         self.exited.store(1, Ordering::Release);
     }
 

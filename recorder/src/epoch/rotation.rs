@@ -5,8 +5,14 @@
 //!
 //! # Safepoint
 //!
-//! 1. flip the epoch (SeqCst store): writers that open a section from now on
-//!    load the new epoch and tag their blocks with it;
+//! 1. flip the epoch from the open chunk's (SeqCst compare-exchange):
+//!    writers that open a section from now on load the new epoch and tag
+//!    their blocks with it. A writer's seal may have flipped it already
+//!    (the chunk's hard size mark, see [`crate::buffer::pool`]), with the
+//!    same compare-exchange from the same epoch: whichever comes first
+//!    flips, and the other finds it flipped; the recorder's failing
+//!    compare-exchange reads the writer's SeqCst store, so what follows is
+//!    ordered after the flip as if it had made it;
 //! 2. [`membarrier::barrier`]: each writer's open section is visible here, or
 //!    the writer will load the new epoch (see [`crate::buffer::slot`]);
 //! 3. wait until no registered slot is inside a write section (bounded:
@@ -39,13 +45,18 @@ const SKIP_SECTION_WAIT: bool = cfg!(all(
     flightrec_loom_weaken = "skip_section_wait"
 ));
 
-/// Flips the epoch, fences, and waits out every open write section. Returns
-/// the epoch it closed. Recorder thread only.
-pub(crate) fn safepoint(rt: &Runtime) -> u64 {
-    let old = rt.epoch.load(Ordering::Relaxed);
+/// Flips the epoch from `open` (unless a writer's seal did), fences, and
+/// waits out every open write section. Returns `open`, the epoch it closed.
+/// Recorder thread only.
+pub(crate) fn safepoint(rt: &Runtime, open: u64) -> u64 {
+    let old = open;
     // SeqCst: pairs with the writers' (membarrier-upgraded) fences between
-    // their section store and their epoch load.
-    rt.epoch.store(old + 1, Ordering::SeqCst);
+    // their section store and their epoch load; on failure, reads (and is
+    // ordered after) the SeqCst flip of a writer's seal.
+    let flipped = rt
+        .epoch
+        .compare_exchange(old, old + 1, Ordering::SeqCst, Ordering::SeqCst);
+    debug_assert!(flipped.is_ok_and(|e| e == old) || flipped.is_err_and(|e| e > old));
     membarrier::barrier();
     if SKIP_SECTION_WAIT {
         return old;
@@ -62,13 +73,18 @@ pub(crate) fn safepoint(rt: &Runtime) -> u64 {
     old
 }
 
-/// The safepoint, then every live and sealed block of the closed epoch into
-/// `sink`. Returns the closed epoch. Recorder thread only.
+/// The safepoint closing epoch `open`, `flipped` (the epoch is flipped:
+/// the recorder arms the next epoch's size marks there), then every live
+/// and sealed block of `open` into `sink`. Returns `open`. Recorder thread
+/// only.
 pub(crate) fn rotate<E>(
     rt: &Runtime,
+    open: u64,
+    flipped: impl FnOnce(),
     mut sink: impl FnMut(&Block) -> Result<(), E>,
 ) -> Result<u64, E> {
-    let old = safepoint(rt);
+    let old = safepoint(rt, open);
+    flipped();
     drain_live(rt, old, &mut sink)?;
     drain_sealed(rt, old, &mut sink)?;
     Ok(old)

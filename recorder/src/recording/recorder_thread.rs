@@ -14,9 +14,39 @@
 //! part of every live thread's block and flushes the chunk (losses since the
 //! last report, metadata, new constants, header), so idle threads' events
 //! and every loss reach the disk and a live reader can follow. Rotates when
-//! the chunk reaches its size or age limit, checked after every drain: the
-//! chunk ends at most one drain batch plus the blocks sealed or filled
-//! until the epoch flips past the limit.
+//! the chunk reaches its age limit or its closing size (below).
+//!
+//! # Chunk size
+//!
+//! A chunk holds every event committed in its epoch, so its size is decided
+//! by when the epoch flips. Two marks, counted by the pool at every seal
+//! from the chunk's length and the undrained bytes of the sealed blocks of
+//! its epoch (see [`crate::buffer::pool`]):
+//!
+//! * `close_at` = `max_chunk_size` less 10 % (at least 64 KiB, at most
+//!   half): the seal that reaches it wakes this thread, which flips before
+//!   it drains, after committing the end-of-chunk events into the chunk;
+//! * `flip_at` = `max_chunk_size` less one block (at least halfway from
+//!   `close_at`): the seal that reaches it flips the epoch itself, when this
+//!   thread has not (it was not scheduled in time), and this thread,
+//!   finding the epoch flipped, does the rest of the safepoint.
+//!
+//! A finished chunk is therefore at most `flip_at` plus the block whose
+//! seal reached it (so at most `max_chunk_size`), plus the committed part
+//! of one live block per other writing thread (a writer's first event
+//! after the flip moves to a new block), plus the chunk's end (losses,
+//! constants, metadata), plus one thing this thread's speed still decides:
+//! an epoch may flip only once the chunk before it is finished (constants
+//! carry the tags of two epochs, see [`crate::cpool::threads`]), so what
+//! writers commit while this thread drains the previous chunk and writes
+//! its constants counts toward the next one (from the flip: its wake-up
+//! mark is armed then; its hard mark once those constants are written)
+//! without a hard stop. The chunk is at least `close_at` unless cut short
+//! (age, `rotate()`, a start or stop). The price of a flip by a seal is in
+//! the events, not the size: the end-of-chunk events this thread then
+//! commits land in the next chunk. (HotSpot only requests: the thread
+//! whose write fills the chunk posts a rotation to its recorder thread,
+//! `JfrChunkRotation`, and the chunk grows until that thread runs.)
 //!
 //! # Rotation (the safepoint; steps 1–4 are [`crate::epoch::rotation`])
 //!
@@ -68,6 +98,29 @@ use crate::recording::panic_guard::{self, Place};
 use crate::recording::repository::{ChunkFile, Repository};
 use crate::runtime::Runtime;
 use crate::sync::Ordering;
+
+/// The chunk length at which a chunk with limit `max` closes: `max` less
+/// 10 % (at least 64 KiB, at most half of `max`), room for what is
+/// committed before this thread flips (see the module docs).
+fn close_at(max: u64) -> u64 {
+    if max == u64::MAX {
+        return u64::MAX;
+    }
+    let tolerance = (max / 10).max(64 << 10).min(max / 2);
+    max - tolerance
+}
+
+/// The chunk length at which a writer's seal flips the epoch (the hard
+/// mark): one block below `max` (the sealed block that crosses it then
+/// ends within `max`), and at least halfway from [`close_at`] to `max`, so
+/// that this thread, woken at `close_at`, normally flips first.
+fn flip_at(max: u64, block: u64) -> u64 {
+    let close = close_at(max);
+    if close == u64::MAX {
+        return u64::MAX;
+    }
+    max.saturating_sub(block).max(close + (max - close) / 2)
+}
 
 /// Requests from the [`crate::Recording`] handle.
 #[derive(Debug)]
@@ -128,6 +181,12 @@ pub(crate) struct Recorder {
     members: Vec<Member>,
     /// Chunk limits and flush interval over `members`.
     stream: Stream,
+    /// The chunk length at which the chunk closes, and the one at which a
+    /// writer's seal flips the epoch (see the module docs).
+    close_at: u64,
+    flip_at: u64,
+    /// The epoch of the next chunk, once the current one's is closed.
+    next_epoch: Option<u64>,
     repo: Repository,
     chunk: Option<(ChunkAssembler, PathBuf)>,
     /// The last chunk's direct-I/O staging buffer, for the next chunk.
@@ -153,6 +212,9 @@ impl Recorder {
             rt,
             members,
             stream,
+            close_at: u64::MAX,
+            flip_at: u64::MAX,
+            next_epoch: None,
             repo,
             chunk: None,
             chunk_opened: Instant::now(),
@@ -171,10 +233,33 @@ impl Recorder {
     /// Recomputes what the chunk stream follows after a start or a stop.
     fn members_changed(&mut self) {
         self.stream = Stream::of(&self.members);
-        // Small batches for small chunks: the size is checked per drain.
+        let max = self.stream.max_chunk_size;
+        self.close_at = close_at(max);
+        self.flip_at = flip_at(max, self.rt.pool.block_size() as u64);
+        self.rt.pool.set_fresh_rotate_at(self.close_at);
+        // Small batches for small chunks: a live reader sees them soon.
         self.rt.pool.set_drain_batch(
             usize::try_from(self.stream.max_chunk_size / 16).unwrap_or(usize::MAX),
         );
+        self.arm_rotation();
+    }
+
+    /// Tells the pool how many sealed bytes close the current chunk: the
+    /// ones that wake this thread to rotate, and the ones at which a seal
+    /// flips the epoch itself (see the module docs).
+    fn arm_rotation(&self) {
+        let pool = &self.rt.pool;
+        match &self.chunk {
+            Some((c, _)) if self.failure.is_none() && self.close_at != u64::MAX => {
+                let len = c.len();
+                pool.arm(
+                    c.epoch(),
+                    self.close_at.saturating_sub(len),
+                    self.flip_at.saturating_sub(len),
+                );
+            }
+            _ => pool.disarm(),
+        }
     }
 
     fn open_chunk(&mut self) -> io::Result<()> {
@@ -182,12 +267,17 @@ impl Recorder {
             .repo
             .create_chunk(clock::wall_nanos(), self.stream.on_disk)?;
         // No loss snapshot here: the chunk's first flush reports every drop
-        // since the previous chunk's last report (see `crate::recording::loss`). Only
-        // this thread flips the epoch: the chunk opened now holds the epoch
-        // current until its rotation.
+        // since the previous chunk's last report (see `crate::recording::loss`).
+        // The chunk holds the epoch after the last one closed (a writer's
+        // seal may have flipped past it already: the next step rotates), or
+        // the current one for the first chunk.
+        let epoch = self
+            .next_epoch
+            .take()
+            .unwrap_or_else(|| self.rt.epoch.load(Ordering::Acquire));
         let mut chunk = ChunkAssembler::begin(
             ChunkOut::new(file, !path.starts_with("memory:"), &mut self.staging),
-            self.rt.epoch.load(Ordering::Acquire),
+            epoch,
         )?;
         let mut first = Vec::new();
         let ticks = clock::ticks();
@@ -199,6 +289,7 @@ impl Recorder {
         chunk.write_records(&first)?;
         self.chunk = Some((chunk, path));
         self.chunk_opened = Instant::now();
+        self.arm_rotation();
         Ok(())
     }
 
@@ -260,7 +351,10 @@ impl Recorder {
                 let mut q = self.rt.pool.full_queue();
                 let wake_at = self.rt.pool.wake_at();
                 let sleep = self.until_next_timer();
-                if !BufferPool::drain_due(&q, wake_at) && !sleep.is_zero() {
+                let due = |q: &std::collections::VecDeque<_>| {
+                    BufferPool::drain_due(q, wake_at) || self.rt.pool.rotation_due()
+                };
+                if !due(&q) && !sleep.is_zero() {
                     // The last look at the channel is under the queue's
                     // lock, which senders pass through before they notify
                     // (`wake_for_command`), as a seal reaching `wake_at`
@@ -273,7 +367,7 @@ impl Recorder {
                         }
                     }
                 }
-                BufferPool::drain_due(&q, wake_at)
+                due(&q)
             };
             loop {
                 match pending.take().unwrap_or_else(|| rx.try_recv()) {
@@ -339,9 +433,16 @@ impl Recorder {
         flush_due: bool,
         frames: &mut FrameTables,
     ) -> io::Result<()> {
-        let epoch = self.rt.epoch.load(Ordering::Acquire);
+        let Some(epoch) = self.chunk.as_ref().map(|(c, _)| c.epoch()) else {
+            return Err(io::Error::other("no chunk open"));
+        };
+        if self.rt.epoch.load(Ordering::Acquire) != epoch {
+            // A writer's seal reached the hard mark and flipped the epoch:
+            // the safepoint's other steps and the chunk's end are ours.
+            return self.rotate(false, frames);
+        }
         if drain_due && self.full_with_sealed() {
-            // The sealed blocks would take the chunk past its limit: close
+            // The sealed blocks take the chunk to its closing size: close
             // the epoch now, before draining, so the next blocks go to the
             // next chunk.
             return self.rotate(false, frames);
@@ -360,10 +461,11 @@ impl Recorder {
             .stream
             .max_chunk_age
             .is_some_and(|a| self.chunk_opened.elapsed() >= a);
-        if len >= self.stream.max_chunk_size || too_old {
+        if len >= self.close_at || too_old {
             self.rotate(false, frames)?;
         }
         self.publish_statistics();
+        self.arm_rotation();
         Ok(())
     }
 
@@ -379,12 +481,11 @@ impl Recorder {
         );
     }
 
-    /// Whether the chunk plus the sealed blocks waiting and one block more
-    /// (the writer's current one), counted full, reach the size limit.
+    /// Whether the chunk plus the bytes of the sealed blocks waiting reach
+    /// the closing size.
     fn full_with_sealed(&self) -> bool {
         let len = self.chunk.as_ref().map_or(0, |(c, _)| c.len());
-        let sealed = self.rt.pool.full_queue().len() as u64;
-        len + (sealed + 1) * self.rt.pool.block_size() as u64 >= self.stream.max_chunk_size
+        len.saturating_add(self.rt.pool.queued_bytes()) >= self.close_at
     }
 
     /// Handles one command; true when the thread should exit.
@@ -442,6 +543,8 @@ impl Recorder {
                 let r = self
                     .checked(|me| me.rotate(true, frames), "finishing the last chunk")
                     .and_then(|()| self.summary(id, write));
+                // No chunk open: seals neither wake nor flip.
+                self.rt.pool.disarm();
                 // Every member goes (normally the one left).
                 for mut m in std::mem::take(&mut self.members) {
                     let written = m.id == id && write && m.config.destination.is_some();
@@ -594,6 +697,7 @@ impl Recorder {
             message: e.to_string(),
         });
         registry().apply(Settings::clone(&registry().settings.load()), false);
+        self.arm_rotation();
         if let Some((chunk, _)) = self.chunk.take() {
             let (events, bytes) = chunk.pending();
             self.rt.losses.record_many(cause, events, bytes);
@@ -680,8 +784,22 @@ impl Recorder {
         let rt = self.rt;
         // The end-of-chunk periodic events belong to the chunk that ends.
         crate::periodic::end_chunk();
-        let old = rotation::rotate(rt, |b| self.chunk_mut()?.add_block(b).map(drop))?;
-        debug_assert_eq!(self.chunk.as_ref().map(|(c, _)| c.epoch()), Some(old));
+        let open = self.chunk_mut()?.epoch();
+        let close_at = self.close_at;
+        // The next epoch counts from its flip, not from its chunk's
+        // opening: finishing this chunk takes a while (drains, constants,
+        // metadata, the file, retention), and writers fill the next epoch
+        // meanwhile. Its hard mark is armed only when its chunk opens: a
+        // flip past it now would tag constants with a third live epoch.
+        let arm_next = || {
+            if !last && close_at != u64::MAX {
+                rt.pool.arm(open + 1, close_at, u64::MAX);
+            }
+        };
+        let old = rotation::rotate(rt, open, arm_next, |b| {
+            self.chunk_mut()?.add_block(b).map(drop)
+        })?;
+        self.next_epoch = Some(old + 1);
         let (chunk, path) = self
             .chunk
             .take()
@@ -689,6 +807,11 @@ impl Recorder {
         let start_nanos = chunk.start_nanos();
         let records = chunk.records();
         let mut file = chunk.finish(self.rt, frames, last, &mut self.losses)?;
+        if !last && close_at != u64::MAX {
+            // The chunk's constants are written: its epoch's tags may go,
+            // so the next epoch may now flip at its hard mark.
+            self.rt.pool.arm(old + 1, close_at, self.flip_at);
+        }
         file.flush()?;
         let size = file.stream_position()?;
         self.staging = self.staging.take().or(file.into_staging());
