@@ -36,9 +36,9 @@ pub(crate) struct Site {
     pub(crate) fields: Box<[String]>,
     /// Built at first use; `None` if the recorder rejected it.
     built: OnceLock<Option<Built>>,
-    /// Before the type is built: whether its name records, as computed at
-    /// the last interest (re)evaluation, which follows every settings
-    /// change.
+    /// Before the type is built: whether its name records, as computed
+    /// when the site was registered and at every interest (re)evaluation
+    /// since, which follows every settings change.
     records: AtomicBool,
 }
 
@@ -256,7 +256,10 @@ fn register(meta: &'static Metadata<'static>) -> &'static Site {
         kind,
         fields: field_names(meta, kind),
         built: OnceLock::new(),
-        records: AtomicBool::new(false),
+        // Right from the start: a thread that finds `tracing` registering
+        // this callsite on another thread asks the filter before that
+        // thread has evaluated the site.
+        records: AtomicBool::new(recorder::event::watch::would_record(name, true)),
     }));
     sites.by_meta.insert(addr(meta), site);
     site
