@@ -121,17 +121,7 @@ impl Runtime {
     /// the live and sealed blocks of the old epoch into `chunk`. Returns the
     /// epoch closed.
     pub fn rotate(&self, chunk: &mut Vec<Drained>) -> u64 {
-        let open = self.0.epoch.load(Ordering::Acquire);
-        let r: Result<u64, ()> = rotation::rotate(
-            &self.0,
-            open,
-            || {},
-            |b| {
-                collect(b, chunk);
-                Ok(())
-            },
-        );
-        r.expect("the model sink never fails")
+        self.rotate_epoch(self.0.epoch.load(Ordering::Acquire), chunk)
     }
 
     /// Arms the pool's size marks for the chunk of epoch `open` so that the

@@ -251,9 +251,7 @@ impl Lifecycle {
         self.pending -= 1;
         let key = *k.key.get_or_insert_with(|| {
             rt.threads.key_for_tid(tid as i64, || {
-                let name = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
-                    .map(|s| s.trim_end().to_owned())
-                    .unwrap_or(seen_name);
+                let name = crate::sampler::threads::comm(tid).unwrap_or(seen_name);
                 k.name.clone_from(&name);
                 name
             })

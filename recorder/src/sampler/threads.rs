@@ -249,9 +249,14 @@ pub(crate) fn cpu_time_ns(tid: u64) -> Option<u64> {
 /// The kernel's name for thread `tid` (what `pthread_setname_np` and Rust's
 /// `Builder::name` set, up to 15 bytes).
 pub(crate) fn name(tid: u64) -> String {
+    comm(tid).unwrap_or_else(|| format!("thread-{tid}"))
+}
+
+/// The kernel's name of thread `tid` of this process, if it still runs.
+pub(crate) fn comm(tid: u64) -> Option<String> {
     std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
+        .ok()
         .map(|s| s.trim_end().to_owned())
-        .unwrap_or_else(|_| format!("thread-{tid}"))
 }
 
 #[cfg(all(test, not(flightrec_loom)))]
