@@ -17,11 +17,15 @@
 //!   shows where the CPU went.
 //!
 //! Options: `--throttle 10ms|500/s` (default `10ms`), `--wall` also turns
-//! on wall-clock sampling (`jdk.ExecutionSample`).
+//! on wall-clock sampling (`jdk.ExecutionSample`), `--min-cpu MS` runs past
+//! `--seconds` (at most a minute more) until `burn-heavy` and `fast-server`
+//! have each used MS milliseconds of CPU time: on a busy machine the
+//! threads get less of it than they ask for, and a comparison of shares
+//! needs enough samples.
 
 use std::hint::black_box;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use flightrec::{Recording, RecordingConfig, Settings};
@@ -84,11 +88,13 @@ fn handle_slow_request(id: u64) -> u64 {
     spin_for!(Duration::from_millis(2), id)
 }
 
-/// Runs `work` in a loop on a thread named `name` until `stop`, then
-/// returns the thread's CPU time.
+/// Runs `work` in a loop on a thread named `name` until `stop`, keeping
+/// `used` at the thread's CPU time after each call; returns the thread's
+/// CPU time.
 fn worker(
     name: &str,
     stop: Arc<AtomicBool>,
+    used: Arc<AtomicU64>,
     mut work: impl FnMut() + Send + 'static,
 ) -> std::thread::JoinHandle<(String, u64)> {
     let name = name.to_owned();
@@ -97,6 +103,7 @@ fn worker(
         .spawn(move || {
             while !stop.load(Ordering::Relaxed) {
                 work();
+                used.store(thread_cpu_nanos(), Ordering::Relaxed);
             }
             (name, thread_cpu_nanos())
         })
@@ -108,6 +115,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut seconds = 5.0f64;
     let mut throttle = "10ms".to_owned();
     let mut wall = false;
+    let mut min_cpu = Duration::ZERO;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -115,10 +123,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--seconds" => seconds = args.next().ok_or("--seconds N")?.parse()?,
             "--throttle" => throttle = args.next().ok_or("--throttle T")?,
             "--wall" => wall = true,
+            "--min-cpu" => {
+                min_cpu = Duration::from_millis(args.next().ok_or("--min-cpu MS")?.parse()?)
+            }
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
-    let out = out.ok_or("usage: cpu_profile --out OUT.jfr [--seconds N] [--throttle 10ms]")?;
+    let out = out.ok_or(
+        "usage: cpu_profile --out OUT.jfr [--seconds N] [--throttle 10ms] [--wall] [--min-cpu MS]",
+    )?;
 
     let mut settings = Settings::new();
     settings.set("jdk.CPUTimeSample", "enabled", "true")?;
@@ -130,16 +143,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let stop = Arc::new(AtomicBool::new(false));
     let period = Duration::from_millis(20);
+    let used: [Arc<AtomicU64>; 4] = Default::default();
     let workers = vec![
-        worker("burn-heavy", stop.clone(), move || {
+        worker("burn-heavy", stop.clone(), used[0].clone(), move || {
             burn_heavy(period * 3 / 4);
             std::thread::sleep(period / 4);
         }),
-        worker("burn-light", stop.clone(), move || {
+        worker("burn-light", stop.clone(), used[1].clone(), move || {
             burn_light(period / 4);
             std::thread::sleep(period * 3 / 4);
         }),
-        worker("fast-server", stop.clone(), {
+        worker("fast-server", stop.clone(), used[2].clone(), {
             let mut id = 0;
             move || {
                 let round = Instant::now();
@@ -150,7 +164,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 std::thread::sleep(Duration::from_millis(200).saturating_sub(round.elapsed()));
             }
         }),
-        worker("slow-server", stop.clone(), {
+        worker("slow-server", stop.clone(), used[3].clone(), {
             let mut id = 0;
             move || {
                 id += 1;
@@ -159,6 +173,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }),
     ];
     std::thread::sleep(Duration::from_secs_f64(seconds));
+    let enough = |i: usize| Duration::from_nanos(used[i].load(Ordering::Relaxed)) >= min_cpu;
+    let give_up = Instant::now() + Duration::from_secs(60);
+    while !(enough(0) && enough(2)) && Instant::now() < give_up {
+        std::thread::sleep(Duration::from_millis(50));
+    }
     stop.store(true, Ordering::Relaxed);
     let mut cpu = Vec::new();
     for w in workers {

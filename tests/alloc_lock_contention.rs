@@ -13,15 +13,6 @@ use std::collections::BTreeSet;
 use flightrec_testkit::{self as testkit, run_example};
 use serde_json::Value;
 
-/// Nanoseconds of a `jfr print --json` duration (`PT0.063831225S`).
-fn duration_nanos(s: &str) -> u64 {
-    let secs = s
-        .strip_prefix("PT")
-        .and_then(|r| r.strip_suffix('S'))
-        .unwrap_or_else(|| panic!("duration {s} is not PTn.nS"));
-    (secs.parse::<f64>().unwrap() * 1e9).round() as u64
-}
-
 #[test]
 fn contention_by_site_counts_the_waits_over_the_threshold() {
     let dir = testkit::temp_dir("alloc_lock_contention");
@@ -73,7 +64,7 @@ fn contention_by_site_counts_the_waits_over_the_threshold() {
     let mut addresses = BTreeSet::new();
     for e in &events {
         assert_eq!(e["monitorClass"]["name"], "orders", "{e}");
-        let d = duration_nanos(e["duration"].as_str().unwrap());
+        let d = testkit::json_duration_nanos(e["duration"].as_str().unwrap()) as u64;
         assert!(d >= 20_000_000, "a wait under the threshold: {d} ns");
         let me = e["eventThread"]["javaName"].as_str().unwrap();
         assert!(me.starts_with("order-waiter-"), "{me}");

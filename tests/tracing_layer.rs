@@ -28,34 +28,8 @@ fn instant_nanos(s: &str) -> i128 {
     let days = era * 146097 + doe - 719468;
     let t: Vec<&str> = time.split(':').collect();
     let (h, min): (i128, i128) = (t[0].parse().unwrap(), t[1].parse().unwrap());
-    (days as i128 * 86_400 + h * 3600 + min * 60) * 1_000_000_000 + seconds_nanos(t[2])
-}
-
-/// `12.5` seconds as nanoseconds.
-fn seconds_nanos(s: &str) -> i128 {
-    let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
-    let mut frac = frac.to_owned();
-    frac.truncate(9);
-    while frac.len() < 9 {
-        frac.push('0');
-    }
-    whole.parse::<i128>().unwrap() * 1_000_000_000 + frac.parse::<i128>().unwrap()
-}
-
-/// Nanoseconds of a `jfr print --json` duration (`PT0.000153107S`).
-fn duration_nanos(s: &str) -> i128 {
-    let mut rest = s.strip_prefix("PT").expect("duration");
-    let mut total = 0;
-    for (unit, scale) in [('H', 3600), ('M', 60)] {
-        if let Some((n, r)) = rest.split_once(unit) {
-            total += n.parse::<i128>().unwrap() * scale * 1_000_000_000;
-            rest = r;
-        }
-    }
-    if let Some(secs) = rest.strip_suffix('S') {
-        total += seconds_nanos(secs);
-    }
-    total
+    (days as i128 * 86_400 + h * 3600 + min * 60) * 1_000_000_000
+        + flightrec_testkit::json_seconds_nanos(t[2])
 }
 
 #[derive(Debug)]
@@ -165,7 +139,7 @@ fn tracing_layer_counts_fields_durations_and_tree_match_jfr() {
             _ => {
                 let id = v["spanId"].as_u64().expect("spanId");
                 assert!(id > 0);
-                let dur = duration_nanos(v["duration"].as_str().unwrap());
+                let dur = flightrec_testkit::json_duration_nanos(v["duration"].as_str().unwrap());
                 assert!(dur > 0, "{ty} duration {dur}");
                 assert!(v["stackTrace"].is_null());
                 match ty {

@@ -690,6 +690,36 @@ pub fn view_rows(view: &str) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// Nanoseconds of a `jfr print --json` duration (`PT0.000153107S`,
+/// `PT1M2.5S`, `PT2H`).
+pub fn json_duration_nanos(s: &str) -> i128 {
+    let mut rest = s
+        .strip_prefix("PT")
+        .unwrap_or_else(|| panic!("not a duration: {s}"));
+    let mut total = 0;
+    for (unit, scale) in [('H', 3600), ('M', 60)] {
+        if let Some((n, r)) = rest.split_once(unit) {
+            total += n.parse::<i128>().unwrap() * scale * 1_000_000_000;
+            rest = r;
+        }
+    }
+    if let Some(secs) = rest.strip_suffix('S') {
+        total += json_seconds_nanos(secs);
+    }
+    total
+}
+
+/// Nanoseconds of a decimal count of seconds (`12.000153107`).
+pub fn json_seconds_nanos(s: &str) -> i128 {
+    let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
+    let mut frac = frac.to_owned();
+    frac.truncate(9);
+    while frac.len() < 9 {
+        frac.push('0');
+    }
+    whole.parse::<i128>().unwrap() * 1_000_000_000 + frac.parse::<i128>().unwrap()
+}
+
 /// A fresh, empty directory `$TMPDIR/flightrec-tests/NAME-PID` for one test's
 /// files. It is left in place for inspection; directories of the same name
 /// left by processes that have exited are removed.
