@@ -10,7 +10,7 @@
 //! allocates: a thread-local countdown is armed with an exponential draw of
 //! mean `M` bytes (a per-thread xorshift generator, seeded without
 //! allocating), every allocation subtracts its size, and the allocation
-//! that takes it to zero or below is a sample; the countdown is then armed
+//! that takes it below zero is a sample; the countdown is then armed
 //! again with a fresh draw (the process is memoryless, so the next point
 //! after the end of the sampled block is again exponential). An allocation
 //! of `s` bytes is therefore sampled with probability `p = 1 - exp(-s/M)`,
