@@ -226,7 +226,7 @@ fn main() {
         return count_only(&which);
     }
     let full = std::env::args().any(|a| a == "--bench");
-    let (rounds, batches) = if full { (41, 2000) } else { (3, 20) };
+    let (rounds, batches) = if full { (101, 1000) } else { (3, 20) };
     let load_before = loadavg();
     let floor = compare_with(&FORWARD, rounds, batches);
     let off = compare(rounds, batches);
