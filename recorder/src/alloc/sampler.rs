@@ -92,8 +92,8 @@ pub(super) fn counting() -> bool {
 
 /// The countdown, once [`counting`] said yes: counts `size` bytes; true if
 /// this allocation is to be sampled (or the settings looked at): the
-/// caller then calls [`first_use`] and [`slow_path`]. One thread-local
-/// load, a subtraction, a store and a branch. (Also taken while no wrapper
+/// caller then calls [`first_use`] and [`slow_path`]. A subtraction from
+/// a thread-local and a branch on its sign. (Also taken while no wrapper
 /// has allocated yet: then `LEFT` is still 0 and the slow path, through
 /// `first_use`, sets the mode to `Idle`.)
 #[inline(always)]
