@@ -43,7 +43,7 @@ use std::hint::black_box;
 
 use flightrec::alloc::SamplingAllocator;
 use flightrec::{Recording, RecordingConfig, Settings};
-use flightrec_testkit::measure::{median, process_cpu_ns, thread_cpu_ns};
+use flightrec_testkit::measure::{paired, process_cpu_ns, thread_cpu_ns};
 
 static WRAPPED: SamplingAllocator<System> = SamplingAllocator::new(System);
 
@@ -153,39 +153,29 @@ struct Compared {
     process_ns: f64,
 }
 
-/// Paired rounds: per round one segment of each, which goes first
-/// alternating.
+/// Paired rounds (`flightrec_testkit::measure::paired`): per round one
+/// segment through `System` and one through the wrapper, which goes first
+/// alternating, after one of each as a warm-up (caches, the thread's
+/// countdown).
 fn compare(rounds: usize, batches: usize) -> Compared {
     compare_with(&WRAPPED, rounds, batches)
 }
 
 fn compare_with<W: GlobalAlloc>(wrapper: &W, rounds: usize, batches: usize) -> Compared {
     let w = work();
-    let (mut ratios, mut bare, mut wrapped) = (Vec::new(), Vec::new(), Vec::new());
-    // Warm-up: both paths, caches, the thread's countdown.
-    segment(&System, &w, batches);
-    segment(wrapper, &w, batches);
     let p0 = process_cpu_ns();
-    for r in 0..rounds {
-        let (b, x) = if r % 2 == 0 {
-            let b = segment(&System, &w, batches);
-            (b, segment(wrapper, &w, batches))
-        } else {
-            let x = segment(wrapper, &w, batches);
-            (segment(&System, &w, batches), x)
-        };
-        ratios.push(x / b);
-        let per = (batches * OPS_PER_BATCH) as f64;
-        bare.push(b / per);
-        wrapped.push(x / per);
-    }
-    let process_ns = (process_cpu_ns() - p0) as f64 / (2 * rounds * batches * OPS_PER_BATCH) as f64;
-    let m = median(&mut ratios);
-    let n = ratios.len();
+    let p = paired(
+        rounds,
+        || segment(&System, &w, batches),
+        || segment(wrapper, &w, batches),
+    );
+    let ops = (batches * OPS_PER_BATCH) as f64;
+    // The warm-up round included.
+    let process_ns = (process_cpu_ns() - p0) as f64 / (2.0 * (rounds + 1) as f64 * ops);
     Compared {
-        ratio: (m, ratios[n / 4], ratios[(3 * n) / 4]),
-        bare_ns: median(&mut bare),
-        wrapped_ns: median(&mut wrapped),
+        ratio: (p.ratio, p.quartiles.0, p.quartiles.1),
+        bare_ns: p.a / ops,
+        wrapped_ns: p.b / ops,
         process_ns,
     }
 }
@@ -197,8 +187,8 @@ fn loadavg() -> String {
         .unwrap_or_else(|| "?".into())
 }
 
-/// `--count=off|counting`: runs 2000 batches through each allocator (no
-/// rounds, no timing) for an instruction count under callgrind
+/// `--count=off|counting`: runs 2000 batches through each allocator (20
+/// interleaved runs of 100; no timing) for an instruction count under callgrind
 /// (`scripts/callgrind-alloc.sh`); `counting` with a recording that asks
 /// for allocation statistics only, so the countdown runs and never samples.
 fn count_only(which: &str) {
@@ -217,8 +207,12 @@ fn count_only(which: &str) {
         .expect("start recording")
     });
     let w = work();
-    segment(&System, &w, 2000);
-    segment(&WRAPPED, &w, 2000);
+    // Interleaved, so both see the C allocator in the same states (the
+    // recording's threads allocate too).
+    for _ in 0..20 {
+        segment(&System, &w, 100);
+        segment(&WRAPPED, &w, 100);
+    }
     if let Some(rec) = rec {
         rec.stop().expect("stop");
     }
@@ -232,7 +226,7 @@ fn main() {
         return count_only(&which);
     }
     let full = std::env::args().any(|a| a == "--bench");
-    let (rounds, batches) = if full { (41, 2000) } else { (3, 20) };
+    let (rounds, batches) = if full { (101, 1000) } else { (3, 20) };
     let load_before = loadavg();
     let floor = compare_with(&FORWARD, rounds, batches);
     let off = compare(rounds, batches);

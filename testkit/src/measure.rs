@@ -1,7 +1,7 @@
 //! Measuring on a shared, noisy machine (benches): each thread's own CPU
-//! time, the process's CPU time, the median of paired rounds, and a start
-//! line that threads spin at so a timed window holds their work and not a
-//! sleeping barrier's wake-up.
+//! time, the process's CPU time, the median of paired rounds (and a runner
+//! of them, [`paired`]), and a start line that threads spin at so a timed
+//! window holds their work and not a sleeping barrier's wake-up.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -72,6 +72,57 @@ pub fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
+/// What [`paired`] measured: the medians of each side, and of the per-round
+/// ratios `b / a` with their quartiles.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Paired {
+    /// The median of `a`'s measurements.
+    pub a: f64,
+    /// The median of `b`'s measurements.
+    pub b: f64,
+    /// The median of the per-round ratios `b / a`.
+    pub ratio: f64,
+    /// The first and third quartile of the per-round ratios.
+    pub quartiles: (f64, f64),
+}
+
+/// Paired rounds of two variants of one measurement (each closure runs its
+/// variant once and returns what it measured, e.g. thread CPU ns): one run
+/// of each first as a warm-up, not kept; then `rounds` rounds of one run
+/// each, which goes first alternating, the ratio `b / a` taken per round.
+/// A neighbour's burst then slows both sides of a round alike, and the
+/// median of the ratios is what is compared.
+///
+/// # Panics
+///
+/// If `rounds` is 0.
+pub fn paired(rounds: usize, mut a: impl FnMut() -> f64, mut b: impl FnMut() -> f64) -> Paired {
+    assert!(rounds > 0, "paired rounds: none asked for");
+    a();
+    b();
+    let (mut xs, mut ys, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for r in 0..rounds {
+        let (x, y) = if r % 2 == 0 {
+            let x = a();
+            (x, b())
+        } else {
+            let y = b();
+            (a(), y)
+        };
+        xs.push(x);
+        ys.push(y);
+        ratios.push(y / x);
+    }
+    let ratio = median(&mut ratios);
+    let n = ratios.len();
+    Paired {
+        a: median(&mut xs),
+        b: median(&mut ys),
+        ratio,
+        quartiles: (ratios[n / 4], ratios[(3 * n) / 4]),
+    }
+}
+
 /// A start line for `n` threads: each calls [`StartLine::wait`], which
 /// returns once all `n` have arrived (spinning, not sleeping).
 #[derive(Debug)]
@@ -101,6 +152,33 @@ impl StartLine {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paired_rounds_alternate_after_a_warm_up() {
+        use std::cell::RefCell;
+        // Each side's n-th run measures n (its own count); `b` costs twice
+        // as much, so every round's ratio is 2.
+        let calls = RefCell::new(Vec::new());
+        let (mut na, mut nb) = (0.0, 0.0);
+        let p = paired(
+            4,
+            || {
+                calls.borrow_mut().push('a');
+                na += 1.0;
+                na
+            },
+            || {
+                calls.borrow_mut().push('b');
+                nb += 2.0;
+                nb
+            },
+        );
+        assert_eq!(calls.into_inner().iter().collect::<String>(), "ababbaabba");
+        assert_eq!(p.ratio, 2.0);
+        assert_eq!(p.quartiles, (2.0, 2.0));
+        // Runs 2..=5 of `a` measured 2..=5: the warm-up (1) is not kept.
+        assert_eq!((p.a, p.b), (4.0, 8.0));
+    }
 
     #[test]
     fn medians_and_clocks() {

@@ -61,12 +61,12 @@ impl<A> SamplingAllocator<A> {
         &self.inner
     }
 
-    /// Counts `size` bytes at `ptr`, and records a sample if they reach the
-    /// thread's countdown (`track`: a sample is tracked for leaks; false
-    /// for a block that is tracked already).
+    /// Counts `size` bytes at `ptr` (the mode counts), and records a sample
+    /// if they reach the thread's countdown (`track`: a sample is tracked
+    /// for leaks; false for a block that is tracked already).
     #[inline(always)]
     fn account(&self, ptr: *mut u8, size: usize, track: bool) {
-        if sampler::count(size) {
+        if sampler::count_down(size) {
             self.slow(ptr, size, track);
         }
     }
@@ -86,12 +86,63 @@ impl<A> SamplingAllocator<A> {
     }
 }
 
+impl<A: GlobalAlloc> SamplingAllocator<A> {
+    /// `dealloc` of a block whose leak-table bucket holds something: the
+    /// block is untracked if it is tracked, before the memory goes back
+    /// (then the address may be reused). Out of line, with the inner call:
+    /// the common path keeps nothing across a call.
+    ///
+    /// # Safety
+    ///
+    /// [`GlobalAlloc::dealloc`]'s.
+    #[inline(never)]
+    unsafe fn dealloc_watched(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.untrack(ptr.addr());
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.inner.dealloc(ptr, layout) }
+    }
+
+    /// `realloc` of a block whose leak-table bucket holds something: if
+    /// the block is tracked it stays tracked where it goes (its slot is
+    /// held meanwhile, and released if the inner allocator unwinds). Out of
+    /// line: only a free's bucket check is on the common path.
+    ///
+    /// # Safety
+    ///
+    /// [`GlobalAlloc::realloc`]'s.
+    #[inline(never)]
+    unsafe fn realloc_watched(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let moving = MoveGuard(LIVE.begin_move(ptr.addr()));
+        // SAFETY: the caller's contract, passed on.
+        let p = unsafe { self.inner.realloc(ptr, layout, new_size) };
+        let tracked = moving.0.is_some();
+        if let Some(m) = moving.defuse() {
+            super::moved(m, ptr, p, layout.size(), new_size);
+        }
+        if !p.is_null() && sampler::counting() {
+            // Its bytes are counted (and may be sampled) as an allocation.
+            self.account(p, new_size, !tracked);
+        }
+        p
+    }
+}
+
 // SAFETY: every method forwards to `A` with the caller's arguments and
 // returns its result unchanged; the bookkeeping around the calls never
 // touches the memory handed out.
+//
+// The common paths are a relaxed load and a branch before the inner call:
+// `alloc` reads the mode word (nothing counted: straight to `A`, nothing
+// kept across the call), `dealloc` the leak table's count (nothing tracked:
+// straight to `A`), `realloc` both. `#[inline]`: a caller through the
+// global allocator or a generic `A` sees `A`'s call and these checks only.
 unsafe impl<A: GlobalAlloc> GlobalAlloc for SamplingAllocator<A> {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if !sampler::counting() {
+            // SAFETY: the caller's contract, passed on.
+            return unsafe { self.inner.alloc(layout) };
+        }
         // SAFETY: the caller's contract, passed on.
         let p = unsafe { self.inner.alloc(layout) };
         if !p.is_null() {
@@ -102,6 +153,10 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for SamplingAllocator<A> {
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if !sampler::counting() {
+            // SAFETY: the caller's contract, passed on.
+            return unsafe { self.inner.alloc_zeroed(layout) };
+        }
         // SAFETY: the caller's contract, passed on.
         let p = unsafe { self.inner.alloc_zeroed(layout) };
         if !p.is_null() {
@@ -112,9 +167,11 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for SamplingAllocator<A> {
 
     #[inline]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // Before the memory goes back: then the address may be reused.
+        // Whatever the mode: a block sampled while counting is untracked
+        // at its free after counting stopped.
         if LIVE.may_track(ptr.addr()) {
-            LIVE.untrack(ptr.addr());
+            // SAFETY: the caller's contract, passed on.
+            return unsafe { self.dealloc_watched(ptr, layout) };
         }
         // SAFETY: the caller's contract, passed on.
         unsafe { self.inner.dealloc(ptr, layout) }
@@ -122,22 +179,19 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for SamplingAllocator<A> {
 
     #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // A tracked block stays tracked where it goes (its slot is held
-        // meanwhile, and released if the inner allocator unwinds).
-        let moving = MoveGuard(if LIVE.may_track(ptr.addr()) {
-            LIVE.begin_move(ptr.addr())
-        } else {
-            None
-        });
+        if LIVE.may_track(ptr.addr()) {
+            // SAFETY: the caller's contract, passed on.
+            return unsafe { self.realloc_watched(ptr, layout, new_size) };
+        }
+        if !sampler::counting() {
+            // SAFETY: the caller's contract, passed on.
+            return unsafe { self.inner.realloc(ptr, layout, new_size) };
+        }
         // SAFETY: the caller's contract, passed on.
         let p = unsafe { self.inner.realloc(ptr, layout, new_size) };
-        let tracked = moving.0.is_some();
-        if let Some(m) = moving.defuse() {
-            super::moved(m, ptr, p, layout.size(), new_size);
-        }
         if !p.is_null() {
             // Its bytes are counted (and may be sampled) as an allocation.
-            self.account(p, new_size, !tracked);
+            self.account(p, new_size, true);
         }
         p
     }

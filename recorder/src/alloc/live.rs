@@ -250,9 +250,8 @@ impl<const B: usize, const N: usize> LiveTable<B, N> {
         None
     }
 
-    /// Stops tracking `addr` (being freed); true if it was tracked. Out of
-    /// line: a free calls it only when [`may_track`](Self::may_track).
-    #[inline(never)]
+    /// Stops tracking `addr` (being freed); true if it was tracked. A free
+    /// calls it only when [`may_track`](Self::may_track).
     pub(super) fn untrack(&self, addr: usize) -> bool {
         let (_, words) = self.bucket(addr);
         for word in words {
@@ -299,9 +298,7 @@ impl<const B: usize, const N: usize> LiveTable<B, N> {
     }
 
     /// `realloc`, before the inner call: if `addr` is tracked, holds its
-    /// slot (no free can match it while the block moves). Out of line: the
-    /// allocation functions stay small.
-    #[inline(never)]
+    /// slot (no free can match it while the block moves).
     pub(super) fn begin_move(&self, addr: usize) -> Option<Moving> {
         let (base, words) = self.bucket(addr);
         for (i, word) in words.iter().enumerate() {

@@ -10,7 +10,7 @@
 //! allocates: a thread-local countdown is armed with an exponential draw of
 //! mean `M` bytes (a per-thread xorshift generator, seeded without
 //! allocating), every allocation subtracts its size, and the allocation
-//! that takes it to zero or below is a sample; the countdown is then armed
+//! that takes it below zero is a sample; the countdown is then armed
 //! again with a fresh draw (the process is memoryless, so the next point
 //! after the end of the sampled block is again exponential). An allocation
 //! of `s` bytes is therefore sampled with probability `p = 1 - exp(-s/M)`,
@@ -37,12 +37,14 @@
 //! While no recording asks for allocation samples, old object samples
 //! or allocation statistics, an allocation costs one relaxed load of a
 //! process-wide word and a branch, and nothing is counted. While one does,
-//! an allocation that is not sampled costs that, then a thread-local load,
-//! a subtraction, a store and a branch (no read-modify-write atomic, no
+//! an allocation that is not sampled costs that, then a subtraction from a
+//! thread-local and a branch on its sign (no read-modify-write atomic, no
 //! lock, no lazily initialised thread-local). A free costs one relaxed load
 //! while no sampled block is tracked; while some are, a look at its
 //! bucket's occupancy count, and at the bucket's cache line of the leak
-//! table ([`live`]) only if that is not 0. It touches no thread-local.
+//! table ([`live`]) only if that is not 0 (out of line). It touches no
+//! thread-local. A `realloc` makes the free's check, then the allocation's.
+//! Each check comes before the inner allocator's call.
 //!
 //! # The sampled path
 //!

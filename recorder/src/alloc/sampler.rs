@@ -13,7 +13,7 @@
 //! Invariant: while the mode is [`Mode::Counting`], `LEFT` is decremented
 //! by every byte the thread allocates through the wrapper, and `TOTAL +
 //! (ARMED - LEFT)` is the thread's byte count over the time it counted; a
-//! sample is taken exactly when `LEFT` reaches zero or below, and `LEFT` is
+//! sample is taken exactly when `LEFT` goes below zero, and `LEFT` is
 //! then re-armed with a fresh draw. (Pausing the countdown while off keeps
 //! the sampling points a Poisson process over the bytes counted.)
 
@@ -82,22 +82,28 @@ crate::sync::thread_local! {
 /// the slow path looks at the settings once per this many bytes per thread.
 pub(super) const OFF_CHECK_BYTES: i64 = 256 * 1024;
 
-/// The fast path: counts `size` bytes if the mode says so; true if this
-/// allocation is to be sampled (or the settings looked at): the caller
-/// then calls [`first_use`] and [`slow_path`]. Off: a compare of the mode
-/// word with zero and a branch. Counting: that, then one thread-local
-/// load, a subtraction, a store and a branch.
+/// The fast path's first look: false while nothing is counted (the mode
+/// is `Idle`), and the wrapper then calls the inner allocator and nothing
+/// else. One relaxed load of the mode word and a compare with zero.
 #[inline(always)]
-pub(super) fn count(size: usize) -> bool {
-    if MODE.0.load(Ordering::Relaxed) == Mode::Idle as usize {
-        return false;
-    }
-    // Counting, or no wrapper has allocated yet: then `LEFT` is still 0 and
-    // the slow path (`first_use`) is taken.
+pub(super) fn counting() -> bool {
+    MODE.0.load(Ordering::Relaxed) != Mode::Idle as usize
+}
+
+/// The countdown, once [`counting`] said yes: counts `size` bytes; true if
+/// this allocation is to be sampled (or the settings looked at): the
+/// caller then calls [`first_use`] and [`slow_path`]. A subtraction from
+/// a thread-local and a branch on its sign. (Also taken while no wrapper
+/// has allocated yet: then `LEFT` is still 0 and the slow path, through
+/// `first_use`, sets the mode to `Idle`.)
+#[inline(always)]
+pub(super) fn count_down(size: usize) -> bool {
     LEFT.with(|l| {
         let left = l.get().wrapping_sub(size as i64);
         l.set(left);
-        left <= 0
+        // Below zero, not "at or below": the subtraction's sign flag, so
+        // the compiler can subtract in memory and branch on it.
+        left < 0
     })
 }
 
@@ -117,7 +123,7 @@ pub(super) fn first_use() -> bool {
                     Ordering::Relaxed,
                 );
             }
-            // `LEFT` stays at or below 0: when counting starts, this
+            // `LEFT` stays below 0: when counting starts, this
             // thread's first allocation arms it.
             false
         }
@@ -144,7 +150,7 @@ pub(super) enum Decision {
 #[inline(never)]
 pub(super) fn slow_path(size: usize, mean: u64, published: Option<&AtomicU64>) -> Decision {
     if IN_SAMPLER.with(Cell::get) {
-        // Counted (LEFT stays at or below zero), looked at again by the
+        // Counted (LEFT stays below zero), looked at again by the
         // next allocation outside the sampler.
         return Decision::Skip;
     }
@@ -156,7 +162,7 @@ pub(super) fn slow_path(size: usize, mean: u64, published: Option<&AtomicU64>) -
         p.store(total, Ordering::Relaxed);
     }
     let drawn_with = MEAN.with(Cell::get);
-    let decision = if drawn_with != 0 && left <= 0 {
+    let decision = if drawn_with != 0 && left < 0 {
         Decision::Sample {
             weight: weight(size as u64, drawn_with),
         }
