@@ -33,6 +33,15 @@ pub trait Event {
     /// Writes the event's own fields, in declared order.
     fn write_fields(&self, w: &mut FieldWriter<'_>);
 
+    /// The most bytes [`write_fields`](Self::write_fields) writes, if that
+    /// is bounded: `#[derive(Event)]` sums its fields' kinds
+    /// ([`FieldKind::max_len`]); `None` (a string, or not declared) makes
+    /// the commit check room value by value. With a bound, the commit checks
+    /// the thread's block for room once for the whole record and encodes
+    /// it once.
+    #[doc(hidden)]
+    const FIELDS_MAX_LEN: Option<usize> = None;
+
     /// True if an event committed now would be written: lets a caller skip
     /// computing expensive fields. One load.
     #[inline]
@@ -44,12 +53,15 @@ pub trait Event {
     #[inline]
     fn commit(&self) {
         let ty = Self::event_type();
-        let Some(word) = ty.enabled_word() else {
-            return;
-        };
-        let now = word.ticks();
-        let duration = word.is_duration().then_some(0);
-        let _ = emit(ty, word, now, duration, &EventFields(self));
+        match ty.instant_word() {
+            // The common case, with every setting known from one compare:
+            // the rest of the path has no branch on the settings.
+            Ok(word) => {
+                let _ = emit(ty, word, word.ticks(), None, &EventFields(self));
+            }
+            Err(true) => {}
+            Err(false) => commit_general(self),
+        }
     }
 
     /// Starts timing a duration event; see [`Timer`].
@@ -141,6 +153,20 @@ impl<E: Event> Drop for DurationGuard<E> {
     }
 }
 
+/// [`Event::commit`] of a type that is not registered yet, captures stack
+/// traces, is a duration type, or whose clock is not the TSC: out of line,
+/// so the common path inlined at every call site stays short.
+#[inline(never)]
+fn commit_general<E: Event + ?Sized>(event: &E) {
+    let ty = E::event_type();
+    let Some(word) = ty.enabled_word() else {
+        return;
+    };
+    let now = word.ticks();
+    let duration = word.is_duration().then_some(0);
+    let _ = emit(ty, word, now, duration, &EventFields(event));
+}
+
 /// Commits a duration event from `start` to `end` (ticks), applying the
 /// threshold.
 #[inline]
@@ -166,6 +192,10 @@ pub(crate) trait Fields {
     /// none of it is committed (a writer that checks values as it goes,
     /// see `EventType::commit_fields`); every other writer returns true.
     fn write(&self, w: &mut FieldWriter<'_>) -> bool;
+
+    /// The most bytes `write` writes, if bounded (see
+    /// [`Event::FIELDS_MAX_LEN`]).
+    const MAX_LEN: Option<usize> = None;
 }
 
 impl<F: Fn(&mut FieldWriter<'_>)> Fields for F {
@@ -180,6 +210,8 @@ impl<F: Fn(&mut FieldWriter<'_>)> Fields for F {
 struct EventFields<'a, E: ?Sized>(&'a E);
 
 impl<E: Event + ?Sized> Fields for EventFields<'_, E> {
+    const MAX_LEN: Option<usize> = E::FIELDS_MAX_LEN;
+
     #[inline(always)]
     fn write(&self, w: &mut FieldWriter<'_>) -> bool {
         self.0.write_fields(w);
@@ -276,7 +308,18 @@ struct EventRecord<'a, F: ?Sized> {
     fields: &'a F,
 }
 
+/// The most bytes of a record besides its fields: the header (size slot
+/// and a type id of up to nine bytes), the start time (nine), a duration
+/// (nine), the thread and stack-trace keys (nine each), and one more byte
+/// of size for a record over 127 bytes.
+const RECORD_OVERHEAD: usize = 1 + 9 + 9 + 9 + 2 * 9 + 1;
+
 impl<F: Fields + ?Sized> Encode for EventRecord<'_, F> {
+    const MAX_LEN: Option<usize> = match F::MAX_LEN {
+        Some(n) => Some(n + RECORD_OVERHEAD),
+        None => None,
+    };
+
     #[inline(always)]
     fn encode(&self, buf: &mut [u8], epoch: u64) -> Option<usize> {
         let mut w = FieldWriter {

@@ -22,7 +22,9 @@
 //! exactly one well-formed record (`size:varint typeId:varint payload`, with
 //! `size` counting itself), and no byte at or past `buf.len()` was touched.
 
-use chunk_writer::encode::{MAX_VARINT_LEN, Sink, encode_varint, encode_varint_fixed9};
+use chunk_writer::encode::{
+    MAX_VARINT_LEN, Sink, encode_varint, encode_varint_fixed9, varint_fixed9_parts,
+};
 use chunk_writer::record::frame_large;
 
 /// Free bytes that make a fixed-size write unchecked. Covers the widest such
@@ -150,14 +152,20 @@ impl<'a> RecordSink<'a> {
     /// 2^56 after some 300 days of uptime, so eight bytes would not).
     #[inline(always)]
     pub(crate) fn put_start(&mut self, v: u64) {
-        let nine = encode_varint_fixed9(v);
         if self.pos < self.fast_below {
+            // The word and the ninth byte straight from registers: a
+            // `[u8; 9]` would be built on the stack and copied.
+            let (low, top) = varint_fixed9_parts(v);
             // SAFETY: `pos < fast_below` leaves SLACK ≥ MAX_VARINT_LEN bytes
             // at `pos` (see `fast_below`).
-            unsafe { *self.nine_at_pos() = nine };
+            unsafe {
+                let at = self.buf.as_mut_ptr().add(self.pos);
+                at.cast::<[u8; 8]>().write_unaligned(low.to_le_bytes());
+                *at.add(8) = top;
+            }
             self.pos += MAX_VARINT_LEN;
         } else {
-            self.put_slice_checked(&nine);
+            self.put_slice_checked(&encode_varint_fixed9(v));
         }
     }
 
@@ -318,6 +326,19 @@ impl Sink for RecordSink<'_> {
                 // SAFETY: as in `put_u8`.
                 unsafe { *self.buf.get_unchecked_mut(self.pos) = v as u8 };
                 self.pos += 1;
+            } else if v < 0x4000 {
+                // Two bytes (counts, sizes, small ids): one shift and two
+                // ors, where the general form spreads all eight groups.
+                let two = (v & 0x7f | 0x80 | (v >> 7) << 8) as u16;
+                // SAFETY: `pos < fast_below` leaves SLACK ≥ 2 bytes at `pos`.
+                unsafe {
+                    self.buf
+                        .as_mut_ptr()
+                        .add(self.pos)
+                        .cast::<[u8; 2]>()
+                        .write_unaligned(two.to_le_bytes())
+                };
+                self.pos += 2;
             } else {
                 // SAFETY: `pos < fast_below` leaves SLACK ≥ 9 bytes at `pos`.
                 let dst = unsafe { self.nine_at_pos() };
