@@ -14,6 +14,13 @@
 //! section := 0                  (Release store)
 //! ```
 //!
+//! A record whose largest encoding is known (`Encode::MAX_LEN`, a derived
+//! event's) is written after one check that the block is of the loaded
+//! epoch and has that many bytes free; otherwise a cold call seals the
+//! block and takes a fresh one, and the record is encoded once, into
+//! whichever block it got. A record without a bound is encoded into the
+//! current block and, if it did not fit, once more into a fresh one.
+//!
 //! No lock and no read-modify-write atomic. The rotating thread flips the
 //! epoch, issues `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` (an
 //! asymmetric fence: every running thread executes a full barrier), then

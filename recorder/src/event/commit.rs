@@ -2,13 +2,20 @@
 //! the one emit function every path goes through.
 //!
 //! The hot path of a committed instant event is: one load of the type's
-//! settings word (which also says whether the type has a duration and
-//! whether the clock is the TSC), one clock read, a TLS load, the write
-//! section (two stores of the thread's own word and one load of the epoch)
-//! and the encoding into the thread's block; no lock, no read-modify-write
-//! atomic, no allocation. Whatever is rare (a stack trace, keys too large to
-//! pre-encode, a full block) is out of line, so it is neither inlined into
-//! nor speculated on by every commit.
+//! settings word and one mask-and-compare of it (registered, enabled, clock
+//! the TSC, no stack trace, not a duration type: then nothing later
+//! branches on a setting), `rdtsc`, a TLS load, the write section (two
+//! stores of the thread's own word and one load of the epoch), one check
+//! that the thread's block is of this epoch and has room for the record's
+//! largest encoding (a derived event's bound is a constant), the record's
+//! stores, and the Release store of `committed`; no lock, no
+//! read-modify-write atomic, no allocation. [`Event::commit`] is inlined
+//! whole into its caller (`#[inline(always)]`: the fields stay in
+//! registers, and the call's register saves are gone, at some 1.8 KB of
+//! code per call site). Whatever is rare (another setting, a stack trace,
+//! keys too large to pre-encode, a full block, a value that does not fit)
+//! is out of line, so it is neither inlined into nor speculated on by
+//! every commit.
 
 use std::marker::PhantomData;
 
@@ -50,7 +57,7 @@ pub trait Event {
     }
 
     /// Commits the event as happening now (a duration event gets duration 0).
-    #[inline]
+    #[inline(always)]
     fn commit(&self) {
         let ty = Self::event_type();
         match ty.instant_word() {

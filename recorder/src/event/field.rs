@@ -420,3 +420,58 @@ impl FieldValue for SystemTime {
         w.int(ms);
     }
 }
+
+#[cfg(all(test, not(flightrec_loom)))]
+mod tests {
+    use super::*;
+
+    /// Bytes `v` takes in a record, written through the commit path's sink.
+    fn written<T: FieldValue + ?Sized>(v: &T) -> usize {
+        let mut buf = [0u8; 64];
+        let mut w = FieldWriter {
+            enc: RecordSink::begin(&mut buf, Err(1)),
+            epoch: 0,
+            own_thread: 0,
+        };
+        let before = w.enc.position();
+        v.write(&mut w);
+        w.enc.position() - before
+    }
+
+    /// `max_len` is what a derived event reserves room by: no value of a
+    /// kind may take more, and the widest value of most kinds takes exactly
+    /// that (`u16` and `u32` are varints whose kinds allow nine bytes).
+    #[test]
+    fn max_len_is_the_widest_value_of_each_kind() {
+        let widest: [(usize, FieldKind, bool); 13] = [
+            (written(&true), bool::KIND, true),
+            (written(&'\u{FFFF}'), char::KIND, true),
+            (written(&i8::MIN), i8::KIND, true),
+            (written(&i16::MIN), i16::KIND, true),
+            (written(&i32::MIN), i32::KIND, true),
+            (written(&i64::MIN), i64::KIND, true),
+            (written(&u8::MAX), u8::KIND, true),
+            (written(&u16::MAX), u16::KIND, false),
+            (written(&u32::MAX), u32::KIND, false),
+            (written(&u64::MAX), u64::KIND, true),
+            (written(&f32::MAX), f32::KIND, true),
+            (written(&f64::MAX), f64::KIND, true),
+            (written(&Duration::MAX), Duration::KIND, true),
+        ];
+        for (n, kind, exact) in widest {
+            let max = kind.max_len().expect("bounded");
+            assert!(n <= max, "{kind:?}: {n} > {max}");
+            assert!(!exact || n == max, "{kind:?}: {n} < {max}");
+        }
+        // A string has no bound.
+        assert_eq!(FieldKind::String.max_len(), None);
+        assert_eq!(
+            FieldKind::max_len_of(&[FieldKind::U64, FieldKind::F64, FieldKind::Bool]),
+            Some(18)
+        );
+        assert_eq!(
+            FieldKind::max_len_of(&[FieldKind::U64, FieldKind::String]),
+            None
+        );
+    }
+}

@@ -131,8 +131,7 @@ impl<'a> RecordSink<'a> {
         match header {
             Ok(h) => sink.put_packed(h),
             Err(type_id) => {
-                sink.put_u8(0);
-                sink.put_varint(type_id);
+                sink.pos = write_varints_checked(sink.buf, 0, &[0, type_id]).unwrap_or(OVERFLOWED);
             }
         }
         sink
@@ -165,7 +164,7 @@ impl<'a> RecordSink<'a> {
             }
             self.pos += MAX_VARINT_LEN;
         } else {
-            self.put_slice_checked(&encode_varint_fixed9(v));
+            self.pos = write_start_checked(self.buf, self.pos, v).unwrap_or(OVERFLOWED);
         }
     }
 
@@ -176,8 +175,7 @@ impl<'a> RecordSink<'a> {
     pub(crate) fn put_varints_cold(&mut self, values: [u64; 2]) {
         // By value, one register each: a reference would make the caller
         // keep the values in memory on its hot path too.
-        self.pos =
-            write_varints_checked(self.buf, self.pos, values[0], values[1]).unwrap_or(OVERFLOWED);
+        self.pos = write_varints_checked(self.buf, self.pos, &values).unwrap_or(OVERFLOWED);
     }
 
     /// Writes the first `len` (at most eight) of `bytes`: one word store on
@@ -276,12 +274,20 @@ fn write_word_checked(buf: &mut [u8], pos: usize, word: u64, len: usize) -> Opti
     write_checked(buf, pos, word.to_le_bytes().get(..len)?)
 }
 
-/// Writes `a` and `b` as varints at `pos` if both fit; the position after
-/// them.
+/// Writes the start time `v` (nine bytes, see `put_start`) at `pos` if it
+/// fits; the position after it.
 #[cold]
 #[inline(never)]
-fn write_varints_checked(buf: &mut [u8], mut pos: usize, a: u64, b: u64) -> Option<usize> {
-    for v in [a, b] {
+fn write_start_checked(buf: &mut [u8], pos: usize, v: u64) -> Option<usize> {
+    write_checked(buf, pos, &encode_varint_fixed9(v))
+}
+
+/// Writes `values` as varints at `pos` if all fit; the position after
+/// them. Takes a slice: the callers' arrays are built on their cold paths.
+#[cold]
+#[inline(never)]
+fn write_varints_checked(buf: &mut [u8], mut pos: usize, values: &[u64]) -> Option<usize> {
+    for &v in values {
         let mut tmp = [0u8; MAX_VARINT_LEN];
         let n = encode_varint(v, &mut tmp);
         pos = write_checked(buf, pos, &tmp[..n])?;
@@ -315,7 +321,7 @@ impl Sink for RecordSink<'_> {
             unsafe { *self.buf.get_unchecked_mut(self.pos) = v };
             self.pos += 1;
         } else {
-            self.put_slice_checked(&[v]);
+            self.pos = write_word_checked(self.buf, self.pos, u64::from(v), 1).unwrap_or(OVERFLOWED);
         }
     }
 
@@ -345,9 +351,8 @@ impl Sink for RecordSink<'_> {
                 self.pos += encode_varint(v, dst);
             }
         } else {
-            let mut tmp = [0u8; MAX_VARINT_LEN];
-            let n = encode_varint(v, &mut tmp);
-            self.put_slice_checked(&tmp[..n]);
+            // The value's encoding too is on the cold side: one call here.
+            self.pos = write_varints_checked(self.buf, self.pos, &[v]).unwrap_or(OVERFLOWED);
         }
     }
 
