@@ -321,7 +321,8 @@ impl Sink for RecordSink<'_> {
             unsafe { *self.buf.get_unchecked_mut(self.pos) = v };
             self.pos += 1;
         } else {
-            self.pos = write_word_checked(self.buf, self.pos, u64::from(v), 1).unwrap_or(OVERFLOWED);
+            self.pos =
+                write_word_checked(self.buf, self.pos, u64::from(v), 1).unwrap_or(OVERFLOWED);
         }
     }
 
