@@ -353,10 +353,19 @@ const fn spread7(v: u64) -> u64 {
 /// ```
 #[inline(always)]
 pub fn encode_varint_fixed9(v: u64) -> [u8; MAX_VARINT_LEN] {
+    let (low, top) = varint_fixed9_parts(v);
     let mut out = [0u8; MAX_VARINT_LEN];
-    out[..8].copy_from_slice(&(spread7(v) | 0x8080_8080_8080_8080).to_le_bytes());
-    out[8] = (v >> 56) as u8;
+    out[..8].copy_from_slice(&low.to_le_bytes());
+    out[8] = top;
     out
+}
+
+/// [`encode_varint_fixed9`] as two values a writer stores directly: the
+/// first eight bytes as a little-endian word, and the ninth byte. A
+/// nine-byte array would go through memory before it is copied.
+#[inline(always)]
+pub const fn varint_fixed9_parts(v: u64) -> (u64, u8) {
+    (spread7(v) | 0x8080_8080_8080_8080, (v >> 56) as u8)
 }
 
 /// `varint_len` of a value with `i` leading zeros (values below 2^56).

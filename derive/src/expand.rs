@@ -10,6 +10,8 @@
 //!         static TYPE: P::EventType = P::EventType::new(&INFO);
 //!         &TYPE
 //!     }
+//!     // The most bytes the fields take, from their kinds (`None`: a string).
+//!     const FIELDS_MAX_LEN: Option<usize> = P::FieldKind::max_len_of(&[<u64 as P::FieldValue>::KIND, ..]);
 //!     fn write_fields(&self, w: &mut P::FieldWriter<'_>) {
 //!         <&'a str as P::FieldValue>::write(&self.path, w); // per recorded field
 //!     }
@@ -268,6 +270,10 @@ fn generate(input: &DeriveInput, c: &ContainerAttrs, fields: &[RecordedField<'_>
         let (ident, ty) = (f.ident, f.ty);
         quote_spanned!(ty.span()=> <#ty as #p::FieldValue>::write(&self.#ident, w);)
     });
+    let kinds = fields.iter().map(|f| {
+        let ty = f.ty;
+        quote_spanned!(ty.span()=> <#ty as #p::FieldValue>::KIND)
+    });
     let w = if fields.is_empty() {
         format_ident!("_w")
     } else {
@@ -277,6 +283,9 @@ fn generate(input: &DeriveInput, c: &ContainerAttrs, fields: &[RecordedField<'_>
     quote! {
         #[automatically_derived]
         impl #impl_generics #p::Event for #ident #ty_generics #where_clause {
+            const FIELDS_MAX_LEN: ::core::option::Option<usize> =
+                #p::FieldKind::max_len_of(&[#(#kinds),*]);
+
             #[inline]
             fn event_type() -> &'static #p::EventType {
                 #(#checks)*

@@ -275,3 +275,12 @@ fn rename_skip_and_raw_identifiers() {
     assert_eq!(names(info), ["bytesRead", "elapsed", "type"]);
     assert_eq!(field(info, "bytesRead").content, Some(ContentType::Bytes));
 }
+
+#[test]
+fn record_bound_sums_the_recorded_fields_kinds() {
+    // u64 (9) ; Renamed: u64 (9), Duration as i64 (9), u8 (1), the skipped
+    // Vec not counted; a string field makes the record unbounded.
+    assert_eq!(Tick::FIELDS_MAX_LEN, Some(9));
+    assert_eq!(Renamed::FIELDS_MAX_LEN, Some(19));
+    assert_eq!(Kinds::FIELDS_MAX_LEN, None);
+}

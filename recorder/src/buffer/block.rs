@@ -131,7 +131,39 @@ impl Block {
         record: &E,
         epoch: u64,
     ) -> Option<usize> {
-        let word = self.committed.load(Ordering::Relaxed);
+        let word = self.committed_word();
+        // SAFETY: the caller's guarantees, and `word` was just loaded.
+        unsafe { self.write_at(word, record, epoch) }
+    }
+
+    /// The `committed` word as the owner sees it (its own last store), for
+    /// [`free_in`](Self::free_in) and [`write_at`](Self::write_at).
+    #[inline(always)]
+    pub(crate) fn committed_word(&self) -> u64 {
+        self.committed.load(Ordering::Relaxed)
+    }
+
+    /// Free bytes above the position in `word`, a
+    /// [`committed_word`](Self::committed_word) of this block.
+    #[inline(always)]
+    pub(crate) fn free_in(&self, word: u64) -> usize {
+        self.capacity() - (word & POS_MASK) as usize
+    }
+
+    /// [`write_with`](Self::write_with) with `committed` already loaded
+    /// (`word`), so a writer that checked the free space first loads it once.
+    ///
+    /// # Safety
+    ///
+    /// As for `write_with`, and `word` is this block's `committed` word as
+    /// the owner last loaded it (only the owner changes it).
+    #[inline(always)]
+    pub(crate) unsafe fn write_at<E: Encode + ?Sized>(
+        &self,
+        word: u64,
+        record: &E,
+        epoch: u64,
+    ) -> Option<usize> {
         let pos = (word & POS_MASK) as usize;
         debug_assert!(pos <= self.capacity());
         let free = self.capacity() - pos;

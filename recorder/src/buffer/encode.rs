@@ -17,6 +17,11 @@ pub(crate) trait Encode {
     /// `epoch`: the constants it references other than the writer's own
     /// thread are tagged with `epoch` (see the module docs).
     fn encode(&self, buf: &mut [u8], epoch: u64) -> Option<usize>;
+
+    /// The longest record `encode` writes, if bounded: with a bound, the
+    /// writer checks its block for room once, before encoding, and encodes
+    /// the record exactly once (see [`crate::buffer::slot`]).
+    const MAX_LEN: Option<usize> = None;
 }
 
 impl<F: Fn(&mut [u8]) -> Option<usize>> Encode for F {

@@ -14,6 +14,13 @@
 //! section := 0                  (Release store)
 //! ```
 //!
+//! A record whose largest encoding is known (`Encode::MAX_LEN`, a derived
+//! event's) is written after one check that the block is of the loaded
+//! epoch and has that many bytes free; otherwise a cold call seals the
+//! block and takes a fresh one, and the record is encoded once, into
+//! whichever block it got. A record without a bound is encoded into the
+//! current block and, if it did not fit, once more into a fresh one.
+//!
 //! No lock and no read-modify-write atomic. The rotating thread flips the
 //! epoch, issues `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` (an
 //! asymmetric fence: every running thread executes a full barrier), then
@@ -89,6 +96,11 @@ pub(crate) struct ThreadSlot {
     stack_key: AtomicU64,
     stack_epoch: AtomicU64,
 }
+
+/// The largest bound (`Encode::MAX_LEN`) that takes the bounded write: a
+/// block that has fewer bytes left than a record's bound is sealed, so a
+/// larger bound would leave more of each block unused.
+const BOUNDED_RECORD: usize = 256;
 
 /// Skips the section's stack tag: the loom negative control
 /// `--cfg flightrec_loom_weaken="skip_stack_tag"` (see `loom-tests/`).
@@ -240,15 +252,108 @@ impl ThreadSlot {
         result
     }
 
-    /// The common path is straight-line: the current block is of this
-    /// epoch and has room, the record is encoded into it, done. Otherwise
-    /// a cold call swaps blocks and the record is encoded once more into
-    /// the fresh block, by a second inlined copy of the encoder: the cold
-    /// path never sees the record, so the record's fields stay in
-    /// registers, and no retry loop makes the compiler hoist (and spill)
-    /// the fields' encodings ahead of the first attempt.
+    /// Encodes `record` into the owner's block of `epoch`: for a record of
+    /// bounded size, [`write_bounded`](Self::write_bounded); otherwise
+    /// [`write_unbounded`](Self::write_unbounded). The choice is made at
+    /// compile time.
     #[inline(always)]
-    fn write(
+    fn write<R: Encode>(
+        &self,
+        epoch: u64,
+        epoch_word: &AtomicU64,
+        pool: &BufferPool,
+        losses: &Losses,
+        record: &R,
+    ) -> Emitted {
+        match R::MAX_LEN {
+            Some(max) if max <= BOUNDED_RECORD => {
+                self.write_bounded(max, epoch, epoch_word, pool, losses, record)
+            }
+            _ => self.write_unbounded(epoch, epoch_word, pool, losses, record),
+        }
+    }
+
+    /// A record of at most `max` bytes: the current block is used if it is
+    /// of this epoch and has `max` bytes free, else a cold call finds the
+    /// block to use; then the record is encoded once, by the one inlined
+    /// copy of the encoder. The cold call never sees the record, so its
+    /// fields stay in registers, and there is nothing to retry: the record
+    /// cannot outgrow the room checked (an encoder that overshoots its
+    /// bound is dropped as too large).
+    #[inline(always)]
+    fn write_bounded(
+        &self,
+        max: usize,
+        epoch: u64,
+        epoch_word: &AtomicU64,
+        pool: &BufferPool,
+        losses: &Losses,
+        record: &impl Encode,
+    ) -> Emitted {
+        let current = self.current.load(Ordering::Relaxed);
+        let mut block = current;
+        let mut word = 0;
+        let ptr = BlockPtr(current);
+        let ready = !current.is_null() && {
+            let b = ptr.get();
+            b.epoch() == epoch && {
+                word = b.committed_word();
+                b.free_in(word) >= max
+            }
+        };
+        if !ready {
+            block = self.block_with_room(current, max, epoch, epoch_word, pool);
+            if block.is_null() {
+                return dropped(losses, LossCause::PoolExhausted);
+            }
+            word = BlockPtr(block).get().committed_word();
+        }
+        // SAFETY: this thread owns `block` (the slot's current block, or
+        // one `block_with_room` published as such), `word` is its
+        // `committed` as loaded by this thread, and the section guard rules
+        // out reentrancy.
+        match unsafe { BlockPtr(block).get().write_at(word, record, epoch) } {
+            Some(n) => Emitted::Written(n),
+            // Larger than a whole empty block, or over its bound.
+            None => dropped(losses, LossCause::TooLarge),
+        }
+    }
+
+    /// The block a record of at most `max` bytes goes to when the current
+    /// one is missing, of an older epoch, or short of `max` bytes: the
+    /// current block if it is of this epoch and empty (a block smaller than
+    /// `max` still takes records that fit), else a fresh one (null if the
+    /// pool is exhausted).
+    #[cold]
+    #[inline(never)]
+    fn block_with_room(
+        &self,
+        current: *mut Block,
+        max: usize,
+        epoch: u64,
+        epoch_word: &AtomicU64,
+        pool: &BufferPool,
+    ) -> *mut Block {
+        let ptr = BlockPtr(current);
+        if !current.is_null() {
+            let b = ptr.get();
+            if b.epoch() == epoch && b.free_in(b.committed_word()) == b.capacity() {
+                debug_assert!(b.capacity() < max);
+                return current;
+            }
+        }
+        self.fresh_block(epoch, epoch_word, pool)
+    }
+
+    /// A record without a bound. The common path is straight-line: the
+    /// current block is of this epoch and has room, the record is encoded
+    /// into it, done. Otherwise a cold call swaps blocks and the record is
+    /// encoded once more into the fresh block, by a second inlined copy of
+    /// the encoder: the cold path never sees the record, so the record's
+    /// fields stay in registers, and no retry loop makes the compiler hoist
+    /// (and spill) the fields' encodings ahead of the first attempt.
+    #[inline(always)]
+    fn write_unbounded(
         &self,
         epoch: u64,
         epoch_word: &AtomicU64,

@@ -182,6 +182,21 @@ impl EventType {
         EnabledWord::new(w)
     }
 
+    /// The settings word, for [`Event::commit`](crate::Event::commit):
+    /// `Ok` if an instant event of the type takes the shortest path (see
+    /// [`EnabledWord::instant`]); `Err(true)` if it is registered and
+    /// disabled; `Err(false)` for everything else (registration, a stack
+    /// trace, a duration type, a clock other than the TSC), which
+    /// [`enabled_word`](Self::enabled_word) sorts out. One load.
+    #[inline(always)]
+    pub(crate) fn instant_word(&'static self) -> Result<EnabledWord, bool> {
+        let w = self.word.load(Ordering::Acquire);
+        match EnabledWord::instant(w) {
+            Some(word) => Ok(word),
+            None => Err(w & (settings::REGISTERED | settings::ENABLED) == settings::REGISTERED),
+        }
+    }
+
     /// The JFR type id (0 before registration).
     #[inline]
     pub(crate) fn id(&self) -> TypeId {

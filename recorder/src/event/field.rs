@@ -6,7 +6,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use chunk_writer::encode::Sink;
+use chunk_writer::encode::{MAX_VARINT_LEN, Sink};
 use chunk_writer::schema::{Annotation, DataAmountUnit, TimespanUnit, TimestampUnit};
 use chunk_writer::types::TypeId;
 
@@ -74,6 +74,44 @@ impl FieldKind {
     /// True for the unsigned integer kinds (annotated `@Unsigned`).
     pub const fn is_unsigned(self) -> bool {
         matches!(self, Self::U8 | Self::U16 | Self::U32 | Self::U64)
+    }
+
+    /// The most bytes a value of this kind takes in a record: a varint is
+    /// at most nine, a `byte` or `boolean` one, a `char` (one UTF-16 unit,
+    /// a varint) three; `None` for a string, which has no bound.
+    pub const fn max_len(self) -> Option<usize> {
+        match self {
+            Self::Bool | Self::I8 | Self::U8 => Some(1),
+            Self::Char => Some(3),
+            Self::F32 => Some(4),
+            Self::F64 => Some(8),
+            Self::I16
+            | Self::I32
+            | Self::I64
+            | Self::U16
+            | Self::U32
+            | Self::U64
+            | Self::Thread
+            | Self::StackTrace => Some(MAX_VARINT_LEN),
+            Self::String => None,
+        }
+    }
+
+    /// The most bytes values of `kinds` take together (`None` if one of
+    /// them is unbounded): what `#[derive(Event)]` declares as
+    /// [`Event::FIELDS_MAX_LEN`](crate::Event::FIELDS_MAX_LEN).
+    #[doc(hidden)]
+    pub const fn max_len_of(kinds: &[FieldKind]) -> Option<usize> {
+        let mut total = 0;
+        let mut i = 0;
+        while i < kinds.len() {
+            match kinds[i].max_len() {
+                Some(n) => total += n,
+                None => return None,
+            }
+            i += 1;
+        }
+        Some(total)
     }
 
     /// True for integer kinds.
@@ -263,6 +301,11 @@ fn retag_stack(key: u64, epoch: u64) -> u64 {
 }
 
 /// A Rust value that can be an event field.
+///
+/// `write` writes exactly one value of kind `KIND`: a derived event's commit
+/// reserves room for its record from its fields' kinds
+/// ([`FieldKind::max_len`]), and a record that outgrows the room it
+/// reserved is dropped and counted as too large.
 pub trait FieldValue {
     /// The JFR kind of the field.
     const KIND: FieldKind;
@@ -375,5 +418,60 @@ impl FieldValue for SystemTime {
             Err(e) => -i64::try_from(e.duration().as_millis()).unwrap_or(i64::MAX),
         };
         w.int(ms);
+    }
+}
+
+#[cfg(all(test, not(flightrec_loom)))]
+mod tests {
+    use super::*;
+
+    /// Bytes `v` takes in a record, written through the commit path's sink.
+    fn written<T: FieldValue + ?Sized>(v: &T) -> usize {
+        let mut buf = [0u8; 64];
+        let mut w = FieldWriter {
+            enc: RecordSink::begin(&mut buf, Err(1)),
+            epoch: 0,
+            own_thread: 0,
+        };
+        let before = w.enc.position();
+        v.write(&mut w);
+        w.enc.position() - before
+    }
+
+    /// `max_len` is what a derived event reserves room by: no value of a
+    /// kind may take more, and the widest value of most kinds takes exactly
+    /// that (`u16` and `u32` are varints whose kinds allow nine bytes).
+    #[test]
+    fn max_len_is_the_widest_value_of_each_kind() {
+        let widest: [(usize, FieldKind, bool); 13] = [
+            (written(&true), bool::KIND, true),
+            (written(&'\u{FFFF}'), char::KIND, true),
+            (written(&i8::MIN), i8::KIND, true),
+            (written(&i16::MIN), i16::KIND, true),
+            (written(&i32::MIN), i32::KIND, true),
+            (written(&i64::MIN), i64::KIND, true),
+            (written(&u8::MAX), u8::KIND, true),
+            (written(&u16::MAX), u16::KIND, false),
+            (written(&u32::MAX), u32::KIND, false),
+            (written(&u64::MAX), u64::KIND, true),
+            (written(&f32::MAX), f32::KIND, true),
+            (written(&f64::MAX), f64::KIND, true),
+            (written(&Duration::MAX), Duration::KIND, true),
+        ];
+        for (n, kind, exact) in widest {
+            let max = kind.max_len().expect("bounded");
+            assert!(n <= max, "{kind:?}: {n} > {max}");
+            assert!(!exact || n == max, "{kind:?}: {n} < {max}");
+        }
+        // A string has no bound.
+        assert_eq!(FieldKind::String.max_len(), None);
+        assert_eq!(
+            FieldKind::max_len_of(&[FieldKind::U64, FieldKind::F64, FieldKind::Bool]),
+            Some(18)
+        );
+        assert_eq!(
+            FieldKind::max_len_of(&[FieldKind::U64, FieldKind::String]),
+            None
+        );
     }
 }

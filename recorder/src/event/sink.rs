@@ -22,7 +22,9 @@
 //! exactly one well-formed record (`size:varint typeId:varint payload`, with
 //! `size` counting itself), and no byte at or past `buf.len()` was touched.
 
-use chunk_writer::encode::{MAX_VARINT_LEN, Sink, encode_varint, encode_varint_fixed9};
+use chunk_writer::encode::{
+    MAX_VARINT_LEN, Sink, encode_varint, encode_varint_fixed9, varint_fixed9_parts,
+};
 use chunk_writer::record::frame_large;
 
 /// Free bytes that make a fixed-size write unchecked. Covers the widest such
@@ -129,8 +131,7 @@ impl<'a> RecordSink<'a> {
         match header {
             Ok(h) => sink.put_packed(h),
             Err(type_id) => {
-                sink.put_u8(0);
-                sink.put_varint(type_id);
+                sink.pos = write_varints_checked(sink.buf, 0, &[0, type_id]).unwrap_or(OVERFLOWED);
             }
         }
         sink
@@ -150,14 +151,20 @@ impl<'a> RecordSink<'a> {
     /// 2^56 after some 300 days of uptime, so eight bytes would not).
     #[inline(always)]
     pub(crate) fn put_start(&mut self, v: u64) {
-        let nine = encode_varint_fixed9(v);
         if self.pos < self.fast_below {
+            // The word and the ninth byte straight from registers: a
+            // `[u8; 9]` would be built on the stack and copied.
+            let (low, top) = varint_fixed9_parts(v);
             // SAFETY: `pos < fast_below` leaves SLACK ≥ MAX_VARINT_LEN bytes
             // at `pos` (see `fast_below`).
-            unsafe { *self.nine_at_pos() = nine };
+            unsafe {
+                let at = self.buf.as_mut_ptr().add(self.pos);
+                at.cast::<[u8; 8]>().write_unaligned(low.to_le_bytes());
+                *at.add(8) = top;
+            }
             self.pos += MAX_VARINT_LEN;
         } else {
-            self.put_slice_checked(&nine);
+            self.pos = write_start_checked(self.buf, self.pos, v).unwrap_or(OVERFLOWED);
         }
     }
 
@@ -168,8 +175,7 @@ impl<'a> RecordSink<'a> {
     pub(crate) fn put_varints_cold(&mut self, values: [u64; 2]) {
         // By value, one register each: a reference would make the caller
         // keep the values in memory on its hot path too.
-        self.pos =
-            write_varints_checked(self.buf, self.pos, values[0], values[1]).unwrap_or(OVERFLOWED);
+        self.pos = write_varints_checked(self.buf, self.pos, &values).unwrap_or(OVERFLOWED);
     }
 
     /// Writes the first `len` (at most eight) of `bytes`: one word store on
@@ -268,12 +274,20 @@ fn write_word_checked(buf: &mut [u8], pos: usize, word: u64, len: usize) -> Opti
     write_checked(buf, pos, word.to_le_bytes().get(..len)?)
 }
 
-/// Writes `a` and `b` as varints at `pos` if both fit; the position after
-/// them.
+/// Writes the start time `v` (nine bytes, see `put_start`) at `pos` if it
+/// fits; the position after it.
 #[cold]
 #[inline(never)]
-fn write_varints_checked(buf: &mut [u8], mut pos: usize, a: u64, b: u64) -> Option<usize> {
-    for v in [a, b] {
+fn write_start_checked(buf: &mut [u8], pos: usize, v: u64) -> Option<usize> {
+    write_checked(buf, pos, &encode_varint_fixed9(v))
+}
+
+/// Writes `values` as varints at `pos` if all fit; the position after
+/// them. Takes a slice: the callers' arrays are built on their cold paths.
+#[cold]
+#[inline(never)]
+fn write_varints_checked(buf: &mut [u8], mut pos: usize, values: &[u64]) -> Option<usize> {
+    for &v in values {
         let mut tmp = [0u8; MAX_VARINT_LEN];
         let n = encode_varint(v, &mut tmp);
         pos = write_checked(buf, pos, &tmp[..n])?;
@@ -307,7 +321,8 @@ impl Sink for RecordSink<'_> {
             unsafe { *self.buf.get_unchecked_mut(self.pos) = v };
             self.pos += 1;
         } else {
-            self.put_slice_checked(&[v]);
+            self.pos =
+                write_word_checked(self.buf, self.pos, u64::from(v), 1).unwrap_or(OVERFLOWED);
         }
     }
 
@@ -318,15 +333,27 @@ impl Sink for RecordSink<'_> {
                 // SAFETY: as in `put_u8`.
                 unsafe { *self.buf.get_unchecked_mut(self.pos) = v as u8 };
                 self.pos += 1;
+            } else if v < 0x4000 {
+                // Two bytes (counts, sizes, small ids): one shift and two
+                // ors, where the general form spreads all eight groups.
+                let two = (v & 0x7f | 0x80 | (v >> 7) << 8) as u16;
+                // SAFETY: `pos < fast_below` leaves SLACK ≥ 2 bytes at `pos`.
+                unsafe {
+                    self.buf
+                        .as_mut_ptr()
+                        .add(self.pos)
+                        .cast::<[u8; 2]>()
+                        .write_unaligned(two.to_le_bytes())
+                };
+                self.pos += 2;
             } else {
                 // SAFETY: `pos < fast_below` leaves SLACK ≥ 9 bytes at `pos`.
                 let dst = unsafe { self.nine_at_pos() };
                 self.pos += encode_varint(v, dst);
             }
         } else {
-            let mut tmp = [0u8; MAX_VARINT_LEN];
-            let n = encode_varint(v, &mut tmp);
-            self.put_slice_checked(&tmp[..n]);
+            // The value's encoding too is on the cold side: one call here.
+            self.pos = write_varints_checked(self.buf, self.pos, &[v]).unwrap_or(OVERFLOWED);
         }
     }
 
