@@ -1,5 +1,7 @@
 //! CPU-time profiling of a small workload, written as `jdk.CPUTimeSample`
-//! events; prints each worker thread's measured CPU time as one JSON line.
+//! events; prints each worker thread's measured CPU time, the time the two
+//! burners slept and how long the workers ran (ns) as one JSON line:
+//! `{"threads": {"<name>": cpu, ..}, "slept": {"burn-heavy": ns, ..}, "ran": ns}`.
 //!
 //! ```text
 //! cargo run --release --example cpu_profile -- --out OUT.jfr --seconds 5
@@ -88,6 +90,14 @@ fn handle_slow_request(id: u64) -> u64 {
     spin_for!(Duration::from_millis(2), id)
 }
 
+/// Sleeps for `d`, adding `d` to `slept` (nanoseconds): the time asleep.
+/// Not the time until the call returns: past `d` the thread is awake, and
+/// on a busy machine waits for a core (runnable) before it returns.
+fn nap(d: Duration, slept: &AtomicU64) {
+    std::thread::sleep(d);
+    slept.fetch_add(d.as_nanos() as u64, Ordering::Relaxed);
+}
+
 /// Runs `work` in a loop on a thread named `name` until `stop`, keeping
 /// `used` at the thread's CPU time after each call; returns the thread's
 /// CPU time.
@@ -144,14 +154,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let stop = Arc::new(AtomicBool::new(false));
     let period = Duration::from_millis(20);
     let used: [Arc<AtomicU64>; 4] = Default::default();
+    // Time the two burners slept, for the wall-clock states.
+    let slept: [Arc<AtomicU64>; 2] = Default::default();
+    let (heavy_slept, light_slept) = (slept[0].clone(), slept[1].clone());
+    let started = Instant::now();
     let workers = vec![
         worker("burn-heavy", stop.clone(), used[0].clone(), move || {
             burn_heavy(period * 3 / 4);
-            std::thread::sleep(period / 4);
+            nap(period / 4, &heavy_slept);
         }),
         worker("burn-light", stop.clone(), used[1].clone(), move || {
             burn_light(period / 4);
-            std::thread::sleep(period * 3 / 4);
+            nap(period * 3 / 4, &light_slept);
         }),
         worker("fast-server", stop.clone(), used[2].clone(), {
             let mut id = 0;
@@ -183,12 +197,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for w in workers {
         cpu.push(w.join().expect("worker panicked"));
     }
+    let ran = started.elapsed().as_nanos() as u64;
     recording.stop()?;
 
     let fields: Vec<String> = cpu
         .iter()
         .map(|(name, ns)| format!("\"{name}\": {ns}"))
         .collect();
-    println!("{{\"threads\": {{{}}}}}", fields.join(", "));
+    println!(
+        "{{\"threads\": {{{}}}, \"slept\": {{\"burn-heavy\": {}, \"burn-light\": {}}}, \"ran\": {ran}}}",
+        fields.join(", "),
+        slept[0].load(Ordering::Relaxed),
+        slept[1].load(Ordering::Relaxed),
+    );
     Ok(())
 }
