@@ -21,7 +21,11 @@
 //! [`EventType::commit_fields`] / [`EventType::commit_span_fields`]: its
 //! writer calls the [`FieldWriter`] method of each field's kind, or gives
 //! up, which abandons the record (the C ABI checks and encodes an all-scalar
-//! event in this one pass).
+//! event in this one pass). Like [`Event::commit`](crate::Event::commit), an
+//! instant commit settles every setting with one compare of the settings
+//! word; a type with no string field has a bound on its record, summed from
+//! its kinds when it is built, so its commit checks the thread's block for
+//! room once and runs the writer once.
 
 use std::borrow::Cow;
 use std::time::Duration;
