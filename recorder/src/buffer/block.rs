@@ -179,8 +179,12 @@ impl Block {
         let n = record.encode(space, epoch)?;
         debug_assert!(n <= free);
         self.shadow.wrote(pos..pos + n);
+        // An abandoned record (0 bytes) is not counted: the record counts
+        // feed the statistics and the losses of a failed write. Without a
+        // branch: the hot path's records are never empty.
+        let records = ONE_RECORD * u64::from(n != 0);
         self.committed
-            .store(word + n as u64 + ONE_RECORD, COMMIT_ORDER);
+            .store(word + n as u64 + records, COMMIT_ORDER);
         Some(n)
     }
 
@@ -235,5 +239,31 @@ impl Block {
     pub(crate) fn reset(&self) {
         self.committed.store(0, Ordering::Relaxed);
         self.flushed.store(0, Ordering::Relaxed);
+    }
+}
+
+#[cfg(all(test, not(flightrec_loom)))]
+mod tests {
+    use super::*;
+
+    /// A record its writer abandoned (`Some(0)`) leaves no bytes and is
+    /// not counted as a record.
+    #[test]
+    fn an_abandoned_record_is_not_counted() {
+        let b = Block::new(256);
+        b.set_epoch(1);
+        let abandon = |_: &mut [u8]| Some(0);
+        let three = |buf: &mut [u8]| {
+            buf[..3].copy_from_slice(&[3, 1, 2]);
+            Some(3)
+        };
+        // SAFETY: this thread owns the block and nothing else writes it.
+        unsafe {
+            assert_eq!(b.write_with(&abandon, 1), Some(0));
+            assert_eq!(b.write_with(&three, 1), Some(3));
+            assert_eq!(b.write_with(&abandon, 1), Some(0));
+        }
+        let drained = b.drain_with(|bytes, records| Ok::<_, ()>((bytes.to_vec(), records)));
+        assert_eq!(drained, Some(Ok((vec![3, 1, 2], 1))));
     }
 }

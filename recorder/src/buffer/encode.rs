@@ -22,6 +22,14 @@ pub(crate) trait Encode {
     /// writer checks its block for room once, before encoding, and encodes
     /// the record exactly once (see [`crate::buffer::slot`]).
     const MAX_LEN: Option<usize> = None;
+
+    /// The longest record `encode` writes, if bounded, known only at run
+    /// time (a record of a type declared at run time): taken when
+    /// [`MAX_LEN`](Self::MAX_LEN) is `None`, with the same contract.
+    #[inline(always)]
+    fn max_len(&self) -> Option<usize> {
+        Self::MAX_LEN
+    }
 }
 
 impl<F: Fn(&mut [u8]) -> Option<usize>> Encode for F {

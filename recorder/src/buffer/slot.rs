@@ -15,7 +15,8 @@
 //! ```
 //!
 //! A record whose largest encoding is known (`Encode::MAX_LEN`, a derived
-//! event's) is written after one check that the block is of the loaded
+//! event's, or `Encode::max_len`, that of a type declared at run time with
+//! no string field) is written after one check that the block is of the loaded
 //! epoch and has that many bytes free; otherwise a cold call seals the
 //! block and takes a fresh one, and the record is encoded once, into
 //! whichever block it got. A record without a bound is encoded into the
@@ -255,7 +256,9 @@ impl ThreadSlot {
     /// Encodes `record` into the owner's block of `epoch`: for a record of
     /// bounded size, [`write_bounded`](Self::write_bounded); otherwise
     /// [`write_unbounded`](Self::write_unbounded). The choice is made at
-    /// compile time.
+    /// compile time when the bound is a constant (`Encode::MAX_LEN`), else
+    /// by one compare of the record's run-time bound (`Encode::max_len`,
+    /// a dynamic type's): each path then has its own inlined encoder.
     #[inline(always)]
     fn write<R: Encode>(
         &self,
@@ -269,7 +272,13 @@ impl ThreadSlot {
             Some(max) if max <= BOUNDED_RECORD => {
                 self.write_bounded(max, epoch, epoch_word, pool, losses, record)
             }
-            _ => self.write_unbounded(epoch, epoch_word, pool, losses, record),
+            Some(_) => self.write_unbounded(epoch, epoch_word, pool, losses, record),
+            None => match record.max_len() {
+                Some(max) if max <= BOUNDED_RECORD => {
+                    self.write_bounded(max, epoch, epoch_word, pool, losses, record)
+                }
+                _ => self.write_unbounded(epoch, epoch_word, pool, losses, record),
+            },
         }
     }
 

@@ -203,6 +203,13 @@ pub(crate) trait Fields {
     /// The most bytes `write` writes, if bounded (see
     /// [`Event::FIELDS_MAX_LEN`]).
     const MAX_LEN: Option<usize> = None;
+
+    /// The most bytes `write` writes, if bounded, known at run time (a type
+    /// declared at run time); [`MAX_LEN`](Self::MAX_LEN) takes precedence.
+    #[inline(always)]
+    fn max_len(&self) -> Option<usize> {
+        Self::MAX_LEN
+    }
 }
 
 impl<F: Fn(&mut FieldWriter<'_>)> Fields for F {
@@ -326,6 +333,14 @@ impl<F: Fields + ?Sized> Encode for EventRecord<'_, F> {
         Some(n) => Some(n + RECORD_OVERHEAD),
         None => None,
     };
+
+    #[inline(always)]
+    fn max_len(&self) -> Option<usize> {
+        match Self::MAX_LEN {
+            Some(n) => Some(n),
+            None => self.fields.max_len().map(|n| n + RECORD_OVERHEAD),
+        }
+    }
 
     #[inline(always)]
     fn encode(&self, buf: &mut [u8], epoch: u64) -> Option<usize> {

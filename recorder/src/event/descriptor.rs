@@ -122,6 +122,13 @@ pub struct EventType {
     /// The record header (size slot and type id) pre-encoded, as
     /// `Packed` bits; set with `type_id`.
     pub(crate) header: AtomicU64,
+    /// The most bytes the type's own fields take in a record, if none is a
+    /// string: set by [`EventTypeBuilder::build`] for a type declared at
+    /// run time, whose commit checks its block for room once with it (a
+    /// derived type has its bound as a constant instead).
+    ///
+    /// [`EventTypeBuilder::build`]: crate::EventTypeBuilder::build
+    pub(crate) fields_max_len: Option<usize>,
 }
 
 impl EventType {
@@ -133,6 +140,7 @@ impl EventType {
             word: AtomicU64::new(0),
             type_id: AtomicU64::new(0),
             header: AtomicU64::new(0),
+            fields_max_len: None,
         }
     }
 
@@ -145,6 +153,7 @@ impl EventType {
             word: AtomicU64::new(0),
             type_id: AtomicU64::new(0),
             header: AtomicU64::new(0),
+            fields_max_len: None,
         }
     }
 

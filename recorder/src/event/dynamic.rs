@@ -21,7 +21,11 @@
 //! [`EventType::commit_fields`] / [`EventType::commit_span_fields`]: its
 //! writer calls the [`FieldWriter`] method of each field's kind, or gives
 //! up, which abandons the record (the C ABI checks and encodes an all-scalar
-//! event in this one pass).
+//! event in this one pass). Like [`Event::commit`](crate::Event::commit), an
+//! instant commit settles every setting with one compare of the settings
+//! word; a type with no string field has a bound on its record, summed from
+//! its kinds when it is built, so its commit checks the thread's block for
+//! room once and runs the writer once.
 
 use std::borrow::Cow;
 use std::time::Duration;
@@ -167,10 +171,18 @@ impl EventTypeBuilder {
             fields: Box::leak(fields.into_boxed_slice()),
         };
         let info: &'static EventTypeInfo = Box::leak(Box::new(info));
-        let ty: &'static EventType = Box::leak(Box::new(EventType::new(info)));
+        let mut ty = EventType::new(info);
+        ty.fields_max_len = fields_max_len(info.fields);
+        let ty: &'static EventType = Box::leak(Box::new(ty));
         validate(ty)?;
         Ok(ty)
     }
+}
+
+/// The most bytes `fields` take in a record, if none is a string (see
+/// [`FieldKind::max_len`]).
+fn fields_max_len(fields: &[FieldInfo]) -> Option<usize> {
+    fields.iter().map(|f| f.kind.max_len()).sum()
 }
 
 /// Checks `ty` the way the metadata will: names, layout, no clash with a
@@ -262,13 +274,23 @@ impl Value<'_> {
 }
 
 /// The fields of [`EventType::commit_fields`]: a writer that may abandon
-/// the record.
-struct Checking<F>(F);
+/// the record, and the most bytes it writes if its type has no string
+/// (the type's `fields_max_len`): the commit then checks the block for room
+/// once and encodes the record once.
+struct Checking<F> {
+    write: F,
+    max_len: Option<usize>,
+}
 
 impl<F: Fn(&mut FieldWriter<'_>) -> bool> Fields for Checking<F> {
     #[inline(always)]
     fn write(&self, w: &mut FieldWriter<'_>) -> bool {
-        (self.0)(w)
+        (self.write)(w)
+    }
+
+    #[inline(always)]
+    fn max_len(&self) -> Option<usize> {
+        self.max_len
     }
 }
 
@@ -373,7 +395,9 @@ impl EventType {
     /// only if the type is enabled, inside the thread's write section: it
     /// must not commit an event itself (that one would be dropped as
     /// reentrant) nor capture a stack. It may run twice (again in a fresh
-    /// block when the first was full).
+    /// block when the first was full), except for a type with no string
+    /// field: its record's size is bounded by its kinds, the block is
+    /// checked for room once, and `write` runs once.
     ///
     /// Returns true if the event was written; false if the type is
     /// disabled, the event was dropped (counted as a loss) or `write`
@@ -382,11 +406,31 @@ impl EventType {
     /// [`Event::write_fields`]: crate::Event::write_fields
     #[inline]
     pub fn commit_fields(&'static self, write: impl Fn(&mut FieldWriter<'_>) -> bool) -> bool {
+        let fields = Checking {
+            write,
+            max_len: self.fields_max_len,
+        };
+        match self.instant_word() {
+            // One compare settles every setting (see `Event::commit`).
+            Ok(word) => emit(self, word, word.ticks(), None, &fields),
+            Err(true) => false,
+            Err(false) => self.commit_fields_general(&fields),
+        }
+    }
+
+    /// [`commit_fields`](Self::commit_fields) of a type that is not
+    /// registered yet, captures stack traces, is a duration type, or whose
+    /// clock is not the TSC: out of line, so the common path stays short.
+    #[inline(never)]
+    fn commit_fields_general<F: Fn(&mut FieldWriter<'_>) -> bool>(
+        &'static self,
+        fields: &Checking<F>,
+    ) -> bool {
         let Some(word) = self.enabled_word() else {
             return false;
         };
         let duration = word.is_duration().then_some(0);
-        emit(self, word, word.ticks(), duration, &Checking(write))
+        emit(self, word, word.ticks(), duration, fields)
     }
 
     /// A duration event from `start` to `end` (values of
@@ -408,7 +452,11 @@ impl EventType {
         if (duration as u64) < word.threshold_ticks() {
             return false;
         }
-        emit(self, word, start, Some(duration), &Checking(write))
+        let fields = Checking {
+            write,
+            max_len: self.fields_max_len,
+        };
+        emit(self, word, start, Some(duration), &fields)
     }
 
     #[inline]
@@ -435,5 +483,31 @@ impl EventType {
     /// The label, if any.
     pub fn label(&self) -> Option<Cow<'static, str>> {
         self.info.label.map(Cow::Borrowed)
+    }
+}
+
+#[cfg(all(test, not(flightrec_loom)))]
+mod tests {
+    use super::*;
+
+    /// The bound the commit checks room with: the sum of the kinds' widest
+    /// values, none for a type with a string.
+    #[test]
+    fn a_type_without_strings_has_a_bound() {
+        let scalar = EventTypeBuilder::new("test.dynamic.Bounded")
+            .field("a", FieldKind::U64)
+            .field("b", FieldKind::F64)
+            .field("c", FieldKind::Bool)
+            .build()
+            .unwrap();
+        assert_eq!(scalar.fields_max_len, Some(18));
+        let text = EventTypeBuilder::new("test.dynamic.Unbounded")
+            .field("a", FieldKind::U64)
+            .field("s", FieldKind::String)
+            .build()
+            .unwrap();
+        assert_eq!(text.fields_max_len, None);
+        let empty = EventTypeBuilder::new("test.dynamic.Empty").build().unwrap();
+        assert_eq!(empty.fields_max_len, Some(0));
     }
 }
