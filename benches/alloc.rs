@@ -233,6 +233,16 @@ fn main() {
 
     let dir = std::env::temp_dir().join(format!("flightrec-alloc-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("bench dir");
+    // Runs the loop on the wrapped allocator for a while: lets an adaptive
+    // throttle settle on this loop's rate before a recording is measured.
+    let settle = || {
+        let until = std::time::Instant::now()
+            + std::time::Duration::from_millis(if full { 1500 } else { 300 });
+        let w = work();
+        while std::time::Instant::now() < until {
+            segment(&WRAPPED, &w, batches);
+        }
+    };
     let mut lost = 0;
     let mut recorded = |set: &[(&str, &str, &str)]| {
         let mut settings = Settings::new();
@@ -246,13 +256,7 @@ fn main() {
                 .settings(settings),
         )
         .expect("start recording");
-        // Lets an adaptive throttle settle on this loop's rate.
-        let until = std::time::Instant::now()
-            + std::time::Duration::from_millis(if full { 1500 } else { 300 });
-        let w = work();
-        while std::time::Instant::now() < until {
-            segment(&WRAPPED, &w, batches);
-        }
+        settle();
         let r = compare(rounds, batches);
         lost += rec.stop().expect("stop").losses.total_events();
         r
@@ -269,12 +273,7 @@ fn main() {
                 .max_memory(256 << 20),
         )
         .expect("start recording");
-        let until = std::time::Instant::now()
-            + std::time::Duration::from_millis(if full { 1500 } else { 300 });
-        let w = work();
-        while std::time::Instant::now() < until {
-            segment(&WRAPPED, &w, batches);
-        }
+        settle();
         let big = Layout::from_size_align(64 << 20, 8).unwrap();
         // SAFETY: a non-zero layout; each block is freed below with it.
         let kept: Vec<*mut u8> = (0..48).map(|_| unsafe { WRAPPED.alloc(big) }).collect();
