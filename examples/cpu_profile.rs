@@ -1,7 +1,9 @@
 //! CPU-time profiling of a small workload, written as `jdk.CPUTimeSample`
-//! events; prints each worker thread's measured CPU time, the time the two
-//! burners slept and how long the workers ran (ns) as one JSON line:
-//! `{"threads": {"<name>": cpu, ..}, "slept": {"burn-heavy": ns, ..}, "ran": ns}`.
+//! events; prints each worker thread's measured CPU time, the time it was
+//! blocked (asleep: neither running nor waiting for a core) and how long it
+//! lived, and how long the workers ran (ns), as one JSON line:
+//! `{"threads": {"<name>": cpu, ..}, "slept": {"<name>": ns, ..},
+//! "lived": {"<name>": ns, ..}, "ran": ns}`.
 //!
 //! ```text
 //! cargo run --release --example cpu_profile -- --out OUT.jfr --seconds 5
@@ -11,7 +13,9 @@
 //! Workload:
 //! * (a) `burn-heavy` burns CPU in `burn_heavy` three quarters of the time,
 //!   `burn-light` in `burn_light` one quarter (it sleeps the rest of each
-//!   20 ms period): about 3:1 CPU time;
+//!   period, 10 to 30 ms long, 20 on average): about 3:1 CPU time. The
+//!   periods vary so that a sampler with a fixed interval does not keep
+//!   finding the burners at the same point of their cycle;
 //! * (b) JEP 509's demonstration: `fast-server` serves ten fast CPU-bound
 //!   requests (`handle_fast_request`) in each round while `slow-server`
 //!   serves one slow request (`handle_slow_request`) that mostly sleeps. A
@@ -90,32 +94,53 @@ fn handle_slow_request(id: u64) -> u64 {
     spin_for!(Duration::from_millis(2), id)
 }
 
-/// Sleeps for `d`, adding `d` to `slept` (nanoseconds): the time asleep.
-/// Not the time until the call returns: past `d` the thread is awake, and
-/// on a busy machine waits for a core (runnable) before it returns.
-fn nap(d: Duration, slept: &AtomicU64) {
-    std::thread::sleep(d);
-    slept.fetch_add(d.as_nanos() as u64, Ordering::Relaxed);
+/// This thread's time on a CPU and time runnable but waiting for one, in
+/// nanoseconds, as the scheduler counts them (`/proc/thread-self/schedstat`).
+fn sched_nanos() -> Option<(u64, u64)> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let mut f = s.split_whitespace().map(|v| v.parse::<u64>().ok());
+    Some((f.next()??, f.next()??))
+}
+
+/// What a worker measured of itself.
+struct Lived {
+    name: String,
+    cpu: u64,
+    /// Blocked: its life less its time running and waiting for a core.
+    /// A wall-clock signal wakes a sleeping thread, which may then wait for
+    /// a core to run the handler: that wait is runnable time, not sleep,
+    /// and so is the wait after a sleep ends, so counting the time asked of
+    /// `sleep` would be wrong both ways on a busy machine.
+    slept: u64,
+    lived: u64,
 }
 
 /// Runs `work` in a loop on a thread named `name` until `stop`, keeping
-/// `used` at the thread's CPU time after each call; returns the thread's
-/// CPU time.
+/// `used` at the thread's CPU time after each call.
 fn worker(
     name: &str,
     stop: Arc<AtomicBool>,
     used: Arc<AtomicU64>,
     mut work: impl FnMut() + Send + 'static,
-) -> std::thread::JoinHandle<(String, u64)> {
+) -> std::thread::JoinHandle<Lived> {
     let name = name.to_owned();
     std::thread::Builder::new()
         .name(name.clone())
         .spawn(move || {
+            let born = Instant::now();
+            let (run0, wait0) = sched_nanos().expect("/proc/thread-self/schedstat");
             while !stop.load(Ordering::Relaxed) {
                 work();
                 used.store(thread_cpu_nanos(), Ordering::Relaxed);
             }
-            (name, thread_cpu_nanos())
+            let (run, wait) = sched_nanos().expect("/proc/thread-self/schedstat");
+            let lived = born.elapsed().as_nanos() as u64;
+            Lived {
+                name,
+                cpu: thread_cpu_nanos(),
+                slept: lived.saturating_sub((run - run0) + (wait - wait0)),
+                lived,
+            }
         })
         .expect("spawn worker")
 }
@@ -152,20 +177,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let recording = Recording::start(RecordingConfig::new(&out).settings(settings))?;
 
     let stop = Arc::new(AtomicBool::new(false));
-    let period = Duration::from_millis(20);
+    // 10..30 ms, drawn anew each cycle (xorshift; the seed is the thread's).
+    let periods = |mut x: u64| {
+        move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            Duration::from_micros(10_000 + x % 20_000)
+        }
+    };
+    let (mut heavy_period, mut light_period) = (periods(0x9e37_79b9), periods(0x7f4a_7c15));
     let used: [Arc<AtomicU64>; 4] = Default::default();
-    // Time the two burners slept, for the wall-clock states.
-    let slept: [Arc<AtomicU64>; 2] = Default::default();
-    let (heavy_slept, light_slept) = (slept[0].clone(), slept[1].clone());
     let started = Instant::now();
     let workers = vec![
         worker("burn-heavy", stop.clone(), used[0].clone(), move || {
+            let period = heavy_period();
             burn_heavy(period * 3 / 4);
-            nap(period / 4, &heavy_slept);
+            std::thread::sleep(period / 4);
         }),
         worker("burn-light", stop.clone(), used[1].clone(), move || {
+            let period = light_period();
             burn_light(period / 4);
-            nap(period * 3 / 4, &light_slept);
+            std::thread::sleep(period * 3 / 4);
         }),
         worker("fast-server", stop.clone(), used[2].clone(), {
             let mut id = 0;
@@ -193,22 +226,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::thread::sleep(Duration::from_millis(50));
     }
     stop.store(true, Ordering::Relaxed);
-    let mut cpu = Vec::new();
+    let mut lives = Vec::new();
     for w in workers {
-        cpu.push(w.join().expect("worker panicked"));
+        lives.push(w.join().expect("worker panicked"));
     }
     let ran = started.elapsed().as_nanos() as u64;
     recording.stop()?;
 
-    let fields: Vec<String> = cpu
-        .iter()
-        .map(|(name, ns)| format!("\"{name}\": {ns}"))
-        .collect();
+    let object = |value: fn(&Lived) -> u64| {
+        let fields: Vec<String> = lives
+            .iter()
+            .map(|l| format!("\"{}\": {}", l.name, value(l)))
+            .collect();
+        format!("{{{}}}", fields.join(", "))
+    };
     println!(
-        "{{\"threads\": {{{}}}, \"slept\": {{\"burn-heavy\": {}, \"burn-light\": {}}}, \"ran\": {ran}}}",
-        fields.join(", "),
-        slept[0].load(Ordering::Relaxed),
-        slept[1].load(Ordering::Relaxed),
+        "{{\"threads\": {}, \"slept\": {}, \"lived\": {}, \"ran\": {ran}}}",
+        object(|l| l.cpu),
+        object(|l| l.slept),
+        object(|l| l.lived),
     );
     Ok(())
 }
