@@ -41,6 +41,8 @@
 use std::collections::VecDeque;
 
 use super::block::Block;
+#[cfg(not(flightrec_loom))]
+use super::slab::Slabs;
 use crate::sync::{AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
 
 /// Sealed bytes that make the recorder thread drain (unless a quarter of the
@@ -99,6 +101,9 @@ pub(crate) struct BufferPool {
     fresh_rotate_at: AtomicU64,
     /// Every block ever allocated (to free them when the pool drops).
     all: Mutex<Vec<BlockPtr>>,
+    /// Where their bytes come from (under loom, each block's own box).
+    #[cfg(not(flightrec_loom))]
+    slabs: Mutex<Slabs>,
 }
 
 impl BufferPool {
@@ -119,6 +124,8 @@ impl BufferPool {
             open_epoch: AtomicU64::new(u64::MAX),
             fresh_rotate_at: AtomicU64::new(u64::MAX),
             all: Mutex::new(Vec::new()),
+            #[cfg(not(flightrec_loom))]
+            slabs: Mutex::new(Slabs::default()),
         }
     }
 
@@ -144,7 +151,19 @@ impl BufferPool {
             self.allocated.fetch_sub(1, Ordering::Relaxed);
             return None;
         }
-        let ptr = BlockPtr(Box::into_raw(Box::new(Block::new(self.block_size))));
+        #[cfg(flightrec_loom)]
+        let block = Block::new(self.block_size);
+        #[cfg(not(flightrec_loom))]
+        let block = {
+            let bytes = self
+                .slabs
+                .lock()
+                .block(self.block_size, self.max_blocks - n);
+            // SAFETY: `Slabs::block` hands out each piece once, and slabs
+            // live until the pool drops, after its blocks (`Drop` below).
+            unsafe { Block::with_bytes(bytes, self.block_size) }
+        };
+        let ptr = BlockPtr(Box::into_raw(Box::new(block)));
         self.all.lock().push(ptr);
         Some(ptr)
     }
@@ -194,6 +213,14 @@ impl BufferPool {
         if len >= self.wake_at() || rotate {
             self.wakeup.notify_one();
         }
+    }
+
+    /// Faults in the bytes of the blocks the writers will need next, if the
+    /// pool is growing (see `buffer::slab`). Recorder thread, after a
+    /// drain.
+    pub(crate) fn prepare_blocks(&self) {
+        #[cfg(not(flightrec_loom))]
+        self.slabs.lock().prepare(self.block_size, self.max_blocks);
     }
 
     /// Returns an unused (empty) block to the free list.
@@ -351,6 +378,7 @@ impl BufferPool {
         crate::sync::fork_lock(&self.full);
         crate::sync::fork_lock(&self.free);
         crate::sync::fork_lock(&self.all);
+        crate::sync::fork_lock(&self.slabs);
     }
 
     /// Releases what [`fork_lock`](Self::fork_lock) holds.
@@ -361,6 +389,7 @@ impl BufferPool {
     pub(crate) unsafe fn fork_unlock(&self) {
         // SAFETY: the caller's contract; reverse order of `fork_lock`.
         unsafe {
+            crate::sync::fork_unlock(&self.slabs);
             crate::sync::fork_unlock(&self.all);
             crate::sync::fork_unlock(&self.free);
             crate::sync::fork_unlock(&self.full);

@@ -35,7 +35,6 @@
 //! `flush` it holds every byte written, and its length is the logical end.
 //! The file is never longer than the bytes written to it.
 
-use std::alloc::{Layout, alloc_zeroed, dealloc};
 use std::fs::File;
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::os::fd::AsRawFd;
@@ -143,7 +142,7 @@ fn set_direct(file: &File, on: bool) -> io::Result<()> {
     Ok(())
 }
 
-/// A page-aligned, zeroed heap buffer.
+/// A page-aligned, zeroed buffer of its own mapping.
 #[derive(Debug)]
 struct Aligned {
     ptr: NonNull<u8>,
@@ -154,22 +153,14 @@ struct Aligned {
 unsafe impl Send for Aligned {}
 
 impl Aligned {
-    /// `len` zeroed bytes; a buffer of whole huge pages is aligned to them
-    /// and asks for them, so the kernel pins it for each direct write a
-    /// huge page at a time.
+    /// `len` zeroed bytes (a multiple of ALIGN); a buffer of whole huge
+    /// pages is aligned to them and asks for them, so the kernel pins it
+    /// for each direct write a huge page at a time. Mapped directly (see
+    /// `buffer::slab::map`): through `alloc_zeroed` the zeros were written
+    /// 4 KiB page by page before the advice could apply.
     fn new(len: usize) -> Self {
-        let layout = Self::layout(len);
-        // SAFETY: `layout` has a non-zero size (callers pass multiples of
-        // ALIGN, at least one).
-        let ptr = unsafe { alloc_zeroed(layout) };
-        let Some(ptr) = NonNull::new(ptr) else {
-            std::alloc::handle_alloc_error(layout)
-        };
-        if layout.align() == HUGE {
-            // SAFETY: the range is this allocation, HUGE-aligned; the advice
-            // changes no contents (a refusal only costs speed).
-            unsafe { libc::madvise(ptr.as_ptr().cast(), len, libc::MADV_HUGEPAGE) };
-        }
+        let len = len.max(ALIGN);
+        let ptr = crate::buffer::slab::map(len, len.is_multiple_of(HUGE));
         Self { ptr, len }
     }
 
@@ -179,15 +170,6 @@ impl Aligned {
             ptr: NonNull::dangling(),
             len: 0,
         }
-    }
-
-    fn layout(len: usize) -> Layout {
-        let align = if len.is_multiple_of(HUGE) {
-            HUGE
-        } else {
-            ALIGN
-        };
-        Layout::from_size_align(len.max(ALIGN), align).expect("a valid aligned layout")
     }
 
     fn as_slice(&self) -> &[u8] {
@@ -207,8 +189,8 @@ impl Drop for Aligned {
         if self.len == 0 {
             return; // `empty`: nothing allocated
         }
-        // SAFETY: allocated in `new` with this same layout, freed once.
-        unsafe { dealloc(self.ptr.as_ptr(), Self::layout(self.len)) };
+        // SAFETY: mapped in `new` with this same length, unmapped once.
+        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
     }
 }
 
