@@ -1,5 +1,6 @@
-//! Event buffers: thread-owned blocks, the bounded global pool, the
-//! per-thread write section, and the thread-local handle that finds them.
+//! Event buffers: thread-owned blocks, the bounded global pool (and the
+//! huge-page slabs it cuts blocks from), the per-thread write section, and
+//! the thread-local handle that finds them.
 
 pub(crate) mod block;
 pub(crate) mod encode;
