@@ -215,14 +215,6 @@ impl BufferPool {
         }
     }
 
-    /// Faults in the bytes of the blocks the writers will need next, if the
-    /// pool is growing (see `buffer::slab`). Recorder thread, after a
-    /// drain.
-    pub(crate) fn prepare_blocks(&self) {
-        #[cfg(not(flightrec_loom))]
-        self.slabs.lock().prepare(self.block_size, self.max_blocks);
-    }
-
     /// Returns an unused (empty) block to the free list.
     pub(crate) fn release(&self, block: BlockPtr) {
         block.get().reset();

@@ -19,22 +19,18 @@
 //! nothing reads a block's bytes above its `committed` position, so they
 //! need no initialisation.
 //!
-//! # Faulted in by the recorder thread
-//!
-//! Faulting in a slab (zeroing 2 MiB) is still work, and a writer that
-//! cuts the first block of a fresh slab would pay it in the middle of its
-//! commits. So once a writer has cut half of the newest slab, the recorder
-//! thread, after its next drain ([`Slabs::prepare`]), maps the next slab
-//! and touches each of its pages: the writer that needs it finds it
-//! faulted in. Only a pool that is growing gets a slab ahead, and never
-//! one more than `max_blocks` allows.
+//! The writer that cuts the first block of a slab pays its fault (zeroing
+//! 2 MiB), once per 32 default blocks. Faulting the next slab in on the
+//! recorder thread instead was tried: it delayed the recorder's rotations
+//! enough that chunks overshot their size limit under load
+//! (`recorder/tests/chunk_size.rs`), so it is not done.
 //!
 //! Invariant: slabs are never freed while the pool lives, each block's
 //! bytes are one piece of one slab that no other block shares, and no more
 //! pieces are cut than the pool asks for (at most `max_blocks`), so the
-//! memory the pool may hold is still `max_blocks × block_size`, plus at
-//! most one slab's rounding (a slab is cut only for blocks the pool may
-//! still allocate).
+//! memory the pool may hold is still `max_blocks × block_size` (a slab is
+//! only as large as the blocks the pool may still allocate); what is
+//! resident may exceed the blocks in use by the uncut rest of one slab.
 
 use std::ptr::NonNull;
 
@@ -51,13 +47,6 @@ pub(crate) struct Slabs {
     /// The next uncut piece of the newest slab, and how many are left.
     next: Option<NonNull<u8>>,
     left: usize,
-    /// Blocks in the newest slab.
-    per_slab: usize,
-    /// Blocks cut so far.
-    cut: usize,
-    /// The next slab, mapped and faulted in by the recorder thread, with
-    /// its block count.
-    ready: Option<(NonNull<u8>, usize)>,
 }
 
 // SAFETY: `Slabs` owns its allocations (like a `Vec<Box<[u8]>>`); the
@@ -70,58 +59,20 @@ impl Slabs {
     /// may still allocate, this one included; at least 1).
     pub(crate) fn block(&mut self, block_size: usize, may_allocate: usize) -> NonNull<ByteCell> {
         if self.left == 0 {
-            let (ptr, per_slab) = match self.ready.take() {
-                Some(ready) => ready,
-                None => {
-                    let per_slab = Self::slab_blocks(block_size, may_allocate);
-                    (self.map_slab(per_slab * block_size), per_slab)
-                }
-            };
+            let per_slab = (HUGE / block_size).clamp(1, may_allocate.max(1));
+            let len = per_slab * block_size;
+            let ptr = map(len, len.is_multiple_of(HUGE));
+            self.slabs.push((ptr, len));
             self.next = Some(ptr);
             self.left = per_slab;
-            self.per_slab = per_slab;
         }
         let piece = self.next.expect("a slab with pieces left");
         self.left -= 1;
-        self.cut += 1;
         // SAFETY: `left` pieces remained after `piece`, so the next one is
         // inside the same allocation (or one past its end when none is
         // left, never dereferenced: the next call makes a new slab).
         self.next = Some(unsafe { piece.add(block_size) });
         piece.cast()
-    }
-
-    /// Maps and faults in the next slab if the pool is growing (half of
-    /// the newest slab is cut) and may still grow by a slab (`max_blocks`
-    /// in all). Recorder thread, off the writers' path.
-    pub(crate) fn prepare(&mut self, block_size: usize, max_blocks: usize) {
-        let may_allocate = max_blocks.saturating_sub(self.cut + self.left);
-        if self.ready.is_some() || self.cut == 0 || may_allocate == 0 {
-            return;
-        }
-        if self.left * 2 > self.per_slab {
-            return;
-        }
-        let per_slab = Self::slab_blocks(block_size, may_allocate);
-        let len = per_slab * block_size;
-        let ptr = self.map_slab(len);
-        for at in (0..len).step_by(4096) {
-            // SAFETY: inside the slab just mapped, which no block uses
-            // yet; writing the zero it holds changes nothing but makes the
-            // kernel back the page (a whole huge page at its first byte).
-            unsafe { ptr.add(at).write_volatile(0) };
-        }
-        self.ready = Some((ptr, per_slab));
-    }
-
-    fn slab_blocks(block_size: usize, may_allocate: usize) -> usize {
-        (HUGE / block_size).clamp(1, may_allocate.max(1))
-    }
-
-    fn map_slab(&mut self, len: usize) -> NonNull<u8> {
-        let ptr = map(len, len.is_multiple_of(HUGE));
-        self.slabs.push((ptr, len));
-        ptr
     }
 }
 

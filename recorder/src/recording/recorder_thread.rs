@@ -449,7 +449,6 @@ impl Recorder {
         }
         if drain_due || flush_due {
             self.drain_sealed(epoch)?;
-            self.rt.pool.prepare_blocks();
         }
         if flush_due {
             self.drain_live(epoch)?;
