@@ -25,13 +25,15 @@ use std::thread::LocalKey;
 use recorder::{FieldKind, FieldWriter};
 use tracing_core::field::{Field, Visit};
 
+use crate::site::{Built, PLAN};
 use crate::values::{Val, write_value, write_zero};
 
 /// The visitor: writes each value as it comes, converted to its field's
 /// kind.
 pub(crate) struct Direct<'a, 'w> {
     w: &'a mut FieldWriter<'w>,
-    kinds: &'a [FieldKind],
+    /// The type: its field kinds by index ([`Built::plan`]).
+    built: &'a Built,
     /// The next field to write.
     next: usize,
     /// Values that did not fit their field (written as zero / null).
@@ -46,12 +48,12 @@ impl<'a, 'w> Direct<'a, 'w> {
     #[inline(always)]
     pub(crate) fn new(
         w: &'a mut FieldWriter<'w>,
-        kinds: &'a [FieldKind],
+        built: &'a Built,
         text: &'static LocalKey<RefCell<String>>,
     ) -> Self {
         Self {
             w,
-            kinds,
+            built,
             next: 0,
             bad: 0,
             in_order: true,
@@ -66,7 +68,7 @@ impl<'a, 'w> Direct<'a, 'w> {
         if !self.in_order {
             return None;
         }
-        self.skip_to(self.kinds.len());
+        self.skip_to(self.built.kinds.len());
         Some(self.bad)
     }
 
@@ -74,20 +76,35 @@ impl<'a, 'w> Direct<'a, 'w> {
     #[inline(always)]
     fn skip_to(&mut self, i: usize) {
         while self.next < i {
-            write_zero(self.w, self.kinds[self.next]);
+            write_zero(self.w, self.built.kinds[self.next]);
             self.next += 1;
         }
     }
 
+    /// True, and the field taken, if `f` is the next field and of `kind`
+    /// (the value's own kind): the common case, where the value is written
+    /// as it is. One compare of the index and one of the kind, read from
+    /// the plan without a bounds check: the next field's index is at most
+    /// `MAX_FIELDS`, below [`PLAN`], and the plan holds `None` from the
+    /// type's last field on, which matches no kind.
+    #[inline(always)]
+    fn next_is(&mut self, f: &Field, kind: FieldKind) -> bool {
+        let i = f.index();
+        if i == self.next && self.built.plan[i & (PLAN - 1)] == Some(kind) {
+            self.next = i + 1;
+            return true;
+        }
+        false
+    }
+
     /// Field `f`'s kind if its value is written now, after any skipped
     /// fields; `None` for a field past the type's (beyond `MAX_FIELDS`) or
-    /// out of order. One compare on the common path: the value of the next
-    /// field.
+    /// out of order.
     #[inline(always)]
     fn at(&mut self, f: &Field) -> Option<FieldKind> {
         let i = f.index();
         if i == self.next
-            && let Some(&kind) = self.kinds.get(i)
+            && let Some(kind) = self.built.plan[i & (PLAN - 1)]
         {
             self.next = i + 1;
             return Some(kind);
@@ -98,7 +115,8 @@ impl<'a, 'w> Direct<'a, 'w> {
     #[cold]
     #[inline(never)]
     fn at_cold(&mut self, i: usize) -> Option<FieldKind> {
-        if i >= self.kinds.len() {
+        let kinds = &self.built.kinds;
+        if i >= kinds.len() {
             return None;
         }
         if i < self.next {
@@ -109,10 +127,14 @@ impl<'a, 'w> Direct<'a, 'w> {
         }
         self.skip_to(i);
         self.next = i + 1;
-        Some(self.kinds[i])
+        Some(kinds[i])
     }
 
-    #[inline(always)]
+    /// A value that is not of its field's kind, or not the next field's:
+    /// converted, skipped to, or found out of order (out of line, so the
+    /// visits of the common case stay short).
+    #[cold]
+    #[inline(never)]
     fn put(&mut self, f: &Field, v: Val<'_>) {
         if let Some(kind) = self.at(f) {
             self.bad += write_value(self.w, v, kind);
@@ -122,19 +144,39 @@ impl<'a, 'w> Direct<'a, 'w> {
 
 impl Visit for Direct<'_, '_> {
     fn record_i64(&mut self, f: &Field, v: i64) {
-        self.put(f, Val::Int(v));
+        if self.next_is(f, FieldKind::I64) {
+            self.w.int(v);
+        } else {
+            self.put(f, Val::Int(v));
+        }
     }
     fn record_u64(&mut self, f: &Field, v: u64) {
-        self.put(f, Val::UInt(v));
+        if self.next_is(f, FieldKind::U64) {
+            self.w.uint(v);
+        } else {
+            self.put(f, Val::UInt(v));
+        }
     }
     fn record_f64(&mut self, f: &Field, v: f64) {
-        self.put(f, Val::F64(v));
+        if self.next_is(f, FieldKind::F64) {
+            self.w.f64(v);
+        } else {
+            self.put(f, Val::F64(v));
+        }
     }
     fn record_bool(&mut self, f: &Field, v: bool) {
-        self.put(f, Val::Bool(v));
+        if self.next_is(f, FieldKind::Bool) {
+            self.w.bool(v);
+        } else {
+            self.put(f, Val::Bool(v));
+        }
     }
     fn record_str(&mut self, f: &Field, v: &str) {
-        self.put(f, Val::Str(v));
+        if self.next_is(f, FieldKind::String) {
+            self.w.opt_str(Some(v));
+        } else {
+            self.put(f, Val::Str(v));
+        }
     }
     fn record_debug(&mut self, f: &Field, v: &dyn fmt::Debug) {
         let Some(kind) = self.at(f) else { return };

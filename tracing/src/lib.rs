@@ -448,7 +448,7 @@ where
                 let abandoned = Cell::new(false);
                 built.ty.commit_fields(|w| {
                     w.uint(parent);
-                    let mut d = Direct::new(w, &built.kinds, &TEXT);
+                    let mut d = Direct::new(w, built, &TEXT);
                     event.record(&mut d);
                     let done = d.finish();
                     bad.set(done.unwrap_or(0));
