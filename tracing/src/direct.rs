@@ -20,7 +20,6 @@
 
 use std::cell::RefCell;
 use std::fmt::{self, Write as _};
-use std::thread::LocalKey;
 
 use recorder::{FieldKind, FieldWriter};
 use tracing_core::field::{Field, Visit};
@@ -28,36 +27,35 @@ use tracing_core::field::{Field, Visit};
 use crate::site::{Built, PLAN};
 use crate::values::{Val, write_value, write_zero};
 
+thread_local! {
+    /// Scratch text for `Debug` values (borrowed only while formatting).
+    static TEXT: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// [`Direct::next`] once a value came out of order: the record is
+/// abandoned, and no index matches it.
+const ABANDONED: usize = usize::MAX;
+
 /// The visitor: writes each value as it comes, converted to its field's
 /// kind.
 pub(crate) struct Direct<'a, 'w> {
     w: &'a mut FieldWriter<'w>,
     /// The type: its field kinds by index ([`Built::plan`]).
     built: &'a Built,
-    /// The next field to write.
+    /// The next field to write, or [`ABANDONED`].
     next: usize,
     /// Values that did not fit their field (written as zero / null).
     bad: u32,
-    /// False once a value came out of order: the record is abandoned.
-    in_order: bool,
-    /// Scratch for `Debug` text (borrowed only while formatting).
-    text: &'static LocalKey<RefCell<String>>,
 }
 
 impl<'a, 'w> Direct<'a, 'w> {
     #[inline(always)]
-    pub(crate) fn new(
-        w: &'a mut FieldWriter<'w>,
-        built: &'a Built,
-        text: &'static LocalKey<RefCell<String>>,
-    ) -> Self {
+    pub(crate) fn new(w: &'a mut FieldWriter<'w>, built: &'a Built) -> Self {
         Self {
             w,
             built,
             next: 0,
             bad: 0,
-            in_order: true,
-            text,
         }
     }
 
@@ -65,7 +63,7 @@ impl<'a, 'w> Direct<'a, 'w> {
     /// that did not fit, or `None` if the record must be abandoned.
     #[inline(always)]
     pub(crate) fn finish(mut self) -> Option<u32> {
-        if !self.in_order {
+        if self.next == ABANDONED {
             return None;
         }
         self.skip_to(self.built.kinds.len());
@@ -116,13 +114,11 @@ impl<'a, 'w> Direct<'a, 'w> {
     #[inline(never)]
     fn at_cold(&mut self, i: usize) -> Option<FieldKind> {
         let kinds = &self.built.kinds;
-        if i >= kinds.len() {
+        if i >= kinds.len() || self.next == ABANDONED {
             return None;
         }
         if i < self.next {
-            self.in_order = false;
-        }
-        if !self.in_order {
+            self.next = ABANDONED;
             return None;
         }
         self.skip_to(i);
@@ -189,7 +185,7 @@ impl Visit for Direct<'_, '_> {
         // `Debug` value of its own (that event is dropped as reentrant):
         // it formats into a fresh string.
         let w = &mut *self.w;
-        let fresh = self.text.try_with(|t| match t.try_borrow_mut() {
+        let fresh = TEXT.try_with(|t| match t.try_borrow_mut() {
             Ok(mut text) => {
                 text.clear();
                 let _ = write!(text, "{v:?}");
