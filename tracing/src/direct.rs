@@ -10,6 +10,13 @@
 //! twice) abandons the record, and the caller records the event again
 //! through [`Slots`](crate::values::Slots), which sorts any order.
 //!
+//! A value of its field's own kind (a `u64` into an unsigned field, ...)
+//! is written with one compare of its index against the next field's and
+//! one of its kind against the type's plan ([`Built::plan`]: the kinds by
+//! index, `None` past the last), then the [`FieldWriter`] method of that
+//! kind; anything else (a conversion, a skipped field, a value out of
+//! order) takes an out-of-line path.
+//!
 //! `Debug` values are formatted into the thread's scratch text, inside the
 //! recorder's write section: a `Debug` impl that records a flightrec event
 //! gets that event dropped as reentrant (and counted), and one that panics
