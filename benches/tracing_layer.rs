@@ -13,15 +13,21 @@
 //! * an event of a type disabled by its JFR setting vs the same event with no
 //!   subscriber interested (target ≤ 1.2×).
 //!
-//! Every variant runs under its own scoped dispatcher (`with_default`) and
-//! uses its own callsite (its own target), and each layer carries a per-layer
-//! filter wanting only its targets, so the global interest of each callsite
-//! is exactly that of the one subscriber timed with it: the disabled and
-//! no-subscriber callsites are both `Interest::never`: the first is timed
-//! under the flightrec subscriber with its type disabled, the second under
-//! `Dispatch::none()` with every live subscriber declining it (the flightrec
-//! one by a disabled type too, since its filter wants every enabled type; a
-//! process with no subscriber at all cannot be timed in the same run).
+//! Every variant uses its own callsite (its own target) and runs under its
+//! own scoped dispatcher (`with_default`), built for its turn in each round
+//! and dropped after it, so while it is timed it is the only live
+//! dispatcher, as the one subscriber of a process is: `tracing` combines a
+//! callsite's interest over every live dispatcher, and with several (each
+//! wanting only its own targets) every callsite would be `sometimes`, which
+//! makes `tracing` ask the subscriber's `enabled` on every event, a cost a
+//! process with one subscriber does not pay (about 90 instructions, the
+//! same for every layer). Each layer carries a per-layer filter wanting
+//! only its targets. The disabled and no-subscriber callsites are both
+//! `Interest::never`: the first timed under the flightrec subscriber with
+//! its type disabled, the second under `Dispatch::none()` with every
+//! subscriber built so far declining it (the flightrec one by a disabled
+//! type too; a process with no subscriber at all cannot be timed in the
+//! same run).
 //!
 //! `FLIGHTREC_BENCH_ONLY=<variant>` (vec, jfr, fmt, span, off, none, vec_ts) times
 //! one variant only, for a profiler.
@@ -134,13 +140,16 @@ fn span_segment(span: &tracing::Span) {
     }
 }
 
-/// CPU ns per operation of `segments` segments of `f` under `d`.
-fn per_op(d: &Dispatch, segments: u64, f: &dyn Fn()) -> f64 {
+/// CPU ns per operation of `segments` segments of `f` under `d`, given a
+/// span made under `d` before the timing starts (it holds `d` while it
+/// lives; only the span variant enters it).
+fn per_op(d: &Dispatch, segments: u64, f: &dyn Fn(&tracing::Span)) -> f64 {
     dispatcher::with_default(d, || {
+        let span = tracing::info_span!(target: "bench_jfr", "op", a = 1u64);
         let mut total = 0.0;
         for _ in 0..segments {
             let t = thread_ns();
-            f();
+            f(&span);
             total += thread_ns() - t;
         }
         total / (segments * SEGMENT) as f64
@@ -155,24 +164,33 @@ fn main() {
     let dir = std::env::temp_dir().join(format!("flightrec-tracing-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("bench dir");
     let only = |t: &'static str| filter_fn(move |m| m.target() == t);
-    let vec = Dispatch::new(
-        tracing_subscriber::registry()
-            .with(VecLayer { stamp: false }.with_filter(only("bench_vec"))),
-    );
-    let vec_ts = Dispatch::new(
-        tracing_subscriber::registry()
-            .with(VecLayer { stamp: true }.with_filter(only("bench_vec_ts"))),
-    );
-    let fmt = Dispatch::new(
-        tracing_subscriber::registry().with(
-            tracing_subscriber::fmt::layer()
-                .with_ansi(false)
-                .with_writer(std::io::sink)
-                .with_filter(only("bench_fmt")),
-        ),
-    );
-    let jfr = Dispatch::new(tracing_subscriber::registry().with(flightrec_tracing::layer()));
-    let none = Dispatch::none();
+    // Built afresh for each turn (see the module doc): while one is timed,
+    // no other dispatcher is alive.
+    let make = |k: &str| -> Dispatch {
+        match k {
+            "vec" | "vec_ts" => {
+                let (stamp, target) = if k == "vec" {
+                    (false, "bench_vec")
+                } else {
+                    (true, "bench_vec_ts")
+                };
+                Dispatch::new(
+                    tracing_subscriber::registry()
+                        .with(VecLayer { stamp }.with_filter(only(target))),
+                )
+            }
+            "fmt" => Dispatch::new(
+                tracing_subscriber::registry().with(
+                    tracing_subscriber::fmt::layer()
+                        .with_ansi(false)
+                        .with_writer(std::io::sink)
+                        .with_filter(only("bench_fmt")),
+                ),
+            ),
+            "none" => Dispatch::none(),
+            _ => Dispatch::new(tracing_subscriber::registry().with(flightrec_tracing::layer())),
+        }
+    };
 
     let mut settings = Settings::new();
     settings.enable("tracing.bench_off.off", false);
@@ -185,10 +203,6 @@ fn main() {
             .settings(settings),
     )
     .expect("start recording");
-    let span = dispatcher::with_default(
-        &jfr,
-        || tracing::info_span!(target: "bench_jfr", "op", a = 1u64),
-    );
 
     let only = std::env::var("FLIGHTREC_BENCH_ONLY").ok();
     let keys = ["vec", "jfr", "fmt", "span", "off", "none", "vec_ts"];
@@ -197,21 +211,22 @@ fn main() {
     let mut jfr_vec_ts = vec![];
     for _ in 0..rounds {
         rec.flush().expect("flush");
-        let run = |k: usize, d: &Dispatch, f: &dyn Fn()| {
+        let run = |k: usize, f: &dyn Fn(&tracing::Span)| {
             if only.as_deref().is_none_or(|o| o == keys[k]) {
-                per_op(d, segments, f)
+                let d = make(keys[k]);
+                per_op(&d, segments, f)
             } else {
                 f64::NAN
             }
         };
         let r = [
-            run(0, &vec, &vec_segment),
-            run(1, &jfr, &jfr_segment),
-            run(2, &fmt, &fmt_segment),
-            run(3, &jfr, &|| span_segment(&span)),
-            run(4, &jfr, &off_segment),
-            run(5, &none, &none_segment),
-            run(6, &vec_ts, &vec_ts_segment),
+            run(0, &|_| vec_segment()),
+            run(1, &|_| jfr_segment()),
+            run(2, &|_| fmt_segment()),
+            run(3, &span_segment),
+            run(4, &|_| off_segment()),
+            run(5, &|_| none_segment()),
+            run(6, &|_| vec_ts_segment()),
         ];
         for (v, x) in ns.iter_mut().zip(r) {
             v.push(x);
@@ -222,7 +237,6 @@ fn main() {
         off_none.push(r[4] / r[5]);
         jfr_vec_ts.push(r[1] / r[6]);
     }
-    drop(span);
     let summary = rec.stop().expect("stop");
     let _ = std::fs::remove_dir_all(&dir);
     let m: Vec<f64> = ns.iter_mut().map(|v| median(v)).collect();

@@ -8,7 +8,7 @@
 # in one release build (the root package's dev-dependencies turn the
 # Pyroscope uploader on, so its tests run there), the thread-hook feature's
 # test, lints of the recorder as users build it by default (no uploader),
-# and a build of every bench. Prints the time each step took. Budget: a clean
+# the API docs with broken links denied, and a build of every bench. Prints the time each step took. Budget: a clean
 # clone must pass within 90 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -51,6 +51,16 @@ step thread-hook cargo test --release -p flightrec --features thread-hook --test
 # Users build the recorder without the opt-in uploader; the steps above
 # have it on (dev-dependencies unify features), so lint that build too.
 step default-features cargo clippy -p flightrec-recorder --all-targets -- -D warnings
+# Docs with broken links denied: as users read them, and as maintainers
+# do (private items too: the engine modules' docs link to them). The C
+# ABI's library shares the facade's name, so it is documented on its own.
+docs() {
+    local p=(-p flightrec -p flightrec-recorder -p flightrec-chunk-writer -p flightrec-tracing)
+    RUSTDOCFLAGS="-D warnings" cargo doc --no-deps "${p[@]}"
+    RUSTDOCFLAGS="-D warnings" cargo doc --no-deps "${p[@]}" --document-private-items
+    RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p flightrec-capi --document-private-items
+}
+step docs docs
 step bench-build cargo bench --workspace --no-run
 
 # --- loom suite ---------------------------------------------------------------

@@ -4,7 +4,7 @@
 //! std's. The rest of the crate is written against loom's API (notably
 //! [`UnsafeCell::with`]/[`UnsafeCell::with_mut`]), so the same code runs in
 //! production and inside loom models. Sources of nondeterminism (the clock,
-//! thread ids) are routed through [`crate::clock`] and [`thread_id`].
+//! thread ids) are routed through [`crate::clock`] and [`os_thread_id`].
 
 #[cfg(not(flightrec_loom))]
 mod imp {

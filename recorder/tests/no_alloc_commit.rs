@@ -127,13 +127,17 @@ fn committing_allocates_nothing_once_the_buffer_exists() {
     let config = recorder::RecordingConfig::new(dir.join("a.jfr")).max_stack_depth(2);
     let rec = recorder::Recording::start(config).unwrap();
     // The first round attaches the thread, registers the types, interns the
-    // traced event's stack and fills a few blocks; the flush drains them
+    // traced event's stack and fills a dozen blocks; the flush drains them
     // back to the pool, so later rounds' block changes take pooled blocks
-    // (the pool allocates a block only when it grows). The compiler calls
-    // `commit_some` from a separate instruction in each round, so stacks are
-    // captured two frames deep (inside `commit_some`), where every round's
-    // are the same.
-    let rounds = [3000, 1000, 1000];
+    // (the pool allocates a block only when it grows). The later rounds
+    // together fill a fifth as many: enough blocks stay free even if the
+    // recorder thread returns none of theirs in the meantime (on a busy
+    // machine it may not run at all: with a first round three times a
+    // later one, 11 of 40 runs beside four busy processes grew the pool by
+    // a block in the third round). The compiler calls `commit_some` from a
+    // separate instruction in each round, so stacks are captured two frames
+    // deep (inside `commit_some`), where every round's are the same.
+    let rounds = [10_000, 1000, 1000];
     let mut allocs = Vec::with_capacity(rounds.len());
     for (round, n) in rounds.into_iter().enumerate() {
         if round == 1 {

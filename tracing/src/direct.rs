@@ -10,6 +10,13 @@
 //! twice) abandons the record, and the caller records the event again
 //! through [`Slots`](crate::values::Slots), which sorts any order.
 //!
+//! A value of its field's own kind (a `u64` into an unsigned field, ...)
+//! is written with one compare of its index against the next field's and
+//! one of its kind against the type's plan ([`Built::plan`]: the kinds by
+//! index, `None` past the last), then the [`FieldWriter`] method of that
+//! kind; anything else (a conversion, a skipped field, a value out of
+//! order) takes an out-of-line path.
+//!
 //! `Debug` values are formatted into the thread's scratch text, inside the
 //! recorder's write section: a `Debug` impl that records a flightrec event
 //! gets that event dropped as reentrant (and counted), and one that panics
@@ -20,42 +27,42 @@
 
 use std::cell::RefCell;
 use std::fmt::{self, Write as _};
-use std::thread::LocalKey;
 
 use recorder::{FieldKind, FieldWriter};
 use tracing_core::field::{Field, Visit};
 
+use crate::site::{Built, PLAN};
 use crate::values::{Val, write_value, write_zero};
+
+thread_local! {
+    /// Scratch text for `Debug` values (borrowed only while formatting).
+    static TEXT: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// [`Direct::next`] once a value came out of order: the record is
+/// abandoned, and no index matches it.
+const ABANDONED: usize = usize::MAX;
 
 /// The visitor: writes each value as it comes, converted to its field's
 /// kind.
 pub(crate) struct Direct<'a, 'w> {
     w: &'a mut FieldWriter<'w>,
-    kinds: &'a [FieldKind],
-    /// The next field to write.
+    /// The type: its field kinds by index ([`Built::plan`]).
+    built: &'a Built,
+    /// The next field to write, or [`ABANDONED`].
     next: usize,
     /// Values that did not fit their field (written as zero / null).
     bad: u32,
-    /// False once a value came out of order: the record is abandoned.
-    in_order: bool,
-    /// Scratch for `Debug` text (borrowed only while formatting).
-    text: &'static LocalKey<RefCell<String>>,
 }
 
 impl<'a, 'w> Direct<'a, 'w> {
     #[inline(always)]
-    pub(crate) fn new(
-        w: &'a mut FieldWriter<'w>,
-        kinds: &'a [FieldKind],
-        text: &'static LocalKey<RefCell<String>>,
-    ) -> Self {
+    pub(crate) fn new(w: &'a mut FieldWriter<'w>, built: &'a Built) -> Self {
         Self {
             w,
-            kinds,
+            built,
             next: 0,
             bad: 0,
-            in_order: true,
-            text,
         }
     }
 
@@ -63,10 +70,10 @@ impl<'a, 'w> Direct<'a, 'w> {
     /// that did not fit, or `None` if the record must be abandoned.
     #[inline(always)]
     pub(crate) fn finish(mut self) -> Option<u32> {
-        if !self.in_order {
+        if self.next == ABANDONED {
             return None;
         }
-        self.skip_to(self.kinds.len());
+        self.skip_to(self.built.kinds.len());
         Some(self.bad)
     }
 
@@ -74,20 +81,35 @@ impl<'a, 'w> Direct<'a, 'w> {
     #[inline(always)]
     fn skip_to(&mut self, i: usize) {
         while self.next < i {
-            write_zero(self.w, self.kinds[self.next]);
+            write_zero(self.w, self.built.kinds[self.next]);
             self.next += 1;
         }
     }
 
+    /// True, and the field taken, if `f` is the next field and of `kind`
+    /// (the value's own kind): the common case, where the value is written
+    /// as it is. One compare of the index and one of the kind, read from
+    /// the plan without a bounds check: the next field's index is at most
+    /// `MAX_FIELDS`, below [`PLAN`], and the plan holds `None` from the
+    /// type's last field on, which matches no kind.
+    #[inline(always)]
+    fn next_is(&mut self, f: &Field, kind: FieldKind) -> bool {
+        let i = f.index();
+        if i == self.next && self.built.plan[i & (PLAN - 1)] == Some(kind) {
+            self.next = i + 1;
+            return true;
+        }
+        false
+    }
+
     /// Field `f`'s kind if its value is written now, after any skipped
     /// fields; `None` for a field past the type's (beyond `MAX_FIELDS`) or
-    /// out of order. One compare on the common path: the value of the next
-    /// field.
+    /// out of order.
     #[inline(always)]
     fn at(&mut self, f: &Field) -> Option<FieldKind> {
         let i = f.index();
         if i == self.next
-            && let Some(&kind) = self.kinds.get(i)
+            && let Some(kind) = self.built.plan[i & (PLAN - 1)]
         {
             self.next = i + 1;
             return Some(kind);
@@ -98,21 +120,24 @@ impl<'a, 'w> Direct<'a, 'w> {
     #[cold]
     #[inline(never)]
     fn at_cold(&mut self, i: usize) -> Option<FieldKind> {
-        if i >= self.kinds.len() {
+        let kinds = &self.built.kinds;
+        if i >= kinds.len() || self.next == ABANDONED {
             return None;
         }
         if i < self.next {
-            self.in_order = false;
-        }
-        if !self.in_order {
+            self.next = ABANDONED;
             return None;
         }
         self.skip_to(i);
         self.next = i + 1;
-        Some(self.kinds[i])
+        Some(kinds[i])
     }
 
-    #[inline(always)]
+    /// A value that is not of its field's kind, or not the next field's:
+    /// converted, skipped to, or found out of order (out of line, so the
+    /// visits of the common case stay short).
+    #[cold]
+    #[inline(never)]
     fn put(&mut self, f: &Field, v: Val<'_>) {
         if let Some(kind) = self.at(f) {
             self.bad += write_value(self.w, v, kind);
@@ -122,19 +147,39 @@ impl<'a, 'w> Direct<'a, 'w> {
 
 impl Visit for Direct<'_, '_> {
     fn record_i64(&mut self, f: &Field, v: i64) {
-        self.put(f, Val::Int(v));
+        if self.next_is(f, FieldKind::I64) {
+            self.w.int(v);
+        } else {
+            self.put(f, Val::Int(v));
+        }
     }
     fn record_u64(&mut self, f: &Field, v: u64) {
-        self.put(f, Val::UInt(v));
+        if self.next_is(f, FieldKind::U64) {
+            self.w.uint(v);
+        } else {
+            self.put(f, Val::UInt(v));
+        }
     }
     fn record_f64(&mut self, f: &Field, v: f64) {
-        self.put(f, Val::F64(v));
+        if self.next_is(f, FieldKind::F64) {
+            self.w.f64(v);
+        } else {
+            self.put(f, Val::F64(v));
+        }
     }
     fn record_bool(&mut self, f: &Field, v: bool) {
-        self.put(f, Val::Bool(v));
+        if self.next_is(f, FieldKind::Bool) {
+            self.w.bool(v);
+        } else {
+            self.put(f, Val::Bool(v));
+        }
     }
     fn record_str(&mut self, f: &Field, v: &str) {
-        self.put(f, Val::Str(v));
+        if self.next_is(f, FieldKind::String) {
+            self.w.opt_str(Some(v));
+        } else {
+            self.put(f, Val::Str(v));
+        }
     }
     fn record_debug(&mut self, f: &Field, v: &dyn fmt::Debug) {
         let Some(kind) = self.at(f) else { return };
@@ -147,7 +192,7 @@ impl Visit for Direct<'_, '_> {
         // `Debug` value of its own (that event is dropped as reentrant):
         // it formats into a fresh string.
         let w = &mut *self.w;
-        let fresh = self.text.try_with(|t| match t.try_borrow_mut() {
+        let fresh = TEXT.try_with(|t| match t.try_borrow_mut() {
             Ok(mut text) => {
                 text.clear();
                 let _ = write!(text, "{v:?}");

@@ -263,8 +263,6 @@ thread_local! {
     /// The `spanId` of the innermost entry on this thread (0: none): what
     /// an event reads, without borrowing [`LOCAL`].
     static CURRENT: Cell<u64> = const { Cell::new(0) };
-    /// Scratch text for `Debug` values encoded as visited.
-    static TEXT: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
 /// Records `event` through the slots: its type's first event (which
@@ -434,44 +432,44 @@ where
         // An explicit parent is looked up; a contextual event belongs to
         // the innermost recorded span entered on this thread.
         let s = site(event.metadata());
-        let explicit = event
-            .parent()
-            .map(|id| span_id(ctx.span(id)))
-            .or_else(|| event.is_root().then_some(0));
-        let parent = explicit.unwrap_or_else(|| CURRENT.try_with(Cell::get).unwrap_or(0));
-        let bad = Cell::new(0);
-        let sorted = match s.built() {
+        let parent = match event.parent() {
+            Some(id) => span_id(ctx.span(id)),
+            None if event.is_contextual() => CURRENT.try_with(Cell::get).unwrap_or(0),
+            None => 0,
+        };
+        // Values that did not fit their field; `None` if the event is to be
+        // recorded through the slots.
+        let bad = match s.built() {
             Some(Some(built)) => {
                 // Encoded as visited (see `direct`); the writer may run
-                // twice (a full block), so the count of the last run is
+                // twice (a full block), so the outcome of the last run is
                 // kept.
-                let abandoned = Cell::new(false);
+                let done = Cell::new(Some(0));
                 built.ty.commit_fields(|w| {
                     w.uint(parent);
-                    let mut d = Direct::new(w, &built.kinds, &TEXT);
+                    let mut d = Direct::new(w, built);
                     event.record(&mut d);
-                    let done = d.finish();
-                    bad.set(done.unwrap_or(0));
-                    abandoned.set(done.is_none());
-                    done.is_some()
+                    done.set(d.finish());
+                    done.get().is_some()
                 });
-                abandoned.get()
+                done.get()
             }
-            Some(None) => false, // rejected type
-            None => true,
+            Some(None) => Some(0), // rejected type
+            None => None,
         };
-        if sorted {
-            let _ = LOCAL.try_with(|l| {
-                // Not if recorded while formatting one of ours.
-                if let Ok(mut l) = l.try_borrow_mut() {
-                    bad.set(record_sorted(s, event, &mut l.scratch, parent));
-                }
-            });
-        }
-        if bad.get() > 0 {
+        let bad = bad.unwrap_or_else(|| {
+            LOCAL
+                .try_with(|l| {
+                    // Not if recorded while formatting one of ours.
+                    l.try_borrow_mut()
+                        .map_or(0, |mut l| record_sorted(s, event, &mut l.scratch, parent))
+                })
+                .unwrap_or(0)
+        });
+        if bad > 0 {
             site::STATS
                 .mismatched_values
-                .fetch_add(u64::from(bad.get()), Ordering::Relaxed);
+                .fetch_add(u64::from(bad), Ordering::Relaxed);
         }
     }
 }

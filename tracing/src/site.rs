@@ -47,6 +47,24 @@ pub(crate) struct Site {
 pub(crate) struct Built {
     pub(crate) ty: &'static EventType,
     pub(crate) kinds: Box<[FieldKind]>,
+    /// `kinds` by field index, `None` past them: what an event's visitor
+    /// reads per value with one load and no bounds check (see `direct`).
+    pub(crate) plan: Plan,
+}
+
+/// Slots of a [`Plan`]: more than [`MAX_FIELDS`](crate::values::MAX_FIELDS),
+/// a power of two, so `index & (PLAN - 1)` is always in range.
+pub(crate) const PLAN: usize = 64;
+
+/// Field kinds by callsite field index, `None` from the type's last field on.
+pub(crate) type Plan = [Option<FieldKind>; PLAN];
+
+fn plan(kinds: &[FieldKind]) -> Plan {
+    let mut p = [None; PLAN];
+    for (slot, k) in p.iter_mut().zip(kinds) {
+        *slot = Some(*k);
+    }
+    p
 }
 
 impl Site {
@@ -111,6 +129,7 @@ impl Site {
                     Ok(ty) => Some(Built {
                         ty,
                         kinds: kinds[..self.fields.len()].into(),
+                        plan: plan(&kinds[..self.fields.len()]),
                     }),
                     Err(e) => {
                         STATS.rejected_types.fetch_add(1, Ordering::Relaxed);

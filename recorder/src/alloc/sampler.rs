@@ -142,7 +142,7 @@ pub(super) enum Decision {
     },
 }
 
-/// The slow path of [`count`]: publishes the thread's byte count, re-arms
+/// The slow path of [`count_down`]: publishes the thread's byte count, re-arms
 /// the countdown (a fresh exponential draw of mean `mean`, or
 /// [`OFF_CHECK_BYTES`] if `mean` is 0, i.e. sampling is off), and decides
 /// whether the allocation of `size` bytes is a sample. Never allocates.

@@ -70,7 +70,7 @@ use crate::sync::{Arc, AtomicPtr, AtomicU64, Ordering, compiler_fence};
 
 /// One registered writer thread.
 ///
-/// Aligned like [`Block`](crate::buffer::block::Block): the owner stores
+/// Aligned like [`Block`]: the owner stores
 /// `section` twice per event, so no other thread's slot may share its line.
 #[derive(Debug)]
 #[repr(align(128))]

@@ -9,7 +9,7 @@
 //!
 //! Events are committed with a slice of [`Value`]s, checked against the
 //! declared kinds before anything is written; a mismatch drops the event and
-//! counts it as [`LossCause::InvalidValues`](crate::LossCause::InvalidValues).
+//! counts it as [`LossCause::InvalidValues`].
 //!
 //! A caller that holds its values in another form (the C ABI's array of
 //! tagged structs) implements [`ValueSource`] and commits with

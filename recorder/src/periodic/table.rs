@@ -46,7 +46,7 @@ const fn task(name: &'static str, enabled: bool, period: Option<Period>) -> Buil
 const BEGIN: Option<Period> = Some(Period::BeginChunk);
 const EVERY: Option<Period> = Some(Period::EveryChunk);
 
-/// The built-in periodic tasks, by index (the order of [`SystemEvents::run`]).
+/// The built-in periodic tasks, by index (the order of [`SystemEvents::run`](super::system::SystemEvents::run)).
 /// `jdk.InitialEnvironmentVariable` and `flightrec.ProcessInformation` are
 /// off by default: environment variables and command lines carry secrets.
 pub(crate) const BUILTIN: &[Builtin] = &[

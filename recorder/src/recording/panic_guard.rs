@@ -9,7 +9,8 @@
 //! on stderr (once per place and process), counts it as
 //! [`LossCause::Panicked`](crate::LossCause::Panicked), and hands the
 //! message back so the caller can fail visibly (the recorder thread turns
-//! it into [`RecordingError::Panicked`](crate::RecordingError::Panicked)).
+//! it into [`RecordingError::Failed`](crate::RecordingError::Failed), whose
+//! context says the recorder thread panicked).
 //!
 //! # Fault injection
 //!

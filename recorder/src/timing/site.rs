@@ -1,6 +1,6 @@
 //! The static descriptor of one instrumented function or block, and the
 //! layout of its word: what the call path ([`super::guard`]), the site
-//! registry ([`super::sites`]) and the trace writer ([`super::emit`]) share.
+//! registry ([`super::sites`](mod@super::sites)) and the trace writer ([`super::emit`]) share.
 //!
 //! Invariant: a site's word starts as [`UNREGISTERED`]; only the site
 //! registry stores another value (see the [module docs](super)).

@@ -36,7 +36,7 @@ pub(crate) const ENABLED: u64 = 1 << 1;
 pub(crate) const STACK_TRACE: u64 = 1 << 2;
 /// Bit: the type is a duration event (its records carry a duration).
 pub(crate) const DURATION: u64 = 1 << 3;
-/// Bit: [`crate::clock::ticks`] reads the TSC (see [`ticks`]).
+/// Bit: [`crate::clock::ticks`] reads the TSC (see [`EnabledWord::ticks`]).
 pub(crate) const CLOCK_TSC: u64 = 1 << 4;
 const THRESHOLD_SHIFT: u32 = 5;
 

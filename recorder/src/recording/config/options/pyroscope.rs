@@ -1,6 +1,6 @@
 //! The `pyroscope*` start keys: collected while the option string is
-//! read, turned into a [`PyroscopeConfig`] once it is read (the URL must
-//! be known before the rest applies).
+//! read, turned into a `PyroscopeConfig` (with the `pyroscope` feature)
+//! once it is read (the URL must be known before the rest applies).
 //!
 //! | key                  | value          | |
 //! |----------------------|----------------|-|
