@@ -127,8 +127,17 @@ impl Runtime {
     /// Arms the pool's size marks for the chunk of epoch `open` so that the
     /// seal that brings its count to `flip_at` bytes flips the epoch itself
     /// (`BufferPool::arm`; the wake-up mark is left unreachable).
+    /// Every chunk before `open` counts as finished
+    /// (`BufferPool::chunks_finished_before`), so the seal may flip.
     pub fn arm_seal_flip(&self, open: u64, flip_at: u64) {
+        self.0.pool.chunks_finished_before(open);
         self.0.pool.arm(open, u64::MAX, flip_at);
+    }
+
+    /// The chunks of every epoch before `epoch` are finished: a seal may
+    /// flip the epoch up to `epoch + 2` (`BufferPool::chunks_finished_before`).
+    pub fn chunks_finished_before(&self, epoch: u64) {
+        self.0.pool.chunks_finished_before(epoch);
     }
 
     /// [`Self::rotate`] closing epoch `open`, which a writer's seal may have

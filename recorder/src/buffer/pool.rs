@@ -27,10 +27,12 @@
 //! ([`BufferPool::arm`]'s `flip_at`) is the hard one: the seal that reaches
 //! it flips the epoch itself (a compare-exchange from the open chunk's
 //! epoch, under the queue's lock), so the chunk stops growing even when the
-//! recorder thread is not running (but never past the epoch after the one
-//! whose chunk the recorder is finishing: constants carry two epoch tags);
-//! the recorder's safepoint then finds the epoch flipped and goes on from
-//! its step 2 (see
+//! recorder thread is not running, or is still finishing the chunk before
+//! (but never to an epoch more than two past the oldest chunk not finished:
+//! constants carry the tags of three epochs, see [`crate::cpool::threads`];
+//! [`BufferPool::chunks_finished_before`] moves that limit); the
+//! recorder's safepoint then finds the epoch flipped and goes on from its
+//! step 2 (see
 //! [`crate::epoch::rotation`] and [`crate::recording::recorder_thread`] for
 //! what that bounds).
 //!
@@ -96,9 +98,12 @@ pub(crate) struct BufferPool {
     /// The epoch the marks are for: a seal flips only from it, and counts
     /// only blocks of it or later.
     open_epoch: AtomicU64,
-    /// The wake-up mark [`Self::seal`] arms for the next epoch when it
-    /// flips.
+    /// The marks [`Self::seal`] arms for the next epoch when it flips.
     fresh_rotate_at: AtomicU64,
+    fresh_flip_at: AtomicU64,
+    /// The newest epoch a seal may flip to (see
+    /// [`Self::chunks_finished_before`]); 0 until the recorder says.
+    flip_limit: AtomicU64,
     /// Every block ever allocated (to free them when the pool drops).
     all: Mutex<Vec<BlockPtr>>,
     /// Where their bytes come from (under loom, each block's own box).
@@ -123,6 +128,8 @@ impl BufferPool {
             flip_at: AtomicU64::new(u64::MAX),
             open_epoch: AtomicU64::new(u64::MAX),
             fresh_rotate_at: AtomicU64::new(u64::MAX),
+            fresh_flip_at: AtomicU64::new(u64::MAX),
+            flip_limit: AtomicU64::new(0),
             all: Mutex::new(Vec::new()),
             #[cfg(not(flightrec_loom))]
             slabs: Mutex::new(Slabs::default()),
@@ -182,12 +189,14 @@ impl BufferPool {
             self.queued_bytes.store(queued, Ordering::Relaxed);
             let open = self.open_epoch.load(Ordering::Relaxed);
             let mut counted = self.since_arm.load(Ordering::Relaxed);
+            let mut flipped = false;
             if block.get().epoch() >= open {
                 counted += bytes;
                 self.since_arm.store(counted, Ordering::Relaxed);
             }
             if let Some(word) = epoch_word
                 && counted >= self.flip_at.load(Ordering::Relaxed)
+                && open < self.flip_limit.load(Ordering::Relaxed)
                 // SeqCst, as the recorder's own flip (`rotation::safepoint`);
                 // fails when the epoch moved on already, so an epoch flips
                 // once.
@@ -195,20 +204,21 @@ impl BufferPool {
                     .compare_exchange(open, open + 1, Ordering::SeqCst, Ordering::Relaxed)
                     .is_ok()
             {
+                flipped = true;
                 // The next epoch counts from its first seal, against the
-                // wake-up mark of a chunk just opened. It may not flip
-                // before the recorder has finished the chunk of `open`
-                // (its `arm` for the next chunk): constants are tagged
-                // with two epochs at most (see `crate::cpool::threads`).
+                // marks of a chunk just opened. Whether a seal may flip it
+                // in turn is asked then (`flip_limit`): constants carry the
+                // tags of three epochs (see `crate::cpool::threads`).
                 self.set_marks(
                     open + 1,
                     0,
                     self.fresh_rotate_at.load(Ordering::Relaxed),
-                    u64::MAX,
+                    self.fresh_flip_at.load(Ordering::Relaxed),
                 );
                 counted = 0;
             }
-            (full.len(), self.rotation_due_at(counted))
+            // A flip wakes the recorder thread: the chunk it closed is due.
+            (full.len(), flipped || self.rotation_due_at(counted))
         };
         if len >= self.wake_at() || rotate {
             self.wakeup.notify_one();
@@ -247,12 +257,26 @@ impl BufferPool {
         self.queued_bytes.load(Ordering::Relaxed)
     }
 
-    /// The wake-up mark for a chunk from its epoch's flip, before it is
-    /// open (its length unknown: counted as 0). Recorder thread, when the
-    /// limits change.
-    pub(crate) fn set_fresh_rotate_at(&self, rotate_at: u64) {
+    /// The marks for a chunk from its epoch's flip by a seal, before it
+    /// is open (its length unknown: counted as 0). Recorder thread, when
+    /// the limits change.
+    pub(crate) fn set_fresh_marks(&self, rotate_at: u64, flip_at: u64) {
         let _full = self.full.lock();
         self.fresh_rotate_at.store(rotate_at, Ordering::Relaxed);
+        self.fresh_flip_at.store(flip_at, Ordering::Relaxed);
+    }
+
+    /// The chunks of every epoch before `epoch` are finished (their
+    /// constants written): a seal may flip the epoch up to `epoch + 2`,
+    /// the third epoch whose tags the constants hold besides the older
+    /// ones' (see [`crate::cpool::threads`]). Recorder thread, when a chunk
+    /// is finished and when one opens; the limit never goes back.
+    pub(crate) fn chunks_finished_before(&self, epoch: u64) {
+        let _full = self.full.lock();
+        let limit = epoch.saturating_add(crate::cpool::threads::TAG_SLOTS - 1);
+        if limit > self.flip_limit.load(Ordering::Relaxed) {
+            self.flip_limit.store(limit, Ordering::Relaxed);
+        }
     }
 
     /// Arms the marks for the chunk of epoch `open`, counting the bytes
