@@ -155,6 +155,28 @@ impl Runtime {
         r.expect("the model sink never fails")
     }
 
+    /// [`Self::rotate_epoch`] as `Recorder::finish_chunk` runs it: right
+    /// after the flip it arms the next epoch's hard mark at `flip_at`
+    /// bytes, so a writer's seal may flip that epoch too while the chunk
+    /// of `open` is still being finished.
+    pub fn rotate_epoch_arming_next(
+        &self,
+        open: u64,
+        flip_at: u64,
+        chunk: &mut Vec<Drained>,
+    ) -> u64 {
+        let r: Result<u64, ()> = rotation::rotate(
+            &self.0,
+            open,
+            || self.0.pool.arm(open + 1, u64::MAX, flip_at),
+            |b| {
+                collect(b, chunk);
+                Ok(())
+            },
+        );
+        r.expect("the model sink never fails")
+    }
+
     /// The recorder's periodic flush (`Recorder::step` with a flush due):
     /// sealed blocks, then live blocks, of the current epoch into `chunk`.
     pub fn flush(&self, chunk: &mut Vec<Drained>) {

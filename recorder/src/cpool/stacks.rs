@@ -59,7 +59,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher};
 
-use crate::cpool::threads::{TAG_SLOTS, tag_slot};
+use crate::cpool::threads::{TAG_WORDS, tag_slot};
 use crate::sync::{AtomicU64, AtomicUsize, Mutex, Ordering};
 
 const SHARDS: usize = 16;
@@ -120,7 +120,7 @@ pub(crate) struct StackRepository {
 struct Interned {
     entry: crate::sync::StdArc<StackEntry>,
     /// The epochs it was used in, by epoch modulo 3 (see the module docs).
-    used: [u64; TAG_SLOTS as usize],
+    used: [u64; TAG_WORDS],
     cost: usize,
 }
 
@@ -180,7 +180,7 @@ impl StackRepository {
             Interned {
                 entry: crate::sync::StdArc::new(StackEntry { frames, truncated }),
                 used: {
-                    let mut used = [0; TAG_SLOTS as usize];
+                    let mut used = [0; TAG_WORDS];
                     used[tag_slot(epoch)] = epoch;
                     used
                 },

@@ -44,16 +44,28 @@ use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
 /// recorder has finished that chunk (see the module docs).
 pub(crate) const TAG_SLOTS: u64 = 3;
 
+/// The words of a constant's tags: [`TAG_SLOTS`], or two in the loom
+/// negative control `--cfg flightrec_loom_weaken="two_tag_slots"` (the
+/// pool still lets a seal flip two epochs past the chunk being finished).
+pub(crate) const TAG_WORDS: usize = if cfg!(all(
+    flightrec_loom,
+    flightrec_loom_weaken = "two_tag_slots"
+)) {
+    2
+} else {
+    TAG_SLOTS as usize
+};
+
 /// The word of `epoch` in a constant's tags.
 #[inline]
 pub(crate) fn tag_slot(epoch: u64) -> usize {
-    (epoch % TAG_SLOTS) as usize
+    (epoch % TAG_WORDS as u64) as usize
 }
 
 /// The epochs a thread was used in, one word per epoch modulo
 /// [`TAG_SLOTS`] (see the module docs).
 #[derive(Debug, Default)]
-pub(crate) struct ThreadTags([AtomicU64; TAG_SLOTS as usize]);
+pub(crate) struct ThreadTags([AtomicU64; TAG_WORDS]);
 
 impl ThreadTags {
     /// True if the thread is tagged with `epoch`.
