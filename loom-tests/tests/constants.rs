@@ -188,5 +188,9 @@ fn seal_flips_next_epoch_while_chunk_is_finished() {
 #[test]
 #[cfg(flightrec_loom_weaken = "two_tag_slots")]
 fn control_two_tag_slots() {
-    expect_failure_4b("two_tag_slots", BOUND_4B, seal_flips_next_epoch_during_chunk_end);
+    expect_failure_4b(
+        "two_tag_slots",
+        BOUND_4B,
+        seal_flips_next_epoch_during_chunk_end,
+    );
 }

@@ -143,21 +143,15 @@ impl Runtime {
     /// [`Self::rotate`] closing epoch `open`, which a writer's seal may have
     /// flipped already (the recorder knows its chunk's epoch).
     pub fn rotate_epoch(&self, open: u64, chunk: &mut Vec<Drained>) -> u64 {
-        let r: Result<u64, ()> = rotation::rotate(
-            &self.0,
-            open,
-            || {},
-            |b| {
-                collect(b, chunk);
-                Ok(())
-            },
-        );
+        let r: Result<u64, ()> = rotation::rotate(&self.0, open, None, |b| {
+            collect(b, chunk);
+            Ok(())
+        });
         r.expect("the model sink never fails")
     }
 
-    /// [`Self::rotate_epoch`] as `Recorder::finish_chunk` runs it: right
-    /// after the flip it arms the next epoch's hard mark at `flip_at`
-    /// bytes, so a writer's seal may flip that epoch too while the chunk
+    /// [`Self::rotate_epoch`] as `Recorder::finish_chunk` runs it: with
+    /// the flip it arms the next epoch's hard mark at `flip_at` bytes, so a writer's seal may flip that epoch too while the chunk
     /// of `open` is still being finished.
     pub fn rotate_epoch_arming_next(
         &self,
@@ -165,15 +159,10 @@ impl Runtime {
         flip_at: u64,
         chunk: &mut Vec<Drained>,
     ) -> u64 {
-        let r: Result<u64, ()> = rotation::rotate(
-            &self.0,
-            open,
-            || self.0.pool.arm(open + 1, u64::MAX, flip_at),
-            |b| {
-                collect(b, chunk);
-                Ok(())
-            },
-        );
+        let r: Result<u64, ()> = rotation::rotate(&self.0, open, Some((u64::MAX, flip_at)), |b| {
+            collect(b, chunk);
+            Ok(())
+        });
         r.expect("the model sink never fails")
     }
 

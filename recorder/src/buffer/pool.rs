@@ -257,6 +257,26 @@ impl BufferPool {
         self.queued_bytes.load(Ordering::Relaxed)
     }
 
+    /// The recorder's flip (step 1 of its safepoint): `word` from `open`
+    /// to `open + 1` (SeqCst compare-exchange, as a seal's), under the
+    /// queue's lock, with `next`'s marks (wake-up, hard) armed for
+    /// `open + 1` in the same step (as [`Self::arm`]: ignored when a seal
+    /// flipped further already), so a seal never finds the new epoch
+    /// without its hard mark. Returns the compare-exchange's result.
+    pub(crate) fn flip(
+        &self,
+        word: &AtomicU64,
+        open: u64,
+        next: Option<(u64, u64)>,
+    ) -> Result<u64, u64> {
+        let full = self.full.lock();
+        let r = word.compare_exchange(open, open + 1, Ordering::SeqCst, Ordering::SeqCst);
+        if let Some((rotate_at, flip_at)) = next {
+            self.arm_locked(&full, open + 1, rotate_at, flip_at);
+        }
+        r
+    }
+
     /// The marks for a chunk from its epoch's flip by a seal, before it
     /// is open (its length unknown: counted as 0). Recorder thread, when
     /// the limits change.
@@ -290,6 +310,11 @@ impl BufferPool {
     /// recorder's chunk: the marks of the newer epoch stay).
     pub(crate) fn arm(&self, open: u64, rotate_at: u64, flip_at: u64) {
         let full = self.full.lock();
+        self.arm_locked(&full, open, rotate_at, flip_at);
+    }
+
+    /// [`Self::arm`], the queue locked.
+    fn arm_locked(&self, full: &VecDeque<BlockPtr>, open: u64, rotate_at: u64, flip_at: u64) {
         let armed = self.open_epoch.load(Ordering::Relaxed);
         if armed != u64::MAX && open < armed {
             return;

@@ -47,14 +47,12 @@ pub(crate) const TAG_SLOTS: u64 = 3;
 /// The words of a constant's tags: [`TAG_SLOTS`], or two in the loom
 /// negative control `--cfg flightrec_loom_weaken="two_tag_slots"` (the
 /// pool still lets a seal flip two epochs past the chunk being finished).
-pub(crate) const TAG_WORDS: usize = if cfg!(all(
-    flightrec_loom,
-    flightrec_loom_weaken = "two_tag_slots"
-)) {
-    2
-} else {
-    TAG_SLOTS as usize
-};
+pub(crate) const TAG_WORDS: usize =
+    if cfg!(all(flightrec_loom, flightrec_loom_weaken = "two_tag_slots")) {
+        2
+    } else {
+        TAG_SLOTS as usize
+    };
 
 /// The word of `epoch` in a constant's tags.
 #[inline]

@@ -35,8 +35,9 @@
 //! seal reached it (so at most `max_chunk_size`), plus the committed part
 //! of one live block per other writing thread (a writer's first event
 //! after the flip moves to a new block), plus the chunk's end (losses,
-//! constants, metadata). Both marks of the next epoch are armed at the
-//! flip, so the hard stop holds while this thread is still finishing the
+//! constants, metadata). Both marks of the next epoch are armed with the
+//! flip (in one step under the pool's lock, whoever flips), so the hard
+//! stop holds from the flip on, while this thread is still finishing the
 //! chunk before (draining it, writing its constants): constants carry the
 //! tags of three epochs (see [`crate::cpool::threads`]), and a seal may flip
 //! to an epoch at most two past the oldest chunk not finished (the pool's
@@ -804,18 +805,13 @@ impl Recorder {
         // The next epoch counts from its flip, not from its chunk's
         // opening: finishing this chunk takes a while (drains, constants,
         // metadata, the file, retention), and writers fill the next epoch
-        // meanwhile. Both its marks are armed at the flip: a seal may flip
-        // it while this chunk is still being finished (constants carry the
-        // tags of three epochs; the pool's flip limit keeps a seal from
-        // flipping further until this chunk is finished).
-        let arm_next = || {
-            if !last && close_at != u64::MAX {
-                rt.pool.arm(open + 1, close_at, flip_at);
-            }
-        };
-        let old = rotation::rotate(rt, open, arm_next, |b| {
-            self.chunk_mut()?.add_block(b).map(drop)
-        })?;
+        // meanwhile. Both its marks are armed with the flip, under the
+        // pool's lock: a seal may flip it while this chunk is still being
+        // finished (constants carry the tags of three epochs; the pool's
+        // flip limit keeps a seal from flipping further until this chunk
+        // is finished).
+        let next = (!last && close_at != u64::MAX).then_some((close_at, flip_at));
+        let old = rotation::rotate(rt, open, next, |b| self.chunk_mut()?.add_block(b).map(drop))?;
         self.next_epoch = Some(old + 1);
         let (chunk, path) = self
             .chunk
