@@ -357,6 +357,50 @@ impl<'a> RecordSink<'a> {
         self.pos = write_checked(self.buf, self.pos, bytes).unwrap_or(OVERFLOWED);
     }
 
+    /// [`put_varint`](Sink::put_varint) of a `v` of one or two bytes (below
+    /// 2^14) while the fast path has room: true, written; else false,
+    /// nothing written. No call is left in it and it needs few registers,
+    /// so a caller whose whole fast path this is (a writer called through
+    /// `dyn`, whose sink lives in memory anyway) saves none for it and
+    /// reaches its own out-of-line path by a jump.
+    #[inline(always)]
+    pub(crate) fn try_put_varint(&mut self, v: u64) -> bool {
+        if self.pos >= self.fast_below {
+            return false;
+        }
+        if v < 0x80 {
+            // SAFETY: `pos < fast_below` ⇒ `pos < buf.len()`.
+            unsafe { *self.buf.get_unchecked_mut(self.pos) = v as u8 };
+            self.pos += 1;
+        } else if v < 0x4000 {
+            let two = (v & 0x7f | 0x80 | (v >> 7) << 8) as u16;
+            // SAFETY: `pos < fast_below` leaves SLACK ≥ 2 bytes at `pos`.
+            unsafe {
+                self.buf
+                    .as_mut_ptr()
+                    .add(self.pos)
+                    .cast::<[u8; 2]>()
+                    .write_unaligned(two.to_le_bytes())
+            };
+            self.pos += 2;
+        } else {
+            return false;
+        }
+        true
+    }
+
+    /// [`put_f64`](Sink::put_f64) while the fast path has room: true,
+    /// written; else false, nothing written (see
+    /// [`try_put_varint`](Self::try_put_varint)).
+    #[inline(always)]
+    pub(crate) fn try_put_f64(&mut self, v: f64) -> bool {
+        if self.pos >= self.fast_below {
+            return false;
+        }
+        self.put_f64(v);
+        true
+    }
+
     /// Closes the record and returns its length, or `None` if it did not fit
     /// in the buffer.
     #[inline(always)]
@@ -572,6 +616,44 @@ mod tests {
                 );
             } else {
                 assert_eq!(n, None, "capacity {cap}");
+            }
+        }
+    }
+
+    /// The `try_` writes: the bytes `put_varint` / `put_f64` write, or
+    /// nothing, at every capacity and across the one- to three-byte
+    /// varint boundaries; never a byte past `cap`.
+    #[test]
+    fn try_writes_match_or_write_nothing() {
+        for v in [0u64, 1, 0x7f, 0x80, 300, 0x3fff, 0x4000, 1 << 20, u64::MAX] {
+            for cap in 0..48 {
+                let header = Packed::header(7).ok_or(7);
+                let mut a = vec![0xEEu8; cap + 32];
+                let mut s = RecordSink::begin(&mut a[..cap], header);
+                let at = s.position();
+                let took = s.try_put_varint(v);
+                let (pos, f64_took) = (s.position(), s.try_put_f64(0.5));
+                let after = s.position();
+                assert!(a[cap..].iter().all(|&b| b == 0xEE), "wrote past {cap}");
+                let mut want = Vec::new();
+                if took {
+                    want.put_varint(v);
+                } else {
+                    assert_eq!(pos, at, "{v} at {cap}: nothing written");
+                    // Refused only for a long value or a short buffer.
+                    let fast = at < (cap + 1).saturating_sub(SLACK);
+                    assert!(v >= 0x4000 || !fast, "{v} at {cap}: fast path refused");
+                }
+                if f64_took {
+                    want.put_f64(0.5);
+                } else {
+                    assert_eq!(after, pos, "f64 at {cap}: nothing written");
+                }
+                if at <= cap {
+                    assert_eq!(&a[at..after], &want[..], "{v} at capacity {cap}");
+                } else {
+                    assert!(!took && !f64_took, "header did not fit at {cap}");
+                }
             }
         }
     }
