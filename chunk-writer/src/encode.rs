@@ -318,20 +318,33 @@ pub fn encode_varint(v: u64, out: &mut [u8; MAX_VARINT_LEN]) -> usize {
     if v >> 56 != 0 {
         return encode_varint_slow(v, out);
     }
-    // Length and continuation mask by leading zeros: two table loads instead
-    // of a division by 7 on the critical path.
-    let lz = (v | 1).leading_zeros() as usize;
-    let n = usize::from(LEN_BY_LEADING_ZEROS[lz]);
-    out[..8].copy_from_slice(&(spread7(v) | CONTINUATION_BY_LEADING_ZEROS[lz]).to_le_bytes());
+    let (n, continuation) = varint_shape(v);
+    out[..8].copy_from_slice(&(spread7(v) | continuation).to_le_bytes());
     n
+}
+
+/// The length of the varint of `v` (below 2^56) and the continuation bits
+/// of its first eight bytes (0x80 in every byte but the last used): a
+/// writer that spreads the seven-bit groups itself (see [`spread7`]) ors
+/// them in and stores the word. Two table loads by leading zeros, not a
+/// division by 7 on the critical path.
+#[inline(always)]
+pub fn varint_shape(v: u64) -> (usize, u64) {
+    debug_assert!(v >> 56 == 0);
+    let lz = (v | 1).leading_zeros() as usize;
+    (
+        usize::from(LEN_BY_LEADING_ZEROS[lz]),
+        CONTINUATION_BY_LEADING_ZEROS[lz],
+    )
 }
 
 /// Spreads the low 56 bits of `v` into the low seven bits of each of the
 /// eight bytes of the result (group `i` in byte `i`), in three halving steps
 /// of mask, shift and or: 28-bit halves into 32-bit lanes, 14-bit quarters
-/// into 16-bit lanes, 7-bit groups into bytes.
+/// into 16-bit lanes, 7-bit groups into bytes: a varint's first eight bytes
+/// without their continuation bits (bits 56 and up are dropped).
 #[inline(always)]
-const fn spread7(v: u64) -> u64 {
+pub const fn spread7(v: u64) -> u64 {
     let x = (v & 0x0FFF_FFFF) | ((v & 0x00FF_FFFF_F000_0000) << 4);
     let x = (x & 0x0000_3FFF_0000_3FFF) | ((x & 0x0FFF_C000_0FFF_C000) << 2);
     (x & 0x007F_007F_007F_007F) | ((x & 0x3F80_3F80_3F80_3F80) << 1)

@@ -46,6 +46,7 @@ static CLOCK: OnceLock<Calibration> = OnceLock::new();
 #[cold]
 pub fn init() {
     calibration();
+    crate::event::spread::init();
 }
 
 fn calibration() -> &'static Calibration {

@@ -14,8 +14,11 @@
 //! is written with one compare of its index against the next field's and
 //! one of its kind against the type's plan ([`Built::plan`]: the kinds by
 //! index, `None` past the last), then the [`FieldWriter`] method of that
-//! kind; anything else (a conversion, a skipped field, a value out of
-//! order) takes an out-of-line path.
+//! kind. For integers below 2^14 and `f64`s that method is the `try_` one,
+//! which leaves no call in the visit, so the visit saves no registers;
+//! a longer integer takes the cold twin of the visit (reached by a jump),
+//! as does anything else (a conversion, a skipped field, a value out of
+//! order).
 //!
 //! `Debug` values are formatted into the thread's scratch text, inside the
 //! recorder's write section: a `Debug` impl that records a flightrec event
@@ -145,27 +148,80 @@ impl<'a, 'w> Direct<'a, 'w> {
     }
 }
 
+/// The visit of a value of kind `$kind`: the fast path (the next field, of
+/// the value's own kind, written by `FieldWriter::$try` with nothing out of
+/// line) has no call in it, so it saves no registers; everything else is
+/// the cold `$slow`, reached by a jump.
+macro_rules! visit_fast {
+    ($name:ident, $slow:ident, $ty:ty, $kind:expr, $try:ident, $write:ident, $val:path) => {
+        #[inline(always)]
+        fn $name(&mut self, f: &Field, v: $ty) {
+            let i = f.index();
+            if self.fits_next(i, $kind) && self.w.$try(v) {
+                self.next = i + 1;
+            } else {
+                self.$slow(f, v);
+            }
+        }
+
+        #[cold]
+        #[inline(never)]
+        fn $slow(&mut self, f: &Field, v: $ty) {
+            if self.next_is(f, $kind) {
+                self.w.$write(v);
+            } else {
+                self.put(f, $val(v));
+            }
+        }
+    };
+}
+
+impl Direct<'_, '_> {
+    /// True if field `i` is the next and of `kind`; nothing is taken (see
+    /// [`next_is`](Self::next_is)).
+    #[inline(always)]
+    fn fits_next(&self, i: usize, kind: FieldKind) -> bool {
+        i == self.next && self.built.plan[i & (PLAN - 1)] == Some(kind)
+    }
+
+    visit_fast!(
+        visit_i64,
+        i64_slow,
+        i64,
+        FieldKind::I64,
+        try_int,
+        int,
+        Val::Int
+    );
+    visit_fast!(
+        visit_u64,
+        u64_slow,
+        u64,
+        FieldKind::U64,
+        try_uint,
+        uint,
+        Val::UInt
+    );
+    visit_fast!(
+        visit_f64,
+        f64_slow,
+        f64,
+        FieldKind::F64,
+        try_f64,
+        f64,
+        Val::F64
+    );
+}
+
 impl Visit for Direct<'_, '_> {
     fn record_i64(&mut self, f: &Field, v: i64) {
-        if self.next_is(f, FieldKind::I64) {
-            self.w.int(v);
-        } else {
-            self.put(f, Val::Int(v));
-        }
+        self.visit_i64(f, v);
     }
     fn record_u64(&mut self, f: &Field, v: u64) {
-        if self.next_is(f, FieldKind::U64) {
-            self.w.uint(v);
-        } else {
-            self.put(f, Val::UInt(v));
-        }
+        self.visit_u64(f, v);
     }
     fn record_f64(&mut self, f: &Field, v: f64) {
-        if self.next_is(f, FieldKind::F64) {
-            self.w.f64(v);
-        } else {
-            self.put(f, Val::F64(v));
-        }
+        self.visit_f64(f, v);
     }
     fn record_bool(&mut self, f: &Field, v: bool) {
         if self.next_is(f, FieldKind::Bool) {

@@ -445,13 +445,18 @@ where
                 // twice (a full block), so the outcome of the last run is
                 // kept.
                 let done = Cell::new(Some(0));
-                built.ty.commit_fields(|w| {
-                    w.uint(parent);
-                    let mut d = Direct::new(w, built);
-                    event.record(&mut d);
-                    done.set(d.finish());
-                    done.get().is_some()
-                });
+                // Inlined into the commit: a call would save and restore
+                // six registers and spill the visitor's state around it.
+                built.ty.commit_fields(
+                    #[inline(always)]
+                    |w| {
+                        w.uint(parent);
+                        let mut d = Direct::new(w, built);
+                        event.record(&mut d);
+                        done.set(d.finish());
+                        done.get().is_some()
+                    },
+                );
                 done.get()
             }
             Some(None) => Some(0), // rejected type

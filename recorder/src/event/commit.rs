@@ -8,7 +8,9 @@
 //! stores of the thread's own word and one load of the epoch), one check
 //! that the thread's block is of this epoch and has room for the record's
 //! largest encoding (a derived event's bound is a constant), the record's
-//! stores, and the Release store of `committed`; no lock, no
+//! stores (the implicit fields after one more compare, the start time
+//! spread into its varint by one `pdep` where that is fast, see
+//! [`super::spread`]), and the Release store of `committed`; no lock, no
 //! read-modify-write atomic, no allocation. [`Event::commit`] is inlined
 //! whole into its caller (`#[inline(always)]`: the fields stay in
 //! registers, and the call's register saves are gone, at some 1.8 KB of
@@ -18,8 +20,6 @@
 //! every commit.
 
 use std::marker::PhantomData;
-
-use chunk_writer::encode::Sink;
 
 use super::descriptor::EventType;
 use super::field::{FieldKind, FieldValue, FieldWriter};
@@ -344,17 +344,6 @@ impl<F: Fields + ?Sized> Encode for EventRecord<'_, F> {
 
     #[inline(always)]
     fn encode(&self, buf: &mut [u8], epoch: u64) -> Option<usize> {
-        let mut w = FieldWriter {
-            enc: RecordSink::begin(buf, self.ty.header().ok_or_else(|| self.ty.id().0)),
-            epoch,
-            own_thread: self.slot.thread_key,
-        };
-        // Final JFR (a padded varint): the recorder copies the record as
-        // it is.
-        w.enc.put_start(self.start as u64);
-        if let Some(d) = self.duration {
-            w.enc.put_i64(d);
-        }
         let keys = if self.keys.stack != 0 {
             // Stack-traced: the stack's tag for this section's epoch (see
             // `ThreadSlot::stack_in_section`).
@@ -370,10 +359,19 @@ impl<F: Fields + ?Sized> Encode for EventRecord<'_, F> {
         } else {
             self.keys
         };
-        match Packed::from_bits(keys.packed) {
-            Some(both) => w.enc.put_packed(both),
-            None => w.enc.put_varints_cold([self.slot.thread_key, keys.stack]),
-        }
+        // Final JFR (the start a padded varint): the recorder copies the
+        // record as it is.
+        let mut w = FieldWriter {
+            enc: RecordSink::begin_event(
+                buf,
+                self.ty.header().ok_or_else(|| self.ty.id().0),
+                self.start as u64,
+                self.duration,
+                Packed::from_bits(keys.packed).ok_or([self.slot.thread_key, keys.stack]),
+            ),
+            epoch,
+            own_thread: self.slot.thread_key,
+        };
         if !self.fields.write(&mut w) {
             // Abandoned: nothing is committed; the bytes written past the
             // block's committed end are free space again.

@@ -214,6 +214,31 @@ impl FieldWriter<'_> {
         self.enc.put_varint(v);
     }
 
+    /// [`uint`](Self::uint) of a `v` below 2^14 (one or two bytes) with
+    /// room ahead in the block, with nothing out of line: true, written;
+    /// else false, nothing written, and the caller writes `v` with `uint`.
+    /// For a writer called through `dyn` (a `tracing` visitor): a fast path
+    /// with no call in it saves no registers.
+    #[inline(always)]
+    pub fn try_uint(&mut self, v: u64) -> bool {
+        self.enc.try_put_varint(v)
+    }
+
+    /// [`int`](Self::int) when it needs nothing out of line; see
+    /// [`try_uint`](Self::try_uint).
+    #[inline(always)]
+    pub fn try_int(&mut self, v: i64) -> bool {
+        // `put_i64` is the varint of the two's complement bits.
+        self.enc.try_put_varint(v as u64)
+    }
+
+    /// [`f64`](Self::f64) when it needs nothing out of line; see
+    /// [`try_uint`](Self::try_uint).
+    #[inline(always)]
+    pub fn try_f64(&mut self, v: f64) -> bool {
+        self.enc.try_put_f64(v)
+    }
+
     /// Writes a `byte` (one raw byte).
     #[inline(always)]
     pub fn byte(&mut self, v: u8) {

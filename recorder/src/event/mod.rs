@@ -6,5 +6,6 @@ pub mod dynamic;
 pub mod field;
 pub(crate) mod registry;
 pub(crate) mod sink;
+pub(crate) mod spread;
 #[cfg(not(flightrec_loom))]
 pub mod watch;

@@ -23,9 +23,15 @@
 //! `size` counting itself), and no byte at or past `buf.len()` was touched.
 
 use chunk_writer::encode::{
-    MAX_VARINT_LEN, Sink, encode_varint, encode_varint_fixed9, varint_fixed9_parts,
+    MAX_VARINT_LEN, Sink, encode_varint, encode_varint_fixed9, varint_shape,
 };
 use chunk_writer::record::frame_large;
+
+/// Free bytes that let [`RecordSink::begin_event`] write an event's
+/// implicit fields with one check: the longest header, start time,
+/// duration and keys (7 + 9 + 9 + 7) and the eight-byte store of the last,
+/// rounded up to a slack past them.
+pub(crate) const IMPLICIT_ROOM: usize = 48;
 
 /// Free bytes that make a fixed-size write unchecked. Covers the widest such
 /// write (a nine-byte varint or start time, or an eight-byte word store).
@@ -137,6 +143,88 @@ impl<'a> RecordSink<'a> {
         sink
     }
 
+    /// Starts an event record: the size slot and type id, the start time
+    /// (see [`put_start`](Self::put_start)), the duration if any, and the
+    /// thread and stack-trace keys. When the header and keys are
+    /// pre-encoded and `buf` has [`IMPLICIT_ROOM`] bytes, as it has for
+    /// every record the commit path checked room for, that is one compare
+    /// for all of them; otherwise each goes through its checked put.
+    #[inline(always)]
+    pub(crate) fn begin_event(
+        buf: &'a mut [u8],
+        header: Result<Packed, u64>,
+        start: u64,
+        duration: Option<i64>,
+        keys: Result<Packed, [u64; 2]>,
+    ) -> Self {
+        if let (Ok(header), Ok(keys)) = (header, keys)
+            && buf.len() >= IMPLICIT_ROOM
+        {
+            let mut sink = Self {
+                fast_below: buf.len() + 1 - SLACK,
+                buf,
+                pos: 0,
+            };
+            // SAFETY: the writes below end before byte 7 + 9 + 9 + 8 = 33
+            // (a `Packed` is at most seven bytes, and `store_packed` masks
+            // its length to that; a start time and a varint take at most
+            // nine each; each store writes at most eight bytes from its
+            // position): inside `buf`, which is at least IMPLICIT_ROOM long.
+            unsafe {
+                sink.store_packed(header);
+                sink.store_start(start);
+                if let Some(d) = duration {
+                    sink.store_varint(d as u64);
+                }
+                sink.store_packed(keys);
+            }
+            return sink;
+        }
+        let mut sink = Self::begin(buf, header);
+        sink.put_start(start);
+        if let Some(d) = duration {
+            sink.put_i64(d);
+        }
+        match keys {
+            Ok(both) => sink.put_packed(both),
+            Err(values) => sink.put_varints_cold(values),
+        }
+        sink
+    }
+
+    /// Writes pre-encoded bytes without a bounds check.
+    ///
+    /// # Safety
+    ///
+    /// `pos + 8 <= buf.len()`.
+    #[inline(always)]
+    unsafe fn store_packed(&mut self, p: Packed) {
+        // SAFETY: as the caller guarantees.
+        unsafe { self.store_word(p.0.to_le_bytes()) };
+        // At most seven, whatever the word: the callers' room counts on it.
+        self.pos += p.len() & 7;
+    }
+
+    /// Writes a start time (see [`put_start`](Self::put_start)) without a
+    /// bounds check.
+    ///
+    /// # Safety
+    ///
+    /// `pos + MAX_VARINT_LEN <= buf.len()`.
+    #[inline(always)]
+    unsafe fn store_start(&mut self, v: u64) {
+        // The word and the ninth byte straight from registers: a `[u8; 9]`
+        // would be built on the stack and copied.
+        let (low, top) = (super::spread::fixed9_low(v), (v >> 56) as u8);
+        // SAFETY: nine bytes at `pos` are inside `buf` (the caller's room).
+        unsafe {
+            let at = self.buf.as_mut_ptr().add(self.pos);
+            at.cast::<[u8; 8]>().write_unaligned(low.to_le_bytes());
+            *at.add(8) = top;
+        }
+        self.pos += MAX_VARINT_LEN;
+    }
+
     /// Writes pre-encoded bytes.
     #[inline(always)]
     pub(crate) fn put_packed(&mut self, p: Packed) {
@@ -144,25 +232,17 @@ impl<'a> RecordSink<'a> {
     }
 
     /// Writes a start time as the nine-byte padded varint of `v`
-    /// (`encode_varint_fixed9`): a fixed spread of its bits (three rounds
-    /// of mask, shift and or, no branch and no loop), one word store and one
-    /// byte store. What the commit writes is final JFR, so the recorder
+    /// (`encode_varint_fixed9`): a fixed spread of its bits (one `pdep`
+    /// where that is fast, else three rounds of mask, shift and or; no loop,
+    /// see `spread`), one word store and one byte store. What the commit writes is final JFR, so the recorder
     /// copies records without touching them; every `u64` fits (a TSC passes
     /// 2^56 after some 300 days of uptime, so eight bytes would not).
     #[inline(always)]
     pub(crate) fn put_start(&mut self, v: u64) {
         if self.pos < self.fast_below {
-            // The word and the ninth byte straight from registers: a
-            // `[u8; 9]` would be built on the stack and copied.
-            let (low, top) = varint_fixed9_parts(v);
             // SAFETY: `pos < fast_below` leaves SLACK ≥ MAX_VARINT_LEN bytes
             // at `pos` (see `fast_below`).
-            unsafe {
-                let at = self.buf.as_mut_ptr().add(self.pos);
-                at.cast::<[u8; 8]>().write_unaligned(low.to_le_bytes());
-                *at.add(8) = top;
-            }
-            self.pos += MAX_VARINT_LEN;
+            unsafe { self.store_start(v) };
         } else {
             self.pos = write_start_checked(self.buf, self.pos, v).unwrap_or(OVERFLOWED);
         }
@@ -212,6 +292,45 @@ impl<'a> RecordSink<'a> {
         };
     }
 
+    /// Writes the varint of `v` at `pos` without a bounds check: the
+    /// shortest forms by value, up to eight bytes with one word store.
+    ///
+    /// # Safety
+    ///
+    /// `pos + MAX_VARINT_LEN <= buf.len()`.
+    #[inline(always)]
+    unsafe fn store_varint(&mut self, v: u64) {
+        if v < 0x80 {
+            // SAFETY: `pos < buf.len()` (the caller's room).
+            unsafe { *self.buf.get_unchecked_mut(self.pos) = v as u8 };
+            self.pos += 1;
+        } else if v < 0x4000 {
+            // Two bytes (counts, sizes, small ids): one shift and two
+            // ors, where the general form spreads all eight groups.
+            let two = (v & 0x7f | 0x80 | (v >> 7) << 8) as u16;
+            // SAFETY: the caller's room covers two bytes at `pos`.
+            unsafe {
+                self.buf
+                    .as_mut_ptr()
+                    .add(self.pos)
+                    .cast::<[u8; 2]>()
+                    .write_unaligned(two.to_le_bytes())
+            };
+            self.pos += 2;
+        } else if v >> 56 == 0 {
+            // Up to eight bytes: the groups spread at once (one `pdep`
+            // where that is fast, see `spread`), one word store.
+            let (n, continuation) = varint_shape(v);
+            // SAFETY: the caller's room covers eight bytes at `pos`.
+            unsafe { self.store_word((super::spread::spread7(v) | continuation).to_le_bytes()) };
+            self.pos += n;
+        } else {
+            // SAFETY: the caller's room covers nine bytes at `pos`.
+            let dst = unsafe { self.nine_at_pos() };
+            self.pos += encode_varint(v, dst);
+        }
+    }
+
     /// The nine bytes at `pos`, unchecked.
     ///
     /// # Safety
@@ -238,6 +357,50 @@ impl<'a> RecordSink<'a> {
         self.pos = write_checked(self.buf, self.pos, bytes).unwrap_or(OVERFLOWED);
     }
 
+    /// [`put_varint`](Sink::put_varint) of a `v` of one or two bytes (below
+    /// 2^14) while the fast path has room: true, written; else false,
+    /// nothing written. No call is left in it and it needs few registers,
+    /// so a caller whose whole fast path this is (a writer called through
+    /// `dyn`, whose sink lives in memory anyway) saves none for it and
+    /// reaches its own out-of-line path by a jump.
+    #[inline(always)]
+    pub(crate) fn try_put_varint(&mut self, v: u64) -> bool {
+        if self.pos >= self.fast_below {
+            return false;
+        }
+        if v < 0x80 {
+            // SAFETY: `pos < fast_below` ⇒ `pos < buf.len()`.
+            unsafe { *self.buf.get_unchecked_mut(self.pos) = v as u8 };
+            self.pos += 1;
+        } else if v < 0x4000 {
+            let two = (v & 0x7f | 0x80 | (v >> 7) << 8) as u16;
+            // SAFETY: `pos < fast_below` leaves SLACK ≥ 2 bytes at `pos`.
+            unsafe {
+                self.buf
+                    .as_mut_ptr()
+                    .add(self.pos)
+                    .cast::<[u8; 2]>()
+                    .write_unaligned(two.to_le_bytes())
+            };
+            self.pos += 2;
+        } else {
+            return false;
+        }
+        true
+    }
+
+    /// [`put_f64`](Sink::put_f64) while the fast path has room: true,
+    /// written; else false, nothing written (see
+    /// [`try_put_varint`](Self::try_put_varint)).
+    #[inline(always)]
+    pub(crate) fn try_put_f64(&mut self, v: f64) -> bool {
+        if self.pos >= self.fast_below {
+            return false;
+        }
+        self.put_f64(v);
+        true
+    }
+
     /// Closes the record and returns its length, or `None` if it did not fit
     /// in the buffer.
     #[inline(always)]
@@ -248,6 +411,9 @@ impl<'a> RecordSink<'a> {
             // SAFETY: `pos` ≥ 1 and `pos` ≤ `buf.len()` (positions only
             // advance over written bytes), so index 0 is in bounds.
             unsafe { *self.buf.get_unchecked_mut(0) = self.pos as u8 };
+            // SAFETY: as above, `pos` ≥ 1. Said to the compiler, so the
+            // block's record count needs no test of the length.
+            unsafe { std::hint::assert_unchecked(self.pos >= 1) };
             return Some(self.pos);
         }
         if self.pos == OVERFLOWED {
@@ -329,28 +495,8 @@ impl Sink for RecordSink<'_> {
     #[inline(always)]
     fn put_varint(&mut self, v: u64) {
         if self.pos < self.fast_below {
-            if v < 0x80 {
-                // SAFETY: as in `put_u8`.
-                unsafe { *self.buf.get_unchecked_mut(self.pos) = v as u8 };
-                self.pos += 1;
-            } else if v < 0x4000 {
-                // Two bytes (counts, sizes, small ids): one shift and two
-                // ors, where the general form spreads all eight groups.
-                let two = (v & 0x7f | 0x80 | (v >> 7) << 8) as u16;
-                // SAFETY: `pos < fast_below` leaves SLACK ≥ 2 bytes at `pos`.
-                unsafe {
-                    self.buf
-                        .as_mut_ptr()
-                        .add(self.pos)
-                        .cast::<[u8; 2]>()
-                        .write_unaligned(two.to_le_bytes())
-                };
-                self.pos += 2;
-            } else {
-                // SAFETY: `pos < fast_below` leaves SLACK ≥ 9 bytes at `pos`.
-                let dst = unsafe { self.nine_at_pos() };
-                self.pos += encode_varint(v, dst);
-            }
+            // SAFETY: `pos < fast_below` leaves SLACK ≥ 9 bytes at `pos`.
+            unsafe { self.store_varint(v) };
         } else {
             // The value's encoding too is on the cold side: one call here.
             self.pos = write_varints_checked(self.buf, self.pos, &[v]).unwrap_or(OVERFLOWED);
@@ -402,6 +548,9 @@ mod tests {
 
     #[test]
     fn records_match_the_checked_encoder_at_every_capacity() {
+        // The fast spread where this CPU has it (the portable one is
+        // compared in `spread`'s own test).
+        crate::event::spread::init();
         let long = "x".repeat(300);
         type Writer = Box<dyn Fn(&mut dyn Sink)>;
         let writers: Vec<Writer> = vec![
@@ -423,6 +572,9 @@ mod tests {
                 s.put_str(&long);
                 s.put_varint(300);
             }),
+            // Every length of varint, at both ends of its range.
+            Box::new(|s| (0..64).for_each(|bits| s.put_varint(1u64 << bits))),
+            Box::new(|s| (1..=64).for_each(|bits| s.put_varint(u64::MAX >> (64 - bits)))),
         ];
         for (k, w) in writers.iter().enumerate() {
             let mut fitted = false;
@@ -464,6 +616,97 @@ mod tests {
                 );
             } else {
                 assert_eq!(n, None, "capacity {cap}");
+            }
+        }
+    }
+
+    /// The `try_` writes: the bytes `put_varint` / `put_f64` write, or
+    /// nothing, at every capacity and across the one- to three-byte
+    /// varint boundaries; never a byte past `cap`.
+    #[test]
+    fn try_writes_match_or_write_nothing() {
+        for v in [0u64, 1, 0x7f, 0x80, 300, 0x3fff, 0x4000, 1 << 20, u64::MAX] {
+            for cap in 0..48 {
+                let header = Packed::header(7).ok_or(7);
+                let mut a = vec![0xEEu8; cap + 32];
+                let mut s = RecordSink::begin(&mut a[..cap], header);
+                let at = s.position();
+                let took = s.try_put_varint(v);
+                let (pos, f64_took) = (s.position(), s.try_put_f64(0.5));
+                let after = s.position();
+                assert!(a[cap..].iter().all(|&b| b == 0xEE), "wrote past {cap}");
+                let mut want = Vec::new();
+                if took {
+                    want.put_varint(v);
+                } else {
+                    assert_eq!(pos, at, "{v} at {cap}: nothing written");
+                    // Refused only for a long value or a short buffer.
+                    let fast = at < (cap + 1).saturating_sub(SLACK);
+                    assert!(v >= 0x4000 || !fast, "{v} at {cap}: fast path refused");
+                }
+                if f64_took {
+                    want.put_f64(0.5);
+                } else {
+                    assert_eq!(after, pos, "f64 at {cap}: nothing written");
+                }
+                if at <= cap {
+                    assert_eq!(&a[at..after], &want[..], "{v} at capacity {cap}");
+                } else {
+                    assert!(!took && !f64_took, "header did not fit at {cap}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn event_starts_match_the_checked_encoder_at_every_capacity() {
+        crate::event::spread::init();
+        let starts = [0u64, 300, 1 << 47, u64::MAX];
+        let durations = [None, Some(0i64), Some(5000), Some(-1)];
+        let keys: [Result<Packed, [u64; 2]>; 2] = [
+            Ok(Packed::varints(&[3, 1 << 20]).unwrap()),
+            Err([1 << 50, 9]),
+        ];
+        let headers = [Packed::header(301).ok_or(301), Err(1u64 << 50)];
+        for &start in &starts {
+            for &duration in &durations {
+                for &key in &keys {
+                    for &header in &headers {
+                        for cap in 0..80 {
+                            let mut a = vec![0xEEu8; cap + 32];
+                            let mut s = RecordSink::begin_event(
+                                &mut a[..cap],
+                                header,
+                                start,
+                                duration,
+                                key,
+                            );
+                            s.put_varint(7);
+                            let ours = s.finish().map(|n| a[..n].to_vec());
+                            assert!(a[cap..].iter().all(|&b| b == 0xEE), "wrote past {cap}");
+                            let mut b = vec![0xEEu8; cap];
+                            let id = header.map_or_else(|id| id, |_| 301);
+                            let mut e = EventEncoder::begin(&mut b, TypeId(id));
+                            e.put_varint_fixed9(start);
+                            if let Some(d) = duration {
+                                e.put_i64(d);
+                            }
+                            match key {
+                                Ok(_) => {
+                                    e.put_varint(3);
+                                    e.put_varint(1 << 20);
+                                }
+                                Err([t, st]) => {
+                                    e.put_varint(t);
+                                    e.put_varint(st);
+                                }
+                            }
+                            e.put_varint(7);
+                            let theirs = e.finish().map(|n| b[..n].to_vec());
+                            assert_eq!(ours, theirs, "{start} {duration:?} {key:?} {cap}");
+                        }
+                    }
+                }
             }
         }
     }
