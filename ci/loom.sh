@@ -39,8 +39,9 @@ RUSTFLAGS="$base" CARGO_TARGET_DIR="$target/models" \
 # only its own model. skip_stack_tag (the section's stack tag, model 4)
 # gets its own build: its model also runs the commit store and the section
 # wait, so sharing a build with those weakenings could fail it for their
-# sake.
-for weakens in "relaxed_commit skip_retire_wait" skip_section_wait skip_stack_tag; do
+# sake. two_tag_slots (the constants' tag words, model 4b) shares it: model
+# 4 sees two epochs only, and model 4b's events carry no stack.
+for weakens in "relaxed_commit skip_retire_wait" skip_section_wait "skip_stack_tag two_tag_slots"; do
     flags=""
     for weaken in $weakens; do
         flags="$flags --cfg flightrec_loom_weaken=\"$weaken\""

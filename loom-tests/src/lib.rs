@@ -9,6 +9,7 @@
 //! | `sealed_drain.rs` | 2: a block sealed to the pool while the recorder drains it | each event drained once, whole |
 //! | `thread_exit.rs` | 3: a thread exits during rotation | its events in their chunks, its constant resolvable there, nothing leaked |
 //! | `constants.rs` | 4: a constant first used while rotation runs | every event's thread and stack are tagged with its chunk's epoch and resolvable at chunk end (or the stack is dropped, counted) |
+//! | `constants.rs` | 4b: a writer's seal flips the next epoch while the recorder finishes the chunk before | each chunk's events reference threads tagged with its epoch (three tag words); each event in exactly one chunk |
 //! | `settings.rs` | 5: settings swapped while events commit | each event sees the old or the new word, whole |
 //! | `sampler_queue.rs` | 6: the sampler's signal-to-consumer queue | each queued sample drained once, whole; none stranded |
 //!
@@ -27,3 +28,7 @@
 //! * `skip_stack_tag`: the write section does not tag a stack interned in
 //!   the epoch before its own; model 4 finds an event in chunk N+1 whose
 //!   stack only chunk N holds (or no chunk).
+//! * `two_tag_slots`: constants carry two epoch tag words while the pool
+//!   still lets a seal flip two epochs past the chunk being finished;
+//!   model 4b finds chunk 1's thread tag overwritten by epoch 3. (Built
+//!   together with `skip_stack_tag`: model 4b's events carry no stack.)

@@ -4,7 +4,8 @@
 //! * [`event`]: declaring event types (static descriptors or the run-time
 //!   builder), the type registry, and committing events.
 //! * `buffer`: thread-owned blocks ([`buffer`] docs give the state machine),
-//!   the bounded pool, and the write section of the rotation protocol.
+//!   the bounded pool and the huge-page slabs it cuts them from, and the
+//!   write section of the rotation protocol.
 //! * `epoch`: the safepoint that closes an epoch, the drains, the
 //!   asymmetric fence.
 //! * `cpool`: threads, stack traces, and the class/method model they become.

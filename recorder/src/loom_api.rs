@@ -127,22 +127,42 @@ impl Runtime {
     /// Arms the pool's size marks for the chunk of epoch `open` so that the
     /// seal that brings its count to `flip_at` bytes flips the epoch itself
     /// (`BufferPool::arm`; the wake-up mark is left unreachable).
+    /// Every chunk before `open` counts as finished
+    /// (`BufferPool::chunks_finished_before`), so the seal may flip.
     pub fn arm_seal_flip(&self, open: u64, flip_at: u64) {
+        self.0.pool.chunks_finished_before(open);
         self.0.pool.arm(open, u64::MAX, flip_at);
+    }
+
+    /// The chunks of every epoch before `epoch` are finished: a seal may
+    /// flip the epoch up to `epoch + 2` (`BufferPool::chunks_finished_before`).
+    pub fn chunks_finished_before(&self, epoch: u64) {
+        self.0.pool.chunks_finished_before(epoch);
     }
 
     /// [`Self::rotate`] closing epoch `open`, which a writer's seal may have
     /// flipped already (the recorder knows its chunk's epoch).
     pub fn rotate_epoch(&self, open: u64, chunk: &mut Vec<Drained>) -> u64 {
-        let r: Result<u64, ()> = rotation::rotate(
-            &self.0,
-            open,
-            || {},
-            |b| {
-                collect(b, chunk);
-                Ok(())
-            },
-        );
+        let r: Result<u64, ()> = rotation::rotate(&self.0, open, None, |b| {
+            collect(b, chunk);
+            Ok(())
+        });
+        r.expect("the model sink never fails")
+    }
+
+    /// [`Self::rotate_epoch`] as `Recorder::finish_chunk` runs it: with
+    /// the flip it arms the next epoch's hard mark at `flip_at` bytes, so a writer's seal may flip that epoch too while the chunk
+    /// of `open` is still being finished.
+    pub fn rotate_epoch_arming_next(
+        &self,
+        open: u64,
+        flip_at: u64,
+        chunk: &mut Vec<Drained>,
+    ) -> u64 {
+        let r: Result<u64, ()> = rotation::rotate(&self.0, open, Some((u64::MAX, flip_at)), |b| {
+            collect(b, chunk);
+            Ok(())
+        });
         r.expect("the model sink never fails")
     }
 

@@ -37,6 +37,8 @@
 //! without coordinating with the owner; and only the recorder thread resets
 //! blocks, so a block it is reading is never recycled under it.
 
+use std::ptr::NonNull;
+
 use crate::buffer::encode::Encode;
 use crate::sync::{AtomicU64, ByteCell as UnsafeCell, ByteShadow, Ordering};
 
@@ -66,7 +68,12 @@ const COMMIT_ORDER: Ordering = if cfg!(all(
 #[derive(Debug)]
 #[repr(align(128))]
 pub(crate) struct Block {
-    data: Box<[UnsafeCell]>,
+    /// `capacity` bytes: a piece of one of the pool's slabs (see
+    /// `buffer::slab`), or, from [`Block::new`], a box of the block's own.
+    data: NonNull<UnsafeCell>,
+    capacity: usize,
+    /// `data` is this block's own box (freed with the block).
+    owned: bool,
     /// End of the complete events and their count (owner: Release store;
     /// readers: Acquire). See the module docs for the packing.
     committed: AtomicU64,
@@ -85,13 +92,37 @@ pub(crate) struct Block {
 // Acquire load; `UnsafeCell` makes those accesses through shared references
 // sound.
 unsafe impl Sync for Block {}
+// SAFETY: `data` is owned by the block (its own box) or by the pool's slabs
+// for the pool's whole life; nothing about it is tied to a thread.
+unsafe impl Send for Block {}
 
 impl Block {
-    /// A zeroed block of `capacity` bytes.
+    /// A zeroed block of `capacity` bytes, in a box of its own (loom
+    /// models and tests; the pool cuts blocks from slabs).
+    #[cfg(any(test, flightrec_loom))]
     pub(crate) fn new(capacity: usize) -> Self {
+        let data: Box<[UnsafeCell]> = (0..capacity).map(|_| UnsafeCell::new(0)).collect();
+        let data = NonNull::new(Box::into_raw(data).cast::<UnsafeCell>()).expect("a box");
+        // SAFETY: `data` is a fresh allocation of `capacity` cells that
+        // only this block uses.
+        let mut block = unsafe { Self::with_bytes(data, capacity) };
+        block.owned = true;
+        block
+    }
+
+    /// A block of the `capacity` bytes at `data`, which it does not free.
+    ///
+    /// # Safety
+    ///
+    /// `data` points to `capacity` initialised (or fresh zero) bytes that
+    /// live as long as the block and that nothing else reads or writes
+    /// while the block exists.
+    pub(crate) unsafe fn with_bytes(data: NonNull<UnsafeCell>, capacity: usize) -> Self {
         assert!((capacity as u64) < POS_MASK, "a block is under 4 GiB");
         Self {
-            data: (0..capacity).map(|_| UnsafeCell::new(0)).collect(),
+            data,
+            capacity,
+            owned: false,
             committed: AtomicU64::new(0),
             flushed: AtomicU64::new(0),
             epoch: AtomicU64::new(0),
@@ -102,7 +133,7 @@ impl Block {
     /// Total bytes.
     #[inline]
     pub(crate) fn capacity(&self) -> usize {
-        self.data.len()
+        self.capacity
     }
 
     /// The epoch of the events in this block.
@@ -170,7 +201,7 @@ impl Block {
         // SAFETY: `committed` never exceeds the capacity (it only advances
         // by the length of a record that fitted in the free space), so `pos`
         // is at most one past the end of `data`.
-        let base = unsafe { self.data.as_ptr().add(pos) };
+        let base = unsafe { self.data.as_ptr().add(pos).cast_const() };
         // SAFETY: the caller is the owner and not reentrant, so nobody else
         // writes `[pos, capacity)`, and readers only read below `committed`
         // (= pos) until the Release store below. `UnsafeCell<u8>` has the
@@ -206,13 +237,14 @@ impl Block {
         }
         let records = (end_word >> 32) - (start_word >> 32);
         self.shadow.read(start..end);
-        let cells = &self.data[start..end];
+        debug_assert!(end <= self.capacity);
         // SAFETY: `[start, end)` lies below `committed` (loaded with Acquire,
         // pairing with the owner's Release store), so those bytes are complete
-        // and immutable until this (the recorder) thread resets the block.
+        // and immutable until this (the recorder) thread resets the block;
+        // `end` is at most the capacity, so the range is inside `data`.
         let bytes = unsafe {
             std::slice::from_raw_parts(
-                UnsafeCell::raw_get(cells.as_ptr()) as *const u8,
+                UnsafeCell::raw_get(self.data.as_ptr().add(start)) as *const u8,
                 end - start,
             )
         };
@@ -239,6 +271,17 @@ impl Block {
     pub(crate) fn reset(&self) {
         self.committed.store(0, Ordering::Relaxed);
         self.flushed.store(0, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Block {
+    fn drop(&mut self) {
+        if self.owned {
+            let cells = std::ptr::slice_from_raw_parts_mut(self.data.as_ptr(), self.capacity);
+            // SAFETY: an owned block's `data` came from `Box::into_raw` of
+            // a slice of `capacity` cells in `new`, and is freed once, here.
+            drop(unsafe { Box::from_raw(cells) });
+        }
     }
 }
 

@@ -27,10 +27,12 @@
 //! ([`BufferPool::arm`]'s `flip_at`) is the hard one: the seal that reaches
 //! it flips the epoch itself (a compare-exchange from the open chunk's
 //! epoch, under the queue's lock), so the chunk stops growing even when the
-//! recorder thread is not running (but never past the epoch after the one
-//! whose chunk the recorder is finishing: constants carry two epoch tags);
-//! the recorder's safepoint then finds the epoch flipped and goes on from
-//! its step 2 (see
+//! recorder thread is not running, or is still finishing the chunk before
+//! (but never to an epoch more than two past the oldest chunk not finished:
+//! constants carry the tags of three epochs, see [`crate::cpool::threads`];
+//! [`BufferPool::chunks_finished_before`] moves that limit); the
+//! recorder's safepoint then finds the epoch flipped and goes on from its
+//! step 2 (see
 //! [`crate::epoch::rotation`] and [`crate::recording::recorder_thread`] for
 //! what that bounds).
 //!
@@ -41,6 +43,8 @@
 use std::collections::VecDeque;
 
 use super::block::Block;
+#[cfg(not(flightrec_loom))]
+use super::slab::Slabs;
 use crate::sync::{AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
 
 /// Sealed bytes that make the recorder thread drain (unless a quarter of the
@@ -94,11 +98,17 @@ pub(crate) struct BufferPool {
     /// The epoch the marks are for: a seal flips only from it, and counts
     /// only blocks of it or later.
     open_epoch: AtomicU64,
-    /// The wake-up mark [`Self::seal`] arms for the next epoch when it
-    /// flips.
+    /// The marks [`Self::seal`] arms for the next epoch when it flips.
     fresh_rotate_at: AtomicU64,
+    fresh_flip_at: AtomicU64,
+    /// The newest epoch a seal may flip to (see
+    /// [`Self::chunks_finished_before`]); 0 until the recorder says.
+    flip_limit: AtomicU64,
     /// Every block ever allocated (to free them when the pool drops).
     all: Mutex<Vec<BlockPtr>>,
+    /// Where their bytes come from (under loom, each block's own box).
+    #[cfg(not(flightrec_loom))]
+    slabs: Mutex<Slabs>,
 }
 
 impl BufferPool {
@@ -118,7 +128,11 @@ impl BufferPool {
             flip_at: AtomicU64::new(u64::MAX),
             open_epoch: AtomicU64::new(u64::MAX),
             fresh_rotate_at: AtomicU64::new(u64::MAX),
+            fresh_flip_at: AtomicU64::new(u64::MAX),
+            flip_limit: AtomicU64::new(0),
             all: Mutex::new(Vec::new()),
+            #[cfg(not(flightrec_loom))]
+            slabs: Mutex::new(Slabs::default()),
         }
     }
 
@@ -144,7 +158,19 @@ impl BufferPool {
             self.allocated.fetch_sub(1, Ordering::Relaxed);
             return None;
         }
-        let ptr = BlockPtr(Box::into_raw(Box::new(Block::new(self.block_size))));
+        #[cfg(flightrec_loom)]
+        let block = Block::new(self.block_size);
+        #[cfg(not(flightrec_loom))]
+        let block = {
+            let bytes = self
+                .slabs
+                .lock()
+                .block(self.block_size, self.max_blocks - n);
+            // SAFETY: `Slabs::block` hands out each piece once, and slabs
+            // live until the pool drops, after its blocks (`Drop` below).
+            unsafe { Block::with_bytes(bytes, self.block_size) }
+        };
+        let ptr = BlockPtr(Box::into_raw(Box::new(block)));
         self.all.lock().push(ptr);
         Some(ptr)
     }
@@ -163,12 +189,14 @@ impl BufferPool {
             self.queued_bytes.store(queued, Ordering::Relaxed);
             let open = self.open_epoch.load(Ordering::Relaxed);
             let mut counted = self.since_arm.load(Ordering::Relaxed);
+            let mut flipped = false;
             if block.get().epoch() >= open {
                 counted += bytes;
                 self.since_arm.store(counted, Ordering::Relaxed);
             }
             if let Some(word) = epoch_word
                 && counted >= self.flip_at.load(Ordering::Relaxed)
+                && open < self.flip_limit.load(Ordering::Relaxed)
                 // SeqCst, as the recorder's own flip (`rotation::safepoint`);
                 // fails when the epoch moved on already, so an epoch flips
                 // once.
@@ -176,20 +204,21 @@ impl BufferPool {
                     .compare_exchange(open, open + 1, Ordering::SeqCst, Ordering::Relaxed)
                     .is_ok()
             {
+                flipped = true;
                 // The next epoch counts from its first seal, against the
-                // wake-up mark of a chunk just opened. It may not flip
-                // before the recorder has finished the chunk of `open`
-                // (its `arm` for the next chunk): constants are tagged
-                // with two epochs at most (see `crate::cpool::threads`).
+                // marks of a chunk just opened. Whether a seal may flip it
+                // in turn is asked then (`flip_limit`): constants carry the
+                // tags of three epochs (see `crate::cpool::threads`).
                 self.set_marks(
                     open + 1,
                     0,
                     self.fresh_rotate_at.load(Ordering::Relaxed),
-                    u64::MAX,
+                    self.fresh_flip_at.load(Ordering::Relaxed),
                 );
                 counted = 0;
             }
-            (full.len(), self.rotation_due_at(counted))
+            // A flip wakes the recorder thread: the chunk it closed is due.
+            (full.len(), flipped || self.rotation_due_at(counted))
         };
         if len >= self.wake_at() || rotate {
             self.wakeup.notify_one();
@@ -228,12 +257,46 @@ impl BufferPool {
         self.queued_bytes.load(Ordering::Relaxed)
     }
 
-    /// The wake-up mark for a chunk from its epoch's flip, before it is
-    /// open (its length unknown: counted as 0). Recorder thread, when the
-    /// limits change.
-    pub(crate) fn set_fresh_rotate_at(&self, rotate_at: u64) {
+    /// The recorder's flip (step 1 of its safepoint): `word` from `open`
+    /// to `open + 1` (SeqCst compare-exchange, as a seal's), under the
+    /// queue's lock, with `next`'s marks (wake-up, hard) armed for
+    /// `open + 1` in the same step (as [`Self::arm`]: ignored when a seal
+    /// flipped further already), so a seal never finds the new epoch
+    /// without its hard mark. Returns the compare-exchange's result.
+    pub(crate) fn flip(
+        &self,
+        word: &AtomicU64,
+        open: u64,
+        next: Option<(u64, u64)>,
+    ) -> Result<u64, u64> {
+        let full = self.full.lock();
+        let r = word.compare_exchange(open, open + 1, Ordering::SeqCst, Ordering::SeqCst);
+        if let Some((rotate_at, flip_at)) = next {
+            self.arm_locked(&full, open + 1, rotate_at, flip_at);
+        }
+        r
+    }
+
+    /// The marks for a chunk from its epoch's flip by a seal, before it
+    /// is open (its length unknown: counted as 0). Recorder thread, when
+    /// the limits change.
+    pub(crate) fn set_fresh_marks(&self, rotate_at: u64, flip_at: u64) {
         let _full = self.full.lock();
         self.fresh_rotate_at.store(rotate_at, Ordering::Relaxed);
+        self.fresh_flip_at.store(flip_at, Ordering::Relaxed);
+    }
+
+    /// The chunks of every epoch before `epoch` are finished (their
+    /// constants written): a seal may flip the epoch up to `epoch + 2`,
+    /// the third epoch whose tags the constants hold besides the older
+    /// ones' (see [`crate::cpool::threads`]). Recorder thread, when a chunk
+    /// is finished and when one opens; the limit never goes back.
+    pub(crate) fn chunks_finished_before(&self, epoch: u64) {
+        let _full = self.full.lock();
+        let limit = epoch.saturating_add(crate::cpool::threads::TAG_SLOTS - 1);
+        if limit > self.flip_limit.load(Ordering::Relaxed) {
+            self.flip_limit.store(limit, Ordering::Relaxed);
+        }
     }
 
     /// Arms the marks for the chunk of epoch `open`, counting the bytes
@@ -247,6 +310,11 @@ impl BufferPool {
     /// recorder's chunk: the marks of the newer epoch stay).
     pub(crate) fn arm(&self, open: u64, rotate_at: u64, flip_at: u64) {
         let full = self.full.lock();
+        self.arm_locked(&full, open, rotate_at, flip_at);
+    }
+
+    /// [`Self::arm`], the queue locked.
+    fn arm_locked(&self, full: &VecDeque<BlockPtr>, open: u64, rotate_at: u64, flip_at: u64) {
         let armed = self.open_epoch.load(Ordering::Relaxed);
         if armed != u64::MAX && open < armed {
             return;
@@ -351,6 +419,7 @@ impl BufferPool {
         crate::sync::fork_lock(&self.full);
         crate::sync::fork_lock(&self.free);
         crate::sync::fork_lock(&self.all);
+        crate::sync::fork_lock(&self.slabs);
     }
 
     /// Releases what [`fork_lock`](Self::fork_lock) holds.
@@ -361,6 +430,7 @@ impl BufferPool {
     pub(crate) unsafe fn fork_unlock(&self) {
         // SAFETY: the caller's contract; reverse order of `fork_lock`.
         unsafe {
+            crate::sync::fork_unlock(&self.slabs);
             crate::sync::fork_unlock(&self.all);
             crate::sync::fork_unlock(&self.free);
             crate::sync::fork_unlock(&self.full);

@@ -12,9 +12,9 @@
 //!
 //! # Epoch tags
 //!
-//! Each entry carries the epochs it was used in, one word per epoch parity
-//! (`used[e & 1] == e` once used in `e`; see [`crate::cpool::threads`] for
-//! why two words suffice and none needs clearing), and chunk *e* writes
+//! Each entry carries the epochs it was used in, one word per epoch modulo
+//! 3 (`used[e % 3] == e` once used in `e`; see [`crate::cpool::threads`] for
+//! why three words suffice and none needs clearing), and chunk *e* writes
 //! exactly the entries tagged *e*. The intern tags the entry with the epoch
 //! the interning thread reads before its write section; the event's section
 //! compares the epoch it loads with that one and, in the rare case a flip
@@ -30,12 +30,12 @@
 //! # Release
 //!
 //! When the recorder has finished the chunk of epoch *e* it releases every
-//! entry not tagged *e + 1*: no event of a later chunk can reference it
-//! without tagging it first, and a tag finding the entry released fails,
-//! so the event is written without a stack trace and counted as a dropped
-//! stack instead of referencing a key no chunk defines. (That needs the
-//! flip, the drains and the whole chunk end to fall between an intern and
-//! its section.)
+//! entry not tagged *e + 1* or later (*e + 2* may have begun): no event of
+//! a later chunk can reference it without tagging it first, and a tag
+//! finding the entry released fails, so the event is written without a
+//! stack trace and counted as a dropped stack instead of referencing a key
+//! no chunk defines. (That needs the flip, the drains and the whole chunk
+//! end to fall between an intern and its section.)
 //!
 //! # Bound
 //!
@@ -59,6 +59,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher};
 
+use crate::cpool::threads::{TAG_WORDS, tag_slot};
 use crate::sync::{AtomicU64, AtomicUsize, Mutex, Ordering};
 
 const SHARDS: usize = 16;
@@ -118,8 +119,8 @@ pub(crate) struct StackRepository {
 #[derive(Debug)]
 struct Interned {
     entry: crate::sync::StdArc<StackEntry>,
-    /// The epochs it was used in, by parity (see the module docs).
-    used: [u64; 2],
+    /// The epochs it was used in, by epoch modulo 3 (see the module docs).
+    used: [u64; TAG_WORDS],
     cost: usize,
 }
 
@@ -159,7 +160,7 @@ impl StackRepository {
         let mut s = self.shards[shard].lock();
         if let Some(&k) = s.by_frames[truncated as usize].get(frames) {
             if let Some(i) = s.by_key.get_mut(&k) {
-                i.used[(epoch & 1) as usize] = epoch;
+                i.used[tag_slot(epoch)] = epoch;
             }
             return Some(k);
         }
@@ -179,8 +180,8 @@ impl StackRepository {
             Interned {
                 entry: crate::sync::StdArc::new(StackEntry { frames, truncated }),
                 used: {
-                    let mut used = [0; 2];
-                    used[(epoch & 1) as usize] = epoch;
+                    let mut used = [0; TAG_WORDS];
+                    used[tag_slot(epoch)] = epoch;
                     used
                 },
                 cost,
@@ -209,7 +210,7 @@ impl StackRepository {
         let shard = (key % SHARDS as u64) as usize;
         match self.shards[shard].lock().by_key.get_mut(&key) {
             Some(i) => {
-                i.used[(epoch & 1) as usize] = epoch;
+                i.used[tag_slot(epoch)] = epoch;
                 true
             }
             None => false,
@@ -225,7 +226,7 @@ impl StackRepository {
             keys.extend(
                 s.by_key
                     .iter()
-                    .filter(|(_, i)| i.used[(epoch & 1) as usize] == epoch)
+                    .filter(|(_, i)| i.used[tag_slot(epoch)] == epoch)
                     .map(|(&k, _)| k),
             );
         }
@@ -235,7 +236,7 @@ impl StackRepository {
 
     /// Releases every stack not tagged with `epoch` or later (the
     /// recorder, after finishing the chunk of `epoch - 1`, when no epoch
-    /// after `epoch` has begun; see the module docs). Returns the released
+    /// after `epoch + 1` has begun; see the module docs). Returns the released
     /// keys.
     pub(crate) fn release_before(&self, epoch: u64) -> Vec<u64> {
         let mut released = Vec::new();
@@ -243,7 +244,7 @@ impl StackRepository {
             let mut s = shard.lock();
             let Shard { by_frames, by_key } = &mut *s;
             by_key.retain(|&key, i| {
-                if i.used[0].max(i.used[1]) >= epoch {
+                if i.used.iter().any(|&u| u >= epoch) {
                     return true;
                 }
                 by_frames[i.entry.truncated as usize].remove(&*i.entry.frames);
@@ -337,12 +338,19 @@ mod tests {
         assert_eq!(repo.tagged(4), vec![a]);
         // Chunk 4 finished: both are tagged 5, neither is released.
         assert!(repo.release_before(5).is_empty());
-        // Epoch 6 reuses the parity of 4: `b`'s word of it now says 6.
+        // Epoch 6 may begin before chunk 4 is finished: its own word.
         assert!(repo.tag(b, 6));
         assert_eq!(repo.tagged(6), vec![b]);
-        assert!(repo.intern(&[4, 5], false, 6) == Some(b));
         assert_eq!(repo.tagged(4), vec![a]);
-        // Chunk 5 finished: `a` was not used in 6.
+        // Epoch 7 reuses the word of 4 (chunk 4 is finished by then):
+        // `b`'s says 7.
+        assert!(repo.tag(b, 7));
+        assert!(repo.intern(&[4, 5], false, 7) == Some(b));
+        assert_eq!(repo.tagged(7), vec![b]);
+        assert_eq!(repo.tagged(6), vec![b]);
+        // `a` was not used since: its word of 4 still says 4.
+        assert_eq!(repo.tagged(4), vec![a]);
+        // Chunk 5 finished: `a` was not used in 6 or 7.
         assert_eq!(repo.release_before(6), vec![a]);
         assert!(!repo.tag(a, 6), "a released stack cannot be tagged");
     }

@@ -7,19 +7,24 @@
 //!
 //! # Epoch tags
 //!
-//! Each thread carries [`ThreadTags`]: two words, one per epoch parity, the
-//! word of parity `e & 1` holding `e` once the thread was used in epoch `e`.
-//! A thread is tagged inside the write section of an event that references
-//! it, with the epoch the section loaded, before the event is committed:
-//! by its own writer slot when it takes a block of a new epoch (every
-//! thread's first event of an epoch does, so the hot path pays nothing), and
-//! by a writer that references another thread (CPU samples, a
+//! Each thread carries [`ThreadTags`]: three words, one per epoch modulo
+//! 3 ([`TAG_SLOTS`]), the word `e % 3` holding `e` once the thread was used
+//! in epoch `e`. A thread is tagged inside the write section of an event that
+//! references it, with the epoch the section loaded, before the event is
+//! committed: by its own writer slot when it takes a block of a new epoch
+//! (every thread's first event of an epoch does, so the hot path pays
+//! nothing), and by a writer that references another thread (CPU samples, a
 //! [`crate::ThreadRef`] of another thread) through the thread's tags. The
-//! chunk of epoch `e` writes exactly the threads whose tag of parity `e & 1`
-//! is `e`. Only sections of epoch `e` store `e`, and they have all closed
-//! before the recorder finishes chunk `e` and flips to `e + 1`, so the word
-//! of `e`'s parity is not overwritten (by `e + 2`) while chunk `e` reads it,
-//! and no word needs clearing: the stores never race a reset.
+//! chunk of epoch `e` writes exactly the threads whose word `e % 3` is `e`.
+//! Only sections of epoch `e` store `e`, and they have all closed before
+//! the recorder finishes chunk `e`; epoch `e + 3`, the next to store into
+//! word `e % 3`, cannot begin before chunk `e` is finished (the recorder
+//! flips only from the epoch of its open chunk, a writer's seal at most
+//! two epochs past the chunk being finished, see [`crate::buffer::pool`]),
+//! so the word is not overwritten while chunk `e` reads it, and no word
+//! needs clearing: the stores never race a reset. The third word is what
+//! lets a seal flip the epoch while the recorder still finishes the chunk
+//! before (see [`crate::recording::recorder_thread`] § "Chunk size").
 //!
 //! Invariant: a key, once handed out, names the same thread for the life of
 //! the process (the JDK reuses a key's value from the previous chunk of a
@@ -34,16 +39,37 @@ use chunk_writer::{Checkpoint, TypeId};
 
 use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
 
-/// The epochs a thread was used in, one word per epoch parity (see the
-/// module docs).
+/// How many epochs' tags a constant carries: the chunk being finished,
+/// the epoch after it, and the one a writer's seal may flip to before the
+/// recorder has finished that chunk (see the module docs).
+pub(crate) const TAG_SLOTS: u64 = 3;
+
+/// The words of a constant's tags: [`TAG_SLOTS`], or two in the loom
+/// negative control `--cfg flightrec_loom_weaken="two_tag_slots"` (the
+/// pool still lets a seal flip two epochs past the chunk being finished).
+pub(crate) const TAG_WORDS: usize =
+    if cfg!(all(flightrec_loom, flightrec_loom_weaken = "two_tag_slots")) {
+        2
+    } else {
+        TAG_SLOTS as usize
+    };
+
+/// The word of `epoch` in a constant's tags.
+#[inline]
+pub(crate) fn tag_slot(epoch: u64) -> usize {
+    (epoch % TAG_WORDS as u64) as usize
+}
+
+/// The epochs a thread was used in, one word per epoch modulo
+/// [`TAG_SLOTS`] (see the module docs).
 #[derive(Debug, Default)]
-pub(crate) struct ThreadTags([AtomicU64; 2]);
+pub(crate) struct ThreadTags([AtomicU64; TAG_WORDS]);
 
 impl ThreadTags {
     /// True if the thread is tagged with `epoch`.
     #[inline]
     pub(crate) fn has(&self, epoch: u64) -> bool {
-        self.0[(epoch & 1) as usize].load(Ordering::Relaxed) == epoch
+        self.0[tag_slot(epoch)].load(Ordering::Relaxed) == epoch
     }
 
     /// Tags the thread with `epoch`, the epoch of the caller's open write
@@ -53,7 +79,7 @@ impl ThreadTags {
     #[inline]
     pub(crate) fn tag(&self, epoch: u64) {
         if !self.has(epoch) {
-            self.0[(epoch & 1) as usize].store(epoch, Ordering::Relaxed);
+            self.0[tag_slot(epoch)].store(epoch, Ordering::Relaxed);
         }
     }
 }
@@ -181,9 +207,9 @@ impl ThreadRegistry {
     }
 
     /// Forgets threads that exited before `epoch` (their events are all in
-    /// finished chunks), unless tagged with `epoch + 1`, the epoch whose
-    /// chunk is being written (a CPU sample written after the thread
-    /// exited).
+    /// finished chunks), unless tagged with `epoch + 1` or `epoch + 2`, the
+    /// epochs whose chunks are still to be written (a CPU sample written
+    /// after the thread exited).
     pub(crate) fn prune_exited_before(&self, epoch: u64) {
         let mut t = self.threads.lock();
         // In key order (see `tagged`).
@@ -191,7 +217,10 @@ impl ThreadRegistry {
         keys.sort_unstable();
         for k in keys {
             let info = &t.by_key[&k];
-            if info.exited_in.is_some_and(|e| e < epoch) && !info.tags.has(epoch + 1) {
+            if info.exited_in.is_some_and(|e| e < epoch)
+                && !info.tags.has(epoch + 1)
+                && !info.tags.has(epoch + 2)
+            {
                 t.by_key.remove(&k);
             }
         }

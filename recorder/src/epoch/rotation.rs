@@ -12,7 +12,10 @@
 //!    same compare-exchange from the same epoch: whichever comes first
 //!    flips, and the other finds it flipped; the recorder's failing
 //!    compare-exchange reads the writer's SeqCst store, so what follows is
-//!    ordered after the flip as if it had made it;
+//!    ordered after the flip as if it had made it. Both flip under the
+//!    pool's queue lock and arm the next epoch's size marks in the same
+//!    step ([`BufferPool::flip`]), so no seal ever sees a new epoch
+//!    without its hard mark;
 //! 2. [`membarrier::barrier`]: each writer's open section is visible here, or
 //!    the writer will load the new epoch (see [`crate::buffer::slot`]);
 //! 3. wait until no registered slot is inside a write section (bounded:
@@ -34,9 +37,11 @@
 //! stopped, and after the safepoint no block of epoch *e* can grow.
 
 use crate::buffer::block::Block;
+#[cfg(doc)]
+use crate::buffer::pool::BufferPool;
 use crate::epoch::membarrier;
 use crate::runtime::Runtime;
-use crate::sync::{Ordering, spin_hint};
+use crate::sync::spin_hint;
 
 /// Skips step 3 of the safepoint: the loom negative control
 /// `--cfg flightrec_loom_weaken="skip_section_wait"` (see `loom-tests/`).
@@ -45,17 +50,16 @@ const SKIP_SECTION_WAIT: bool = cfg!(all(
     flightrec_loom_weaken = "skip_section_wait"
 ));
 
-/// Flips the epoch from `open` (unless a writer's seal did), fences, and
-/// waits out every open write section. Returns `open`, the epoch it closed.
-/// Recorder thread only.
-pub(crate) fn safepoint(rt: &Runtime, open: u64) -> u64 {
+/// Flips the epoch from `open` (unless a writer's seal did), arming
+/// `next`'s size marks (wake-up, hard) for `open + 1` in the same step,
+/// fences, and waits out every open write section. Returns `open`, the
+/// epoch it closed. Recorder thread only.
+pub(crate) fn safepoint(rt: &Runtime, open: u64, next: Option<(u64, u64)>) -> u64 {
     let old = open;
-    // SeqCst: pairs with the writers' (membarrier-upgraded) fences between
-    // their section store and their epoch load; on failure, reads (and is
-    // ordered after) the SeqCst flip of a writer's seal.
-    let flipped = rt
-        .epoch
-        .compare_exchange(old, old + 1, Ordering::SeqCst, Ordering::SeqCst);
+    // SeqCst (in `flip`): pairs with the writers' (membarrier-upgraded)
+    // fences between their section store and their epoch load; on failure,
+    // reads (and is ordered after) the SeqCst flip of a writer's seal.
+    let flipped = rt.pool.flip(&rt.epoch, old, next);
     debug_assert!(flipped.is_ok_and(|e| e == old) || flipped.is_err_and(|e| e > old));
     membarrier::barrier();
     if SKIP_SECTION_WAIT {
@@ -73,18 +77,16 @@ pub(crate) fn safepoint(rt: &Runtime, open: u64) -> u64 {
     old
 }
 
-/// The safepoint closing epoch `open`, `flipped` (the epoch is flipped:
-/// the recorder arms the next epoch's size marks there), then every live
-/// and sealed block of `open` into `sink`. Returns `open`. Recorder thread
-/// only.
+/// The safepoint closing epoch `open` (arming `next`'s size marks for
+/// `open + 1` with the flip), then every live and sealed block of `open`
+/// into `sink`. Returns `open`. Recorder thread only.
 pub(crate) fn rotate<E>(
     rt: &Runtime,
     open: u64,
-    flipped: impl FnOnce(),
+    next: Option<(u64, u64)>,
     mut sink: impl FnMut(&Block) -> Result<(), E>,
 ) -> Result<u64, E> {
-    let old = safepoint(rt, open);
-    flipped();
+    let old = safepoint(rt, open, next);
     drain_live(rt, old, &mut sink)?;
     drain_sealed(rt, old, &mut sink)?;
     Ok(old)

@@ -35,7 +35,6 @@
 //! `flush` it holds every byte written, and its length is the logical end.
 //! The file is never longer than the bytes written to it.
 
-use std::alloc::{Layout, alloc_zeroed, dealloc};
 use std::fs::File;
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::os::fd::AsRawFd;
@@ -47,6 +46,13 @@ use std::ptr::NonNull;
 const ALIGN: usize = 4096;
 /// The staging buffer: one drain batch of default-sized blocks.
 const CAP: usize = 4 << 20;
+/// The buffer of a chunk written through the page cache (in memory, or a
+/// file system without direct I/O): one default block, so a drained block
+/// goes to the file in about one write. Small enough to come from the
+/// allocator's reused heap: at 1 MiB each chunk (each recording's first,
+/// on a thread of its own) mapped and faulted in a fresh buffer, a tenth
+/// of the recorder thread's time in an always-on recording.
+const BUFFERED: usize = 64 << 10;
 /// A transparent huge page (x86-64, aarch64 with 4 KiB pages).
 const HUGE: usize = 2 << 20;
 
@@ -73,7 +79,7 @@ impl ChunkOut {
             let buf = spare.take().map_or_else(|| Aligned::new(CAP), |s| s.0);
             Self::Direct(DirectFile::new(file, buf))
         } else {
-            Self::Buffered(BufWriter::with_capacity(1 << 20, file))
+            Self::Buffered(BufWriter::with_capacity(BUFFERED, file))
         }
     }
 
@@ -143,7 +149,7 @@ fn set_direct(file: &File, on: bool) -> io::Result<()> {
     Ok(())
 }
 
-/// A page-aligned, zeroed heap buffer.
+/// A page-aligned, zeroed buffer of its own mapping.
 #[derive(Debug)]
 struct Aligned {
     ptr: NonNull<u8>,
@@ -154,22 +160,14 @@ struct Aligned {
 unsafe impl Send for Aligned {}
 
 impl Aligned {
-    /// `len` zeroed bytes; a buffer of whole huge pages is aligned to them
-    /// and asks for them, so the kernel pins it for each direct write a
-    /// huge page at a time.
+    /// `len` zeroed bytes (a multiple of ALIGN); a buffer of whole huge
+    /// pages is aligned to them and asks for them, so the kernel pins it
+    /// for each direct write a huge page at a time. Mapped directly (see
+    /// `buffer::slab::map`): through `alloc_zeroed` the zeros were written
+    /// 4 KiB page by page before the advice could apply.
     fn new(len: usize) -> Self {
-        let layout = Self::layout(len);
-        // SAFETY: `layout` has a non-zero size (callers pass multiples of
-        // ALIGN, at least one).
-        let ptr = unsafe { alloc_zeroed(layout) };
-        let Some(ptr) = NonNull::new(ptr) else {
-            std::alloc::handle_alloc_error(layout)
-        };
-        if layout.align() == HUGE {
-            // SAFETY: the range is this allocation, HUGE-aligned; the advice
-            // changes no contents (a refusal only costs speed).
-            unsafe { libc::madvise(ptr.as_ptr().cast(), len, libc::MADV_HUGEPAGE) };
-        }
+        let len = len.max(ALIGN);
+        let ptr = crate::buffer::slab::map(len, len.is_multiple_of(HUGE));
         Self { ptr, len }
     }
 
@@ -179,15 +177,6 @@ impl Aligned {
             ptr: NonNull::dangling(),
             len: 0,
         }
-    }
-
-    fn layout(len: usize) -> Layout {
-        let align = if len.is_multiple_of(HUGE) {
-            HUGE
-        } else {
-            ALIGN
-        };
-        Layout::from_size_align(len.max(ALIGN), align).expect("a valid aligned layout")
     }
 
     fn as_slice(&self) -> &[u8] {
@@ -207,8 +196,8 @@ impl Drop for Aligned {
         if self.len == 0 {
             return; // `empty`: nothing allocated
         }
-        // SAFETY: allocated in `new` with this same layout, freed once.
-        unsafe { dealloc(self.ptr.as_ptr(), Self::layout(self.len)) };
+        // SAFETY: mapped in `new` with this same length, unmapped once.
+        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
     }
 }
 

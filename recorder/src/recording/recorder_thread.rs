@@ -35,18 +35,22 @@
 //! seal reached it (so at most `max_chunk_size`), plus the committed part
 //! of one live block per other writing thread (a writer's first event
 //! after the flip moves to a new block), plus the chunk's end (losses,
-//! constants, metadata), plus one thing this thread's speed still decides:
-//! an epoch may flip only once the chunk before it is finished (constants
-//! carry the tags of two epochs, see [`crate::cpool::threads`]), so what
-//! writers commit while this thread drains the previous chunk and writes
-//! its constants counts toward the next one (from the flip: its wake-up
-//! mark is armed then; its hard mark once those constants are written)
-//! without a hard stop. The chunk is at least `close_at` unless cut short
-//! (age, `rotate()`, a start or stop). The price of a flip by a seal is in
-//! the events, not the size: the end-of-chunk events this thread then
-//! commits land in the next chunk. (HotSpot only requests: the thread
-//! whose write fills the chunk posts a rotation to its recorder thread,
-//! `JfrChunkRotation`, and the chunk grows until that thread runs.)
+//! constants, metadata). Both marks of the next epoch are armed with the
+//! flip (in one step under the pool's lock, whoever flips), so the hard
+//! stop holds from the flip on, while this thread is still finishing the
+//! chunk before (draining it, writing its constants): constants carry the
+//! tags of three epochs (see [`crate::cpool::threads`]), and a seal may flip
+//! to an epoch at most two past the oldest chunk not finished (the pool's
+//! flip limit, moved on as each chunk is finished). Only when this thread
+//! lags by two whole chunks does an epoch grow past its hard mark until the
+//! chunk two before it is finished. The chunk is at least `close_at` unless
+//! cut short (age, `rotate()`, a start or stop). The price of a flip by a
+//! seal is in the events, not the size: the end-of-chunk events this thread
+//! then commits land in a later chunk. A seal that flips wakes this thread,
+//! which then finishes each chunk whose epoch has ended in turn. (HotSpot
+//! only requests: the thread whose write fills the chunk posts a rotation
+//! to its recorder thread, `JfrChunkRotation`, and the chunk grows until
+//! that thread runs.)
 //!
 //! # Rotation (the safepoint; steps 1–4 are [`crate::epoch::rotation`])
 //!
@@ -236,7 +240,7 @@ impl Recorder {
         let max = self.stream.max_chunk_size;
         self.close_at = close_at(max);
         self.flip_at = flip_at(max, self.rt.pool.block_size() as u64);
-        self.rt.pool.set_fresh_rotate_at(self.close_at);
+        self.rt.pool.set_fresh_marks(self.close_at, self.flip_at);
         // Small batches for small chunks: a live reader sees them soon.
         self.rt.pool.set_drain_batch(
             usize::try_from(self.stream.max_chunk_size / 16).unwrap_or(usize::MAX),
@@ -275,6 +279,8 @@ impl Recorder {
             .next_epoch
             .take()
             .unwrap_or_else(|| self.rt.epoch.load(Ordering::Acquire));
+        // Every chunk before this one is finished.
+        self.rt.pool.chunks_finished_before(epoch);
         let mut chunk = ChunkAssembler::begin(
             ChunkOut::new(file, !path.starts_with("memory:"), &mut self.staging),
             epoch,
@@ -352,7 +358,9 @@ impl Recorder {
                 let wake_at = self.rt.pool.wake_at();
                 let sleep = self.until_next_timer();
                 let due = |q: &std::collections::VecDeque<_>| {
-                    BufferPool::drain_due(q, wake_at) || self.rt.pool.rotation_due()
+                    BufferPool::drain_due(q, wake_at)
+                        || self.rt.pool.rotation_due()
+                        || self.flipped_past_chunk()
                 };
                 if !due(&q) && !sleep.is_zero() {
                     // The last look at the channel is under the queue's
@@ -405,6 +413,14 @@ impl Recorder {
                 self.fail("writing the current chunk", e);
             }
         }
+    }
+
+    /// Whether a writer's seal flipped the epoch past the open chunk's
+    /// (its end is due; the seal that flips wakes this thread).
+    fn flipped_past_chunk(&self) -> bool {
+        self.chunk
+            .as_ref()
+            .is_some_and(|(c, _)| self.rt.epoch.load(Ordering::Acquire) != c.epoch())
     }
 
     /// How long until a flush or the chunk's age limit is due (zero: now).
@@ -785,20 +801,17 @@ impl Recorder {
         // The end-of-chunk periodic events belong to the chunk that ends.
         crate::periodic::end_chunk();
         let open = self.chunk_mut()?.epoch();
-        let close_at = self.close_at;
+        let (close_at, flip_at) = (self.close_at, self.flip_at);
         // The next epoch counts from its flip, not from its chunk's
         // opening: finishing this chunk takes a while (drains, constants,
         // metadata, the file, retention), and writers fill the next epoch
-        // meanwhile. Its hard mark is armed only when its chunk opens: a
-        // flip past it now would tag constants with a third live epoch.
-        let arm_next = || {
-            if !last && close_at != u64::MAX {
-                rt.pool.arm(open + 1, close_at, u64::MAX);
-            }
-        };
-        let old = rotation::rotate(rt, open, arm_next, |b| {
-            self.chunk_mut()?.add_block(b).map(drop)
-        })?;
+        // meanwhile. Both its marks are armed with the flip, under the
+        // pool's lock: a seal may flip it while this chunk is still being
+        // finished (constants carry the tags of three epochs; the pool's
+        // flip limit keeps a seal from flipping further until this chunk
+        // is finished).
+        let next = (!last && close_at != u64::MAX).then_some((close_at, flip_at));
+        let old = rotation::rotate(rt, open, next, |b| self.chunk_mut()?.add_block(b).map(drop))?;
         self.next_epoch = Some(old + 1);
         let (chunk, path) = self
             .chunk
@@ -807,11 +820,9 @@ impl Recorder {
         let start_nanos = chunk.start_nanos();
         let records = chunk.records();
         let mut file = chunk.finish(self.rt, frames, last, &mut self.losses)?;
-        if !last && close_at != u64::MAX {
-            // The chunk's constants are written: its epoch's tags may go,
-            // so the next epoch may now flip at its hard mark.
-            self.rt.pool.arm(old + 1, close_at, self.flip_at);
-        }
+        // The chunk's constants are written: its epoch's tag word may be
+        // reused, so a seal may flip one epoch further.
+        self.rt.pool.chunks_finished_before(old + 1);
         file.flush()?;
         let size = file.stream_position()?;
         self.staging = self.staging.take().or(file.into_staging());
