@@ -69,7 +69,7 @@ const COMMIT_ORDER: Ordering = if cfg!(all(
 #[repr(align(128))]
 pub(crate) struct Block {
     /// `capacity` bytes: a piece of one of the pool's slabs (see
-    /// `buffer::slab`), or, from [`Block::new`], a box of the block's own.
+    /// `buffer::slab`), or, from `Block::new` (loom models and tests), a box of its own.
     data: NonNull<UnsafeCell>,
     capacity: usize,
     /// `data` is this block's own box (freed with the block).
