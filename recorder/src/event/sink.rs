@@ -292,14 +292,14 @@ impl<'a> RecordSink<'a> {
         };
     }
 
-    /// Writes the varint of `v` at `pos` without a bounds check: the
-    /// shortest forms by value, up to eight bytes with one word store.
+    /// Writes the varint of `v` at `pos` without a bounds check if it takes
+    /// one or two bytes (below 2^14): true, written; false, nothing written.
     ///
     /// # Safety
     ///
-    /// `pos + MAX_VARINT_LEN <= buf.len()`.
+    /// `pos + 2 <= buf.len()`.
     #[inline(always)]
-    unsafe fn store_varint(&mut self, v: u64) {
+    unsafe fn store_short_varint(&mut self, v: u64) -> bool {
         if v < 0x80 {
             // SAFETY: `pos < buf.len()` (the caller's room).
             unsafe { *self.buf.get_unchecked_mut(self.pos) = v as u8 };
@@ -317,7 +317,25 @@ impl<'a> RecordSink<'a> {
                     .write_unaligned(two.to_le_bytes())
             };
             self.pos += 2;
-        } else if v >> 56 == 0 {
+        } else {
+            return false;
+        }
+        true
+    }
+
+    /// Writes the varint of `v` at `pos` without a bounds check: the
+    /// shortest forms by value, up to eight bytes with one word store.
+    ///
+    /// # Safety
+    ///
+    /// `pos + MAX_VARINT_LEN <= buf.len()`.
+    #[inline(always)]
+    unsafe fn store_varint(&mut self, v: u64) {
+        // SAFETY: the caller's room covers nine bytes at `pos`.
+        if unsafe { self.store_short_varint(v) } {
+            return;
+        }
+        if v >> 56 == 0 {
             // Up to eight bytes: the groups spread at once (one `pdep`
             // where that is fast, see `spread`), one word store.
             let (n, continuation) = varint_shape(v);
@@ -368,25 +386,8 @@ impl<'a> RecordSink<'a> {
         if self.pos >= self.fast_below {
             return false;
         }
-        if v < 0x80 {
-            // SAFETY: `pos < fast_below` ⇒ `pos < buf.len()`.
-            unsafe { *self.buf.get_unchecked_mut(self.pos) = v as u8 };
-            self.pos += 1;
-        } else if v < 0x4000 {
-            let two = (v & 0x7f | 0x80 | (v >> 7) << 8) as u16;
-            // SAFETY: `pos < fast_below` leaves SLACK ≥ 2 bytes at `pos`.
-            unsafe {
-                self.buf
-                    .as_mut_ptr()
-                    .add(self.pos)
-                    .cast::<[u8; 2]>()
-                    .write_unaligned(two.to_le_bytes())
-            };
-            self.pos += 2;
-        } else {
-            return false;
-        }
-        true
+        // SAFETY: `pos < fast_below` leaves SLACK ≥ 2 bytes at `pos`.
+        unsafe { self.store_short_varint(v) }
     }
 
     /// [`put_f64`](Sink::put_f64) while the fast path has room: true,
