@@ -122,3 +122,69 @@ impl SpanCache {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use recorder::EventTypeBuilder;
+
+    fn built(name: &str) -> &'static Built {
+        let ty = EventTypeBuilder::new(name).build().expect("type");
+        Box::leak(Box::new(Built {
+            ty,
+            kinds: Box::new([]),
+            plan: [None; crate::site::PLAN],
+        }))
+    }
+
+    fn span(key: u64, id: u64, built: &'static Built) -> Arc<SpanShared> {
+        Arc::new(SpanShared::new(key, id, 0, built, Slots::new()))
+    }
+
+    /// `tracing` hands a closed span's id to the next span: the cache
+    /// stops answering for the closed one the moment it is marked, and
+    /// answers for the new one once it is inserted, never the other way.
+    #[test]
+    fn a_closed_spans_id_names_the_next_span_only() {
+        let b = built("test.spans.Reuse");
+        let mut cache = SpanCache::new();
+        let old = span(42, 1, b);
+        cache.insert(&old);
+        assert_eq!(cache.get(42).map(|s| s.id), Some(1));
+        assert!(cache.get(43).is_none(), "another id is a miss");
+
+        // Closed but still cached (another thread closed it): a miss, so
+        // an entry of the id's next span asks the registry.
+        old.close();
+        assert!(cache.get(42).is_none(), "a closed span is never a hit");
+
+        // The id's next span, cached by its `on_new_span` or first entry.
+        let new = span(42, 2, b);
+        cache.insert(&new);
+        assert_eq!(cache.get(42).map(|s| s.id), Some(2));
+        // Removing the old state (its `on_close` on this thread) leaves
+        // the new one in place.
+        cache.remove(&old);
+        assert_eq!(cache.get(42).map(|s| s.id), Some(2));
+        cache.remove(&new);
+        assert!(cache.get(42).is_none());
+    }
+
+    /// Ids that share a way evict each other; neither answers for the
+    /// other.
+    #[test]
+    fn ids_sharing_a_way_never_answer_for_each_other() {
+        let b = built("test.spans.Ways");
+        let mut cache = SpanCache::new();
+        let first = span(1, 10, b);
+        let way = SpanCache::way(1);
+        let other = (2..10_000u64)
+            .find(|k| SpanCache::way(*k) == way)
+            .expect("a key in the same way");
+        let second = span(other, 20, b);
+        cache.insert(&first);
+        cache.insert(&second);
+        assert!(cache.get(1).is_none(), "evicted");
+        assert_eq!(cache.get(other).map(|s| s.id), Some(20));
+    }
+}
