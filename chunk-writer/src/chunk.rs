@@ -26,7 +26,7 @@ use crate::checkpoint::Checkpoint;
 use crate::header::{
     ChunkHeader, FLAG_FINAL_CHUNK, HEADER_LEN, STATE_FINISHED, STATE_OFFSET, STATE_UPDATING,
 };
-use crate::metadata::Metadata;
+use crate::metadata::{EncodedMetadata, Metadata};
 
 /// Where and when a chunk starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,6 +114,18 @@ impl<W: Write + Seek> ChunkWriter<W> {
     pub fn write_metadata(
         &mut self,
         metadata: &Metadata,
+        metadata_id: u64,
+        ticks: i64,
+    ) -> io::Result<()> {
+        self.write_encoded_metadata(&metadata.encode_body(), metadata_id, ticks)
+    }
+
+    /// [`write_metadata`](Self::write_metadata) with a body encoded before
+    /// ([`Metadata::encode_body`]), for a writer that keeps it across
+    /// chunks while its types do not change.
+    pub fn write_encoded_metadata(
+        &mut self,
+        metadata: &EncodedMetadata,
         metadata_id: u64,
         ticks: i64,
     ) -> io::Result<()> {

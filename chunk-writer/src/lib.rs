@@ -30,7 +30,7 @@ pub mod types;
 
 pub use checkpoint::Checkpoint;
 pub use chunk::{ChunkEnd, ChunkStart, ChunkWriter};
-pub use metadata::{Metadata, SchemaError};
+pub use metadata::{EncodedMetadata, Metadata, SchemaError};
 pub use reader::{ReadError, read_recording};
 pub use record::EventEncoder;
 pub use schema::{Annotation, FieldDesc, SettingDesc, TypeDesc};

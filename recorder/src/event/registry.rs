@@ -14,7 +14,7 @@
 //! always be described by the metadata of the chunk they land in.
 
 use chunk_writer::TypeId;
-use chunk_writer::metadata::Metadata;
+use chunk_writer::metadata::{EncodedMetadata, Metadata};
 
 use crate::clock;
 use crate::event::descriptor::{EventKind, EventType};
@@ -39,6 +39,9 @@ struct RegistryInner {
     /// Each live recording's own settings, by recording id, in start
     /// order; [`Registry::settings`] holds their union.
     live: Vec<(u64, Settings)>,
+    /// The metadata last encoded, and the number of types it describes:
+    /// types are only ever added, so that number identifies it.
+    encoded: Option<(usize, StdArc<EncodedMetadata>)>,
 }
 
 /// The global registry.
@@ -56,6 +59,7 @@ impl Registry {
                 next_id: TypeId::FIRST_DYNAMIC.0,
                 recording: false,
                 live: Vec::new(),
+                encoded: None,
             }),
             settings: ArcSwap::from_pointee(Settings::new()),
             count: AtomicUsize::new(0),
@@ -272,6 +276,27 @@ impl Registry {
     /// The registered types (id order).
     pub(crate) fn types(&self) -> Vec<&'static EventType> {
         self.inner.lock().types.clone()
+    }
+
+    /// [`metadata`](Self::metadata) encoded ([`Metadata::encode_body`]),
+    /// and its id. Encoded again only when a type registered since the
+    /// last call: every chunk needs the metadata, and encoding it costs
+    /// some 0.5 ms, which at the default 12 MiB chunk of small events was
+    /// about 1 ns per event of the recorder's time.
+    pub(crate) fn encoded_metadata(&self) -> (StdArc<EncodedMetadata>, u64) {
+        {
+            let inner = self.inner.lock();
+            if let Some((n, m)) = &inner.encoded
+                && *n == inner.types.len()
+            {
+                return (m.clone(), *n as u64 + 1);
+            }
+        }
+        // Encoded outside the lock: registrations do not wait for it.
+        let (metadata, id) = self.metadata();
+        let encoded = StdArc::new(metadata.encode_body());
+        self.inner.lock().encoded = Some((id as usize - 1, encoded.clone()));
+        (encoded, id)
     }
 
     /// The metadata describing the built-in and every registered type, and

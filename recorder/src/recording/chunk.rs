@@ -188,8 +188,9 @@ impl ChunkAssembler {
         if self.metadata_types == Some(n) {
             return Ok(());
         }
-        let (metadata, metadata_id) = registry().metadata();
-        self.writer.write_metadata(&metadata, metadata_id, ticks)?;
+        let (metadata, metadata_id) = registry().encoded_metadata();
+        self.writer
+            .write_encoded_metadata(&metadata, metadata_id, ticks)?;
         self.metadata_types = Some(n);
         Ok(())
     }
