@@ -7,10 +7,9 @@
 //! * the floor: `rdtsc` and a store of the record's bytes at a
 //!   thread-local cursor, the least any commit does. On CPUs where `rdtsc`
 //!   does not overlap with the work around it (the Intel Xeon of the
-//!   README's table),
-//!   back-to-back commits do not overlap either, and a commit costs
-//!   `rdtsc` plus everything else it does; this row shows what the least
-//!   of that costs on the machine at hand;
+//!   README's table), back-to-back commits do not overlap either, and a
+//!   commit costs `rdtsc` plus everything else it does; this row shows
+//!   what the least of that costs on the machine at hand;
 //! * a flightrec commit of an enabled 3-field instant event;
 //! * a `tracing` event with the same three fields into a layer that only
 //!   pushes the values to a thread-local `Vec` (the cheapest useful
@@ -82,6 +81,9 @@ fn rdtsc_segment() {
 /// current block does).
 const FLOOR_BUF: usize = 16 << 10;
 
+/// The floor's record: the bytes `floor_segment` stores per event.
+const FLOOR_RECORD: usize = 27;
+
 /// The floor's thread-local cursor and buffer.
 struct FloorBuf {
     at: Cell<usize>,
@@ -116,14 +118,18 @@ fn floor_segment() {
             // reference to it: it does not outlive the closure, which calls
             // nothing that could reach `FLOOR` again.
             let buf = unsafe { &mut *f.buf.get() };
-            let rec = &mut buf[at..at + 27];
-            rec[..2].copy_from_slice(&[27, 20]);
+            let rec = &mut buf[at..at + FLOOR_RECORD];
+            rec[..2].copy_from_slice(&[FLOOR_RECORD as u8, 20]);
             rec[2..10].copy_from_slice(&t.to_le_bytes());
             rec[10..18].copy_from_slice(&black_box(i).to_le_bytes());
             rec[18] = 7;
             rec[19..27].copy_from_slice(&0.5f64.to_bits().to_le_bytes());
-            let next = at + 27;
-            f.at.set(if next > FLOOR_BUF - 27 { 0 } else { next });
+            let next = at + FLOOR_RECORD;
+            f.at.set(if next > FLOOR_BUF - FLOOR_RECORD {
+                0
+            } else {
+                next
+            });
         });
     }
 }

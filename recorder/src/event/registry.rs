@@ -39,9 +39,8 @@ struct RegistryInner {
     /// Each live recording's own settings, by recording id, in start
     /// order; [`Registry::settings`] holds their union.
     live: Vec<(u64, Settings)>,
-    /// The metadata last encoded, and the number of types it describes:
-    /// types are only ever added, so that number identifies it.
-    encoded: Option<(usize, StdArc<EncodedMetadata>)>,
+    /// The metadata last encoded, and its id ([`metadata_id`]).
+    encoded: Option<(u64, StdArc<EncodedMetadata>)>,
 }
 
 /// The global registry.
@@ -286,16 +285,16 @@ impl Registry {
     pub(crate) fn encoded_metadata(&self) -> (StdArc<EncodedMetadata>, u64) {
         {
             let inner = self.inner.lock();
-            if let Some((n, m)) = &inner.encoded
-                && *n == inner.types.len()
+            if let Some((id, m)) = &inner.encoded
+                && *id == metadata_id(inner.types.len())
             {
-                return (m.clone(), *n as u64 + 1);
+                return (m.clone(), *id);
             }
         }
         // Encoded outside the lock: registrations do not wait for it.
         let (metadata, id) = self.metadata();
         let encoded = StdArc::new(metadata.encode_body());
-        self.inner.lock().encoded = Some((id as usize - 1, encoded.clone()));
+        self.inner.lock().encoded = Some((id, encoded.clone()));
         (encoded, id)
     }
 
@@ -312,8 +311,15 @@ impl Registry {
                 debug_assert!(false, "registered type rejected by metadata: {e}");
             }
         }
-        (m, types.len() as u64 + 1)
+        (m, metadata_id(types.len()))
     }
+}
+
+/// The id of the metadata describing the built-in types and the first
+/// `types` registered ones: types are only ever added, so their count
+/// identifies the metadata.
+fn metadata_id(types: usize) -> u64 {
+    types as u64 + 1
 }
 
 /// `ty`'s `enabled`, `stackTrace` and, for a duration type, `threshold`
