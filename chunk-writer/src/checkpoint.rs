@@ -12,12 +12,63 @@
 //! Invariant: a pool is never written with zero entries (the JDK rejects such
 //! a file with "Pool … must contain at least one element"): a [`PoolWriter`]
 //! that ends empty removes itself.
+//!
+//! # Fillers
+//!
+//! A writer that moves whole buffers to the file with direct I/O needs each
+//! buffer to start at an aligned file offset: [`filler`] fills the gap before
+//! it with one record of exactly the gap's length. It is a checkpoint with
+//! no flush flag and no pools, followed by zeros, and it is in no checkpoint
+//! chain (no header offset or `delta` leads to it). Readers skip it by its
+//! size: the JDK's parser reads a checkpoint it meets among the events only
+//! far enough to see whether it ends a flush (`ChunkParser.readEvent`), and
+//! loads pools only along the chain; `jfr summary` counts it as one more
+//! `jdk.Checkpoint` record.
 
 use crate::encode::{Sink, padded_varint};
 use crate::types::TypeId;
 
 /// Flag bit: the checkpoint ends a flush segment.
 pub const FLAG_FLUSH: u8 = 1;
+
+/// Width of a filler's size field: a padded varint of three bytes (sizes up
+/// to 2 MiB).
+const FILLER_SIZE_WIDTH: usize = 3;
+
+/// The shortest [`filler`]: the size field, the type id, start time,
+/// duration, delta, flags and pool count (one byte each).
+pub const FILLER_MIN: usize = FILLER_SIZE_WIDTH + 6;
+
+/// The longest [`filler`].
+pub const FILLER_MAX: usize = (1 << (7 * FILLER_SIZE_WIDTH)) - 1;
+
+/// Fills `buf` with one record of exactly `buf.len()` bytes that every reader
+/// skips (see the module's *Fillers*). Returns false, writing nothing, if the
+/// length is not in `FILLER_MIN..=FILLER_MAX`.
+///
+/// ```
+/// use chunk_writer::checkpoint::{FILLER_MIN, filler};
+/// let mut buf = [0xffu8; 300];
+/// assert!(filler(&mut buf));
+/// assert_eq!(&buf[..4], &[0xac, 0x82, 0x00, 1]); // size 300, type 1
+/// assert!(buf[4..].iter().all(|&b| b == 0));
+/// assert!(!filler(&mut [0u8; FILLER_MIN - 1]));
+/// ```
+pub fn filler(buf: &mut [u8]) -> bool {
+    let len = buf.len();
+    if !(FILLER_MIN..=FILLER_MAX).contains(&len) {
+        return false;
+    }
+    let Some(size) = padded_varint(len as u64, FILLER_SIZE_WIDTH) else {
+        return false;
+    };
+    buf[..FILLER_SIZE_WIDTH].copy_from_slice(&size[..FILLER_SIZE_WIDTH]);
+    buf[FILLER_SIZE_WIDTH] = TypeId::CHECKPOINT.0 as u8;
+    // Start time, duration, delta, flags (not a flush), pool count: all 0,
+    // then zeros to the end.
+    buf[FILLER_SIZE_WIDTH + 1..].fill(0);
+    true
+}
 
 /// Width of the padded entry-count slot of a pool (up to 2^35 - 1 entries).
 const COUNT_WIDTH: usize = 5;

@@ -96,6 +96,18 @@ impl<W: Write + Seek> ChunkWriter<W> {
         false
     }
 
+    /// The output.
+    pub fn output(&self) -> &W {
+        &self.out
+    }
+
+    /// The output, to act on it outside the chunk's own writes (say, to
+    /// flush what it buffers); what is written through it directly is not
+    /// counted in [`len`](Self::len).
+    pub fn output_mut(&mut self) -> &mut W {
+        &mut self.out
+    }
+
     /// The header as it will be patched at the next flush.
     pub fn header(&self) -> &ChunkHeader {
         &self.header
@@ -108,6 +120,48 @@ impl<W: Write + Seek> ChunkWriter<W> {
         self.out.write_all(records)?;
         self.len += records.len() as u64;
         Ok(at)
+    }
+
+    /// Appends `len` bytes of already-framed event records that `write`
+    /// puts at the end of the output itself (a writer that hands the
+    /// output memory to write later, say, instead of copying it through
+    /// `write_all`). `write` must append exactly `len` bytes, or fail.
+    /// Returns the offset at which they start.
+    pub fn write_events_with(
+        &mut self,
+        len: usize,
+        write: impl FnOnce(&mut W) -> io::Result<()>,
+    ) -> io::Result<u64> {
+        let at = self.len;
+        write(&mut self.out)?;
+        self.len += len as u64;
+        Ok(at)
+    }
+
+    /// Appends a filler record (see [`crate::checkpoint::filler`]) so that
+    /// the absolute position in the output becomes a multiple of `align`
+    /// (a power of two of at most 1 MiB). Returns the bytes added: 0 if
+    /// the position is aligned already, else at least
+    /// [`FILLER_MIN`](crate::checkpoint::FILLER_MIN) (a gap shorter than
+    /// that takes one more `align`).
+    pub fn pad_to(&mut self, align: u64) -> io::Result<usize> {
+        use crate::checkpoint::{FILLER_MIN, filler};
+        debug_assert!(align.is_power_of_two() && align <= 1 << 20);
+        let end = self.base + self.len;
+        let mut gap = (align - end % align) % align;
+        if gap == 0 {
+            return Ok(0);
+        }
+        if gap < FILLER_MIN as u64 {
+            gap += align;
+        }
+        self.scratch.clear();
+        self.scratch.resize(gap as usize, 0);
+        let written = filler(&mut self.scratch);
+        debug_assert!(written, "a gap of {gap} bytes takes one filler");
+        self.out.write_all(&self.scratch)?;
+        self.len += gap;
+        Ok(gap as usize)
     }
 
     /// Appends the metadata event and points the header at it.

@@ -7,8 +7,9 @@
 //! depends on it. A record starts with a one-byte slot; when it ends, the
 //! smallest width `w` with `varint_len(body + w) == w` is found, and if `w > 1`
 //! the body moves right by `w - 1` bytes (only records of 128 bytes or more
-//! pay that copy). The size is then written unpadded, so the file holds no
-//! padding at all.
+//! pay that copy). The size is then written unpadded, so records hold no
+//! padding (a writer that aligns its file adds whole filler records, see
+//! [`crate::checkpoint::filler`]).
 //!
 //! Invariant: after [`end_record`] / [`EventEncoder::finish`] the bytes from
 //! the record start are exactly one well-formed record.

@@ -143,7 +143,7 @@ impl Runtime {
     /// [`Self::rotate`] closing epoch `open`, which a writer's seal may have
     /// flipped already (the recorder knows its chunk's epoch).
     pub fn rotate_epoch(&self, open: u64, chunk: &mut Vec<Drained>) -> u64 {
-        let r: Result<u64, ()> = rotation::rotate(&self.0, open, None, |b| {
+        let r: Result<u64, ()> = rotation::rotate(&self.0, open, None, &mut |b: &_| {
             collect(b, chunk);
             Ok(())
         });
@@ -159,10 +159,11 @@ impl Runtime {
         flip_at: u64,
         chunk: &mut Vec<Drained>,
     ) -> u64 {
-        let r: Result<u64, ()> = rotation::rotate(&self.0, open, Some((u64::MAX, flip_at)), |b| {
-            collect(b, chunk);
-            Ok(())
-        });
+        let r: Result<u64, ()> =
+            rotation::rotate(&self.0, open, Some((u64::MAX, flip_at)), &mut |b: &_| {
+                collect(b, chunk);
+                Ok(())
+            });
         r.expect("the model sink never fails")
     }
 
@@ -170,12 +171,12 @@ impl Runtime {
     /// sealed blocks, then live blocks, of the current epoch into `chunk`.
     pub fn flush(&self, chunk: &mut Vec<Drained>) {
         let epoch = self.0.epoch.load(Ordering::Acquire);
-        let r: Result<(), ()> = rotation::drain_sealed(&self.0, epoch, |b| {
+        let r: Result<(), ()> = rotation::drain_sealed(&self.0, epoch, &mut |b: &_| {
             collect(b, chunk);
             Ok(())
         })
         .and_then(|()| {
-            rotation::drain_live(&self.0, epoch, |b| {
+            rotation::drain_live(&self.0, epoch, &mut |b: &_| {
                 collect(b, chunk);
                 Ok(())
             })

@@ -27,7 +27,10 @@
 //!   one epoch (blocks stay with their owners);
 //! * [`drain_sealed`]: every sealed block of that epoch or older, which then
 //!   returns to the free list; sealed blocks of a later epoch are requeued in
-//!   order for the next chunk.
+//!   order for the next chunk. The sink may keep reading a sealed block's
+//!   bytes after taking it (a chunk that writes them from where they are):
+//!   blocks go back to the free list, to be reset and reused, only after
+//!   the sink's [`BlockSink::end_batch`], in groups of [`RELEASE_GROUP`].
 //!
 //! [`rotate`] is the safepoint followed by both drains of the old epoch.
 //!
@@ -42,6 +45,42 @@ use crate::buffer::pool::BufferPool;
 use crate::epoch::membarrier;
 use crate::runtime::Runtime;
 use crate::sync::spin_hint;
+
+/// Sealed blocks handed to a sink between two of its
+/// [`BlockSink::end_batch`]es, which release them: 4 MiB of default blocks,
+/// so a chunk that writes them from their own memory makes one write of
+/// them, and no more than that is kept from the free list meanwhile.
+pub(crate) const RELEASE_GROUP: usize = 64;
+
+/// Where drains put blocks.
+pub(crate) trait BlockSink<E> {
+    /// Takes the complete, undrained records of `block`.
+    fn add(&mut self, block: &Block) -> Result<(), E>;
+
+    /// Takes the complete, undrained records of sealed `block`, as
+    /// [`add`](Self::add) does; the sink may read them again until its next
+    /// [`end_batch`](Self::end_batch).
+    ///
+    /// # Safety
+    ///
+    /// The caller releases `block` (which resets it) only after the next
+    /// `end_batch` returns.
+    unsafe fn add_sealed(&mut self, block: &Block) -> Result<(), E> {
+        self.add(block)
+    }
+
+    /// Called before sealed blocks the sink took are released: until then
+    /// their bytes stay as they are.
+    fn end_batch(&mut self) -> Result<(), E> {
+        Ok(())
+    }
+}
+
+impl<E, F: FnMut(&Block) -> Result<(), E>> BlockSink<E> for F {
+    fn add(&mut self, block: &Block) -> Result<(), E> {
+        self(block)
+    }
+}
 
 /// Skips step 3 of the safepoint: the loom negative control
 /// `--cfg flightrec_loom_weaken="skip_section_wait"` (see `loom-tests/`).
@@ -84,11 +123,11 @@ pub(crate) fn rotate<E>(
     rt: &Runtime,
     open: u64,
     next: Option<(u64, u64)>,
-    mut sink: impl FnMut(&Block) -> Result<(), E>,
+    sink: &mut impl BlockSink<E>,
 ) -> Result<u64, E> {
     let old = safepoint(rt, open, next);
-    drain_live(rt, old, &mut sink)?;
-    drain_sealed(rt, old, &mut sink)?;
+    drain_live(rt, old, sink)?;
+    drain_sealed(rt, old, sink)?;
     Ok(old)
 }
 
@@ -98,26 +137,37 @@ pub(crate) fn rotate<E>(
 pub(crate) fn drain_sealed<E>(
     rt: &Runtime,
     epoch: u64,
-    mut sink: impl FnMut(&Block) -> Result<(), E>,
+    sink: &mut impl BlockSink<E>,
 ) -> Result<(), E> {
     let sealed = rt.pool.take_sealed();
     let mut later = Vec::new();
+    let mut taken = Vec::with_capacity(RELEASE_GROUP);
     let mut result = Ok(());
     for b in sealed {
         if b.get().epoch() > epoch || result.is_err() {
             later.push(b);
             continue;
         }
-        match sink(b.get()) {
-            Ok(()) => rt.pool.release(b),
+        // SAFETY: `b` is released below, only after the sink's next
+        // `end_batch` (a full group's, or the last one).
+        match unsafe { sink.add_sealed(b.get()) } {
+            Ok(()) => taken.push(b),
             Err(e) => {
                 later.push(b);
                 result = Err(e);
             }
         }
+        if taken.len() == RELEASE_GROUP {
+            result = result.and(sink.end_batch());
+            taken.drain(..).for_each(|b| rt.pool.release(b));
+        }
     }
+    // The sink is done with every block it took, written or failed (a
+    // failed write's records are the chunk's loss to report): all go back.
+    let ended = sink.end_batch();
+    taken.into_iter().for_each(|b| rt.pool.release(b));
     rt.pool.requeue(later);
-    result
+    result.and(ended)
 }
 
 /// Drains the committed part of every live block of epoch `epoch` into
@@ -126,7 +176,7 @@ pub(crate) fn drain_sealed<E>(
 pub(crate) fn drain_live<E>(
     rt: &Runtime,
     epoch: u64,
-    mut sink: impl FnMut(&Block) -> Result<(), E>,
+    sink: &mut impl BlockSink<E>,
 ) -> Result<(), E> {
     let slots: Vec<_> = {
         let mut slots = rt.slots.lock();
@@ -138,7 +188,7 @@ pub(crate) fn drain_live<E>(
             continue;
         };
         if b.get().epoch() == epoch {
-            sink(b.get())?;
+            sink.add(b.get())?;
         }
     }
     Ok(())

@@ -31,7 +31,7 @@
 
 use crate::recording::chunk_out::ChunkOut;
 use std::collections::BTreeSet;
-use std::io;
+use std::io::{self, Write as _};
 
 use chunk_writer::constants::{frame_type, thread_state, write_simple_string};
 use chunk_writer::encode::Sink;
@@ -149,6 +149,51 @@ impl ChunkAssembler {
             Ok(bytes.len())
         });
         written.unwrap_or(Ok(0))
+    }
+
+    /// [`add_block`](Self::add_block) for a sealed block, written from its
+    /// own memory where the file takes direct writes (see
+    /// `chunk_out`'s *Gathered blocks*): the file is padded to the
+    /// alignment with a filler first.
+    ///
+    /// # Safety
+    ///
+    /// `block` must not be reset (its bytes must stay as they are) until
+    /// [`write_gathered`](Self::write_gathered) returns: `drain_sealed`
+    /// releases the blocks it hands over only after the sink's
+    /// `end_batch`, which calls it.
+    pub(crate) unsafe fn add_sealed_block(&mut self, block: &Block) -> io::Result<usize> {
+        let (writer, pending, total) = (&mut self.writer, &mut self.pending, &mut self.records);
+        let written = block.drain_with(|bytes, records| {
+            match writer.output().gather_align() {
+                Some(a) if bytes.len() >= a && (bytes.as_ptr() as usize).is_multiple_of(a) => {
+                    writer.pad_to(a as u64)?;
+                    writer.write_events_with(bytes.len(), |out| {
+                        // SAFETY: `bytes` are the block's committed records,
+                        // unchanged until the block is reset, which this
+                        // function's caller defers past `write_gathered`.
+                        if !unsafe { out.gather(bytes) }? {
+                            out.write_all(bytes)?;
+                        }
+                        Ok(())
+                    })?;
+                }
+                _ => {
+                    writer.write_events(bytes)?;
+                }
+            }
+            pending.0 += records;
+            *total += records;
+            pending.1 += bytes.len() as u64;
+            Ok(bytes.len())
+        });
+        written.unwrap_or(Ok(0))
+    }
+
+    /// Writes the blocks queued by [`add_sealed_block`](Self::add_sealed_block)
+    /// (nothing if none is).
+    pub(crate) fn write_gathered(&mut self) -> io::Result<()> {
+        self.writer.output_mut().write_gathered()
     }
 
     /// Makes everything written so far readable: metadata if types were

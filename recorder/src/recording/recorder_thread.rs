@@ -84,10 +84,11 @@ use std::io::{self, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::buffer::block::Block;
 use crate::buffer::pool::BufferPool;
 use crate::clock;
 use crate::cpool::methods::FrameTables;
-use crate::epoch::rotation;
+use crate::epoch::rotation::{self, BlockSink};
 use crate::event::registry::registry;
 use crate::recording::active_recording::write_active_recording;
 use crate::recording::chunk::ChunkAssembler;
@@ -754,14 +755,14 @@ impl Recorder {
     /// back to the queue.
     fn drain_sealed(&mut self, epoch: u64) -> io::Result<()> {
         let rt = self.rt;
-        rotation::drain_sealed(rt, epoch, |b| self.chunk_mut()?.add_block(b).map(drop))
+        rotation::drain_sealed(rt, epoch, &mut ChunkSink(self.chunk_mut()?))
     }
 
     /// Drains the committed part of every live block of epoch `epoch`, and
     /// forgets slots of exited threads.
     fn drain_live(&mut self, epoch: u64) -> io::Result<()> {
         let rt = self.rt;
-        rotation::drain_live(rt, epoch, |b| self.chunk_mut()?.add_block(b).map(drop))
+        rotation::drain_live(rt, epoch, &mut ChunkSink(self.chunk_mut()?))
     }
 
     /// Hands finished chunk `seq` to the members' Pyroscope uploaders (its
@@ -811,7 +812,7 @@ impl Recorder {
         // flip limit keeps a seal from flipping further until this chunk
         // is finished).
         let next = (!last && close_at != u64::MAX).then_some((close_at, flip_at));
-        let old = rotation::rotate(rt, open, next, |b| self.chunk_mut()?.add_block(b).map(drop))?;
+        let old = rotation::rotate(rt, open, next, &mut ChunkSink(self.chunk_mut()?))?;
         self.next_epoch = Some(old + 1);
         let (chunk, path) = self
             .chunk
@@ -851,5 +852,26 @@ impl Recorder {
         self.rt.stacks.set_resolved_bytes(frames.bytes());
         self.publish_statistics();
         Ok(())
+    }
+}
+
+/// The open chunk as the drains' sink: sealed blocks are written from
+/// their own memory where the file allows it (see
+/// [`ChunkAssembler::add_sealed_block`]), live blocks are copied.
+struct ChunkSink<'a>(&'a mut ChunkAssembler);
+
+impl BlockSink<io::Error> for ChunkSink<'_> {
+    fn add(&mut self, block: &Block) -> io::Result<()> {
+        self.0.add_block(block).map(drop)
+    }
+
+    unsafe fn add_sealed(&mut self, block: &Block) -> io::Result<()> {
+        // SAFETY: the drain resets `block` only after `end_batch`, which
+        // writes it (this method's contract).
+        unsafe { self.0.add_sealed_block(block) }.map(drop)
+    }
+
+    fn end_batch(&mut self) -> io::Result<()> {
+        self.0.write_gathered()
     }
 }

@@ -253,6 +253,28 @@ pub fn parse(file: &[u8]) -> Parsed {
         assert_readable(md, md.class_by_name("jdk.types.StackFrame").unwrap());
         let start = chunk.offset as usize;
         let end = start + chunk.header.chunk_size as usize;
+        // The parser loads pools along the checkpoint chain when it opens
+        // a chunk (`readConstantPool`); a checkpoint it meets among the
+        // events is skipped by its size (`ParseEvent`'s `default` case),
+        // as are the fillers the recorder aligns its writes with.
+        let mut chain = std::collections::HashSet::new();
+        let mut at = chunk.header.constant_pool_offset;
+        while at > 0 {
+            let cp = start + at as usize;
+            chain.insert(cp);
+            let mut w = Walker {
+                buf: file,
+                pos: cp,
+                md,
+                strict: true,
+                strings: &mut out.strings_by_encoding,
+            };
+            for _ in 0..4 {
+                w.varint(9, "checkpoint size, type, start, duration");
+            }
+            let delta = w.varint(9, "checkpoint delta") as i64;
+            at = if delta == 0 { 0 } else { at + delta };
+        }
         let mut pos = start + 68;
         let mut states: HashMap<u64, String> = HashMap::new();
         let mut samples = Vec::new();
@@ -279,6 +301,10 @@ pub fn parse(file: &[u8]) -> Parsed {
                 for _ in 0..n {
                     w.string("metadata string");
                 }
+                pos = body_end;
+                continue;
+            }
+            if ty == checkpoint && !chain.contains(&pos) {
                 pos = body_end;
                 continue;
             }
