@@ -140,15 +140,7 @@ impl ChunkAssembler {
     /// Writes the complete, unflushed events of `block` into the chunk, as
     /// they are (see the module docs). Returns the bytes written.
     pub(crate) fn add_block(&mut self, block: &Block) -> io::Result<usize> {
-        let (writer, pending, total) = (&mut self.writer, &mut self.pending, &mut self.records);
-        let written = block.drain_with(|bytes, records| {
-            writer.write_events(bytes)?;
-            pending.0 += records;
-            *total += records;
-            pending.1 += bytes.len() as u64;
-            Ok(bytes.len())
-        });
-        written.unwrap_or(Ok(0))
+        self.drain(block, |writer, bytes| writer.write_events(bytes).map(drop))
     }
 
     /// [`add_block`](Self::add_block) for a sealed block, written from its
@@ -163,25 +155,38 @@ impl ChunkAssembler {
     /// releases the blocks it hands over only after the sink's
     /// `end_batch`, which calls it.
     pub(crate) unsafe fn add_sealed_block(&mut self, block: &Block) -> io::Result<usize> {
-        let (writer, pending, total) = (&mut self.writer, &mut self.pending, &mut self.records);
-        let written = block.drain_with(|bytes, records| {
+        self.drain(block, |writer, bytes| {
             match writer.output().gather_align() {
                 Some(a) if bytes.len() >= a && (bytes.as_ptr() as usize).is_multiple_of(a) => {
                     writer.pad_to(a as u64)?;
-                    writer.write_events_with(bytes.len(), |out| {
-                        // SAFETY: `bytes` are the block's committed records,
-                        // unchanged until the block is reset, which this
-                        // function's caller defers past `write_gathered`.
-                        if !unsafe { out.gather(bytes) }? {
-                            out.write_all(bytes)?;
-                        }
-                        Ok(())
-                    })?;
+                    writer
+                        .write_events_with(bytes.len(), |out| {
+                            // SAFETY: `bytes` are the block's committed records,
+                            // unchanged until the block is reset, which this
+                            // function's caller defers past `write_gathered`.
+                            if !unsafe { out.gather(bytes) }? {
+                                out.write_all(bytes)?;
+                            }
+                            Ok(())
+                        })
+                        .map(drop)
                 }
-                _ => {
-                    writer.write_events(bytes)?;
-                }
+                _ => writer.write_events(bytes).map(drop),
             }
+        })
+    }
+
+    /// Hands `block`'s complete, unflushed records to `write` and counts
+    /// them as written (and pending until the next flush). Returns the
+    /// bytes written.
+    fn drain(
+        &mut self,
+        block: &Block,
+        write: impl FnOnce(&mut ChunkWriter<ChunkOut>, &[u8]) -> io::Result<()>,
+    ) -> io::Result<usize> {
+        let (writer, pending, total) = (&mut self.writer, &mut self.pending, &mut self.records);
+        let written = block.drain_with(|bytes, records| {
+            write(writer, bytes)?;
             pending.0 += records;
             *total += records;
             pending.1 += bytes.len() as u64;

@@ -653,6 +653,17 @@ mod tests {
         Some(DirectFile::new(file, Aligned::new(CAP), align))
     }
 
+    /// Pseudo-random numbers below 2^31 from `seed` (an LCG): the same
+    /// run each time.
+    fn numbers(mut seed: u64) -> impl FnMut() -> u64 {
+        move || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            seed >> 33
+        }
+    }
+
     fn contents(dir: &std::path::Path, name: &str) -> Vec<u8> {
         let mut v = Vec::new();
         File::open(dir.join(name))
@@ -674,13 +685,7 @@ mod tests {
             return;
         };
         let mut model = std::io::Cursor::new(Vec::new());
-        let mut seed = 1u64;
-        let mut next = || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            seed >> 33
-        };
+        let mut next = numbers(1);
         for round in 0..40 {
             let n = (next() % 700_000) as usize + 1;
             let data: Vec<u8> = (0..n).map(|i| (i as u64 ^ round) as u8).collect();
@@ -719,13 +724,7 @@ mod tests {
         };
         let a = out.align;
         let mut model = Vec::new();
-        let mut seed = 7u64;
-        let mut next = || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            seed >> 33
-        };
+        let mut next = numbers(7);
         // Blocks as the pool has them: aligned memory of their own, kept
         // until the batch is written.
         let mut blocks: Vec<Aligned> = Vec::new();
