@@ -121,7 +121,7 @@ fn every_path(path: &Path, i: usize) {
     let _ = summary::run(&mut open(), sink);
     let _ = metadata::run(&mut open(), sink);
     let opts = print::Options {
-        json: i % 2 == 0,
+        json: i.is_multiple_of(2),
         events: None,
         stack_depth: 64,
     };
