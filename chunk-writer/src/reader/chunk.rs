@@ -106,7 +106,7 @@ pub fn read_recording(bytes: &[u8]) -> Result<RecordingFile, ReadError> {
     let mut chunks = Vec::new();
     let mut at = 0;
     loop {
-        let (chunk, end) = read_chunk(bytes, at, &mut budget)?;
+        let (chunk, end) = read_chunk_at(bytes, at, &mut budget)?;
         chunks.push(chunk);
         if end >= bytes.len() {
             return Ok(RecordingFile { chunks });
@@ -116,7 +116,7 @@ pub fn read_recording(bytes: &[u8]) -> Result<RecordingFile, ReadError> {
 }
 
 /// Reads the chunk at `start`; returns it and its end offset.
-fn read_chunk(
+pub(super) fn read_chunk_at(
     buf: &[u8],
     start: usize,
     budget: &mut Budget,

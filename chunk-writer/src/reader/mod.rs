@@ -15,6 +15,7 @@ mod follow;
 mod input;
 mod metadata;
 mod pools;
+mod scan;
 mod tree;
 mod value;
 
@@ -27,4 +28,5 @@ pub use metadata::{
     AnnotationRecord, ClassRecord, FieldRecord, MetadataRecord, RegionRecord, SettingRecord,
 };
 pub use pools::{CheckpointRecord, PoolSet};
+pub use scan::{ChunkExtent, ChunkScan, RecordCount, chunk_extent, read_chunk, scan_chunk};
 pub use value::{Object, Value};
