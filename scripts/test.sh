@@ -39,6 +39,15 @@ find_jdk() {
 }
 
 step jdk find_jdk
+# The `flightrec` command's tests hand its pprof output to Go's own
+# reader (`go tool pprof`), from Debian's golang-go.
+tools() {
+    if ! command -v go >/dev/null; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq golang-go >/dev/null
+    fi
+    go version
+}
+step tools tools
 step fmt cargo fmt --all -- --check
 step clippy cargo clippy --workspace --all-targets -- -D warnings
 # The C ABI's tests compile C and C++ programs against libflightrec.so and

@@ -298,3 +298,40 @@ fn flame_graph_names_the_hottest_function() {
         );
     }
 }
+
+/// `go tool pprof -raw` (Debian's `golang-go`, installed by
+/// `scripts/test.sh`) reads the pprof file: its samples add up to the
+/// file's `jdk.CPUTimeSample` count, and the Rust functions are named.
+#[test]
+fn go_tool_pprof_reads_the_profile() {
+    let f = flightrec_file();
+    let n = cpu_samples(f);
+    let pb = temp_dir("cli-go-pprof").join("cpu.pb.gz");
+    stdout_of(&["convert", f.to_str().unwrap(), "-o", pb.to_str().unwrap()]);
+    let run = Command::new("go")
+        .args(["tool", "pprof", "-raw"])
+        .arg(&pb)
+        .env("HOME", temp_dir("cli-go-home"))
+        .output()
+        .expect("`go` is needed (scripts/test.sh installs Debian's golang-go)");
+    let text = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "go tool pprof failed: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    // "Samples:" then a header line, then `COUNT: LOCATIONS` lines, each
+    // followed by its labels, up to "Locations".
+    let body = text
+        .split("Samples:")
+        .nth(1)
+        .and_then(|s| s.split("Locations").next())
+        .expect("a Samples section");
+    let total: u64 = body
+        .lines()
+        .filter_map(|l| l.trim().split_once(':'))
+        .filter_map(|(count, _)| count.trim().parse::<u64>().ok())
+        .sum();
+    assert_eq!(total, n, "pprof's samples: {text}");
+    assert!(text.contains("cpu_profile.burn_heavy"), "{text}");
+}
