@@ -40,12 +40,17 @@ find_jdk() {
 
 step jdk find_jdk
 # The `flightrec` command's tests hand its pprof output to Go's own
-# reader (`go tool pprof`), from Debian's golang-go.
+# reader (`go tool pprof`, Debian's golang-go) and render its flame graphs
+# in headless Chromium (Debian's chromium).
 tools() {
-    if ! command -v go >/dev/null; then
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq golang-go >/dev/null
+    local missing=()
+    command -v go >/dev/null || missing+=(golang-go)
+    command -v chromium >/dev/null || missing+=(chromium)
+    if ((${#missing[@]})); then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
     fi
     go version
+    chromium --version
 }
 step tools tools
 step fmt cargo fmt --all -- --check

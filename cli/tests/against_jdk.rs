@@ -335,3 +335,48 @@ fn go_tool_pprof_reads_the_profile() {
     assert_eq!(total, n, "pprof's samples: {text}");
     assert!(text.contains("cpu_profile.burn_heavy"), "{text}");
 }
+
+/// The flame graph page, rendered by headless Chromium (Debian's
+/// `chromium`, installed by `scripts/test.sh`): it holds a frame named after
+/// the hottest function, and searching for it (`?s=`, the page's own
+/// search) highlights that frame and reports a match.
+#[test]
+fn chromium_renders_the_flame_graph_and_its_search_finds_the_hottest_function() {
+    let f = flightrec_file();
+    let top = rows(&jfr().view("cpu-time-hot-methods", f));
+    let hottest = &top.first().expect("a hot method").0;
+    let function = hottest.rsplit('.').next().unwrap();
+    let dir = temp_dir("cli-chromium");
+    let page = dir.join("cpu.html");
+    stdout_of(&["flame", f.to_str().unwrap(), "-o", page.to_str().unwrap()]);
+    let profile_dir = dir.join("profile");
+    let run = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+        ])
+        .arg(format!("--user-data-dir={}", profile_dir.display()))
+        .arg("--dump-dom")
+        .arg(format!("file://{}?s={function}", page.display()))
+        .output()
+        .expect("`chromium` is needed (scripts/test.sh installs Debian's chromium)");
+    let dom = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        dom.contains(hottest.as_str()),
+        "no frame named {hottest} in the rendered page"
+    );
+    // The search colours matching frames rgb(230,0,230) and fills in the
+    // "Matched:" line.
+    let highlighted = dom
+        .split("<g>")
+        .filter(|g| g.contains(function) && g.contains("rgb(230,0,230)"))
+        .count();
+    assert!(highlighted > 0, "searching {function} highlighted no frame");
+    assert!(dom.contains("Matched: "), "the search reported no match");
+}
