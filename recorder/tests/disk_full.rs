@@ -41,11 +41,11 @@ struct After {
     n: u64,
 }
 
-/// About 400 bytes an event: the disk fills with few events, so the
+/// About 1 KiB an event: the disk fills with few events, so the
 /// file stays quick for `jfr` to print.
 fn payload() -> &'static str {
     static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    TEXT.get_or_init(|| "a payload that makes the chunk grow quickly. ".repeat(9))
+    TEXT.get_or_init(|| "a payload that makes the chunk grow quickly. ".repeat(22))
 }
 
 /// An 8 MiB tmpfs mounted at a directory for the test's life (unmounted on
@@ -253,4 +253,109 @@ fn a_full_disk_is_said_once_counted_and_written_again_when_space_returns() {
     for t in ["test.Before", "test.After", "flightrec.EventsLost"] {
         assert_eq!(jdk.counts.get(t).copied().unwrap_or(0), in_file(t), "{t}");
     }
+}
+
+/// Child: fills the tmpfs and stops while it is still full. With
+/// `FLIGHTREC_TEST_DEST=fs` the destination is on the full tmpfs too.
+#[test]
+fn full_at_stop_child() {
+    let Some(dir) = child::dir("full_at_stop_child") else {
+        return;
+    };
+    let fs = dir.join("fs");
+    let on_fs = std::env::var_os("FLIGHTREC_TEST_DEST").is_some_and(|v| v == "fs");
+    let dest = if on_fs {
+        fs.join("out.jfr")
+    } else {
+        dir.join("out.jfr")
+    };
+    let _filler = filler(&fs, 6 << 20);
+    let rec = Recording::start(config(&dir, dest)).unwrap();
+    let mut before = fill(&rec);
+    for _ in 0..5_000 {
+        Before {
+            n: before,
+            text: payload(),
+        }
+        .commit();
+        before += 1;
+    }
+    // Whatever space the cut-back chunk freed is taken: full at the stop.
+    let _more = std::fs::write(fs.join("more"), vec![7u8; 8 << 20]);
+    let stop = rec.stop();
+    let (kind, lost) = match &stop {
+        Err(RecordingError::WriteFailed {
+            lost,
+            summary: Some(s),
+            ..
+        }) if s.destination.is_some() => ("write_failed", lost.total_events()),
+        Err(RecordingError::Dump { .. }) => ("dump", 0),
+        other => panic!("stop: {other:?}"),
+    };
+    println!("error: {}", stop.unwrap_err());
+    println!("report before={before} lost={lost} kind={kind}");
+}
+
+#[test]
+fn a_disk_still_full_at_the_stop() {
+    if child::is_child() {
+        return;
+    }
+    let dir = flightrec_testkit::temp_dir("full_at_stop");
+    let Some(_fs) = Tmpfs::mount(&dir.join("fs")) else {
+        return;
+    };
+    let repo = dir.join("fs").join("repo");
+    // Destination elsewhere: the last chunk is kept in memory and written
+    // there with the others; every event is in it or counted, and the
+    // file's loss events say so.
+    let (stdout, stderr) = run_child("full_at_stop_child", &dir);
+    assert_eq!(stderr.lines().count(), 1, "stderr:\n{stderr}");
+    let report = child::find_report(&stdout, "report ").unwrap_or_else(|| panic!("{stdout}"));
+    assert!(report.contains("kind=write_failed"), "{report}");
+    let n = child::numbers(report);
+    let (before, lost) = (n[0], n[1]);
+    let out = dir.join("out.jfr");
+    let (counts, lost_in_file) = read_counts(&out);
+    let in_file = counts.get("test.Before").copied().unwrap_or(0);
+    assert_eq!(in_file + lost, before, "{report}");
+    assert_eq!(lost_in_file, lost, "{report}");
+    let jdk = flightrec_testkit::summary(&out);
+    assert_eq!(jdk.counts.get("test.Before").copied(), Some(in_file));
+    eprintln!("destination elsewhere: {report}");
+
+    // Destination on the full tmpfs: `stop()` cannot write it and says so,
+    // naming it; the chunks written before the disk filled stay in the
+    // repository, and `assemble` reads them.
+    std::fs::remove_dir_all(&repo).unwrap();
+    for f in ["filler", "more"] {
+        let _ = std::fs::remove_file(dir.join("fs").join(f));
+    }
+    let out = child::command("full_at_stop_child", &dir)
+        .env("FLIGHTREC_TEST_DEST", "fs")
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let report = child::find_report(&stdout, "report ").unwrap();
+    assert!(report.contains("kind=dump"), "{report}");
+    let error = child::find_report(&stdout, "error: ").unwrap();
+    let dest = dir.join("fs").join("out.jfr");
+    assert!(
+        error.contains(dest.to_str().unwrap()) && error.contains("No space left on device"),
+        "{error}"
+    );
+    assert!(!dest.exists());
+    let assembled = dir.join("assembled.jfr");
+    let done = recorder::assemble(&repo, &assembled).unwrap();
+    assert!(done.chunks > 0 && done.skipped.is_empty(), "{done:?}");
+    let (counts, _) = read_counts(&assembled);
+    let jdk = flightrec_testkit::summary(&assembled);
+    assert_eq!(jdk.counts.get("test.Before"), counts.get("test.Before"));
+    eprintln!(
+        "destination on the full disk: {error}; {} chunks, {:?} events assembled",
+        done.chunks,
+        counts.get("test.Before")
+    );
 }
