@@ -21,7 +21,9 @@
 //! 3. says so once on stderr: one line naming the file and the error.
 //!
 //! While stalled, [`Recorder::retry_writing`] tries again every
-//! [`RETRY_EVERY`] and before each command: it opens a chunk for the failed
+//! [`RETRY_EVERY`] and before each command, once the file system has room
+//! for the sealed blocks waiting (`statvfs`; a try into a disk still
+//! nearly full would drain them into a chunk that fails again): it opens a chunk for the failed
 //! chunk's epoch (none of that epoch's constants were released: its chunk
 //! never finished) and flushes it (metadata, constants, the loss report).
 //! If that is written, the stall ends and the backlog is drained into the
@@ -41,6 +43,7 @@
 //! readable (state 0, its size that of a complete flushed prefix).
 
 use std::io;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -55,6 +58,9 @@ use crate::recording::repository::ChunkFile;
 
 /// How often a stalled recorder tries to write again.
 pub(super) const RETRY_EVERY: Duration = Duration::from_millis(200);
+/// Room wanted beyond the backlog before writing is tried again: a
+/// chunk's metadata, constants and a few flushes.
+const BACKLOG_MARGIN: u64 = 1 << 20;
 
 /// The recorder's write-error state: see the module docs.
 #[derive(Debug, Default)]
@@ -188,6 +194,12 @@ impl Recorder {
         if !now && Instant::now() < stall.next_try {
             return false;
         }
+        if !in_memory && !self.room_for_backlog() {
+            if let Some(stall) = &mut self.write_errors.stall {
+                stall.next_try = Instant::now() + RETRY_EVERY;
+            }
+            return false;
+        }
         if let Some(epoch) = stall.epoch {
             self.next_epoch = Some(epoch);
         }
@@ -215,6 +227,29 @@ impl Recorder {
             stall.next_try = Instant::now() + RETRY_EVERY;
         }
         false
+    }
+
+    /// Whether the repository's file system has room for the sealed
+    /// blocks waiting, and a margin for the chunk's metadata and constants
+    /// (`statvfs`): writing them into a disk that is still nearly full
+    /// would lose them. True where that cannot be told (in memory, or
+    /// `statvfs` fails): the try itself then decides.
+    fn room_for_backlog(&self) -> bool {
+        if !self.stream.on_disk || !self.repo.has_dir() {
+            return true;
+        }
+        let Ok(dir) = std::ffi::CString::new(self.repo.dir().as_os_str().as_bytes()) else {
+            return true;
+        };
+        // SAFETY: `statvfs` is plain data; all zeros is a valid value.
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        // SAFETY: `dir` is NUL-terminated and outlives the call; `st` is a
+        // valid out-pointer.
+        if unsafe { libc::statvfs(dir.as_ptr(), &mut st) } != 0 {
+            return true;
+        }
+        let available = st.f_bavail.saturating_mul(st.f_frsize);
+        available >= self.rt.pool.queued_bytes().saturating_add(BACKLOG_MARGIN)
     }
 
     /// Before a command during a stall: one more try at writing; for the
