@@ -126,6 +126,7 @@ fn a_stream_on_a_killed_writers_repository_ends_and_so_does_an_idle_one() {
         5000,
         "every flushed event delivered"
     );
+    eprintln!("writer gone: the stream ended {after_kill:?} after the kill");
     assert!(
         matches!(&errors[..], [StreamError::WriterGone { dir: d, pid: p }] if *d == repo && *p == pid),
         "{errors:?}"
@@ -151,6 +152,7 @@ fn a_stream_on_a_killed_writers_repository_ends_and_so_does_an_idle_one() {
     let (summary, errors, took) = run_within(stream, Duration::from_secs(5));
     assert!(summary.events >= 5000, "{summary:?}");
     assert!(took >= Duration::from_millis(500), "{took:?}");
+    eprintln!("idle_end 500 ms: the stream ended after {took:?}");
     assert!(
         matches!(&errors[..], [StreamError::Idle { dir: d, idle }] if *d == idle_dir && *idle == Duration::from_millis(500)),
         "{errors:?}"
@@ -185,6 +187,7 @@ fn files_that_are_not_regular_are_refused_at_once() {
             path.display()
         );
         assert!(took < Duration::from_secs(1), "{took:?}");
+        eprintln!("{}: refused after {took:?}", path.display());
     }
     // A FIFO and a link to /dev/zero named like chunks in a repository:
     // reported, never opened for reading.
