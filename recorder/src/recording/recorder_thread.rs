@@ -79,6 +79,8 @@
 //! make every drain resume where the last stopped, and after step 3 no block
 //! of epoch *e* can grow.
 
+mod write_error;
+
 use crate::sync::mpsc;
 use std::io::{self, Seek, Write};
 use std::path::{Path, PathBuf};
@@ -205,6 +207,8 @@ pub(crate) struct Recorder {
     /// Bytes and event records of the chunks finished so far (for
     /// `crate::recording::statistics`).
     finished: (u64, u64),
+    /// Write errors: a stall while writing fails (see [`write_error`]).
+    write_errors: write_error::WriteErrors,
 }
 
 impl Recorder {
@@ -228,6 +232,7 @@ impl Recorder {
             losses,
             finished: (0, 0),
             staging: None,
+            write_errors: Default::default(),
         };
         r.members_changed();
         r.open_chunk()?;
@@ -276,9 +281,9 @@ impl Recorder {
         // The chunk holds the epoch after the last one closed (a writer's
         // seal may have flipped past it already: the next step rotates), or
         // the current one for the first chunk.
+        // Kept until the chunk is open: a stall reopens it (`write_error`).
         let epoch = self
             .next_epoch
-            .take()
             .unwrap_or_else(|| self.rt.epoch.load(Ordering::Acquire));
         // Every chunk before this one is finished.
         self.rt.pool.chunks_finished_before(epoch);
@@ -294,6 +299,7 @@ impl Recorder {
         // Before every sample of the chunk, as Pyroscope's parser needs it.
         crate::sampler::pyroscope::write_event_setting(&mut first, ticks);
         chunk.write_records(&first)?;
+        self.next_epoch = None;
         self.chunk = Some((chunk, path));
         self.chunk_opened = Instant::now();
         self.arm_rotation();
@@ -354,12 +360,14 @@ impl Recorder {
             // emitting threads then have the CPU to themselves between
             // batches, and the pool's other three quarters absorb the bursts.
             let mut pending = None;
+            // A stall drains nothing: the sealed blocks wait (`write_error`).
+            let stalled = self.write_errors.stalled();
             let drain_due = {
                 let mut q = self.rt.pool.full_queue();
                 let wake_at = self.rt.pool.wake_at();
                 let sleep = self.until_next_timer();
                 let due = |q: &std::collections::VecDeque<_>| {
-                    BufferPool::drain_due(q, wake_at)
+                    (!stalled && BufferPool::drain_due(q, wake_at))
                         || self.rt.pool.rotation_due()
                         || self.flipped_past_chunk()
                 };
@@ -406,6 +414,9 @@ impl Recorder {
                 self.discard_all();
                 continue;
             }
+            if !self.retry_writing(&mut frames, false, false) {
+                continue;
+            }
             let flush_due = self.last_flush.elapsed() >= self.stream.flush_interval;
             if flush_due {
                 self.last_flush = Instant::now();
@@ -430,6 +441,9 @@ impl Recorder {
     fn until_next_timer(&self) -> Duration {
         if self.failure.is_some() {
             return self.stream.flush_interval;
+        }
+        if let Some(retry) = self.write_errors.until_retry() {
+            return retry;
         }
         let flush = self
             .stream
@@ -507,6 +521,7 @@ impl Recorder {
 
     /// Handles one command; true when the thread should exit.
     fn command(&mut self, cmd: Command, frames: &mut FrameTables) -> bool {
+        self.retry_for(&cmd, frames);
         match cmd {
             Command::Flush(reply) => {
                 self.last_flush = Instant::now();
@@ -560,6 +575,7 @@ impl Recorder {
                 let r = self
                     .checked(|me| me.rotate(true, frames), "finishing the last chunk")
                     .and_then(|()| self.summary(id, write));
+                let r = self.stop_result(r);
                 // No chunk open: seals neither wake nor flip.
                 self.rt.pool.disarm();
                 // Every member goes (normally the one left).
@@ -612,6 +628,7 @@ impl Recorder {
     ) -> Result<RecordingSummary, RecordingError> {
         let rotated = self.checked(|me| me.finish_chunk(false, frames), "rotating for a stop");
         let r = rotated.and_then(|()| self.summary(id, write));
+        let r = self.stop_result(r);
         if let Some(at) = self.members.iter().position(|m| m.id == id) {
             let mut m = self.members.remove(at);
             let written = write && m.config.destination.is_some() && r.is_ok();
@@ -620,6 +637,7 @@ impl Recorder {
         }
         self.members_changed();
         if self.failure.is_none()
+            && !self.write_errors.stalled()
             && let Err(e) = self.open_next()
         {
             self.fail("opening the next chunk", e);
@@ -637,9 +655,15 @@ impl Recorder {
         if let Some(fail) = &self.failure {
             return Err(fail.to_error());
         }
+        if let Some(e) = self.stall_error() {
+            return Err(e);
+        }
         f(self).map_err(|e| {
             self.fail(context, e);
-            self.failure.as_ref().expect("just set").to_error()
+            match &self.failure {
+                Some(f) => f.to_error(),
+                None => self.stall_error().expect("a write error stalls"),
+            }
         })
     }
 
@@ -692,12 +716,12 @@ impl Recorder {
         })
     }
 
-    /// Stops the recording after an I/O error: no type stays enabled, the
-    /// events still buffered are counted lost, the chunk is abandoned (its
-    /// last flushed state stays readable through recovery).
+    /// After an I/O error: the chunk is cut back to its last flush and
+    /// the recording goes on in memory until writing works again (see
+    /// [`write_error`]).
     #[cold]
     fn fail(&mut self, context: &str, e: io::Error) {
-        self.fail_with(context, e, LossCause::WriteError);
+        self.write_failed(context, e);
     }
 
     /// [`fail`](Self::fail), counting the events still buffered under `cause`.
@@ -820,6 +844,8 @@ impl Recorder {
             .ok_or_else(|| io::Error::other("no chunk open"))?;
         let start_nanos = chunk.start_nanos();
         let records = chunk.records();
+        // What a failure from here on cuts the chunk back to.
+        self.write_errors.ending = Some((path.clone(), chunk.salvage_point()));
         let mut file = chunk.finish(self.rt, frames, last, &mut self.losses)?;
         // The chunk's constants are written: its epoch's tag word may be
         // reused, so a seal may flip one epoch further.
@@ -837,6 +863,7 @@ impl Recorder {
             size,
         };
         let seq = self.repo.add_finished(chunk, self.members.len());
+        self.write_errors.ending = None;
         #[cfg(feature = "pyroscope")]
         self.offer_to_uploaders(seq, start_nanos, end_nanos, size);
         for m in &mut self.members {

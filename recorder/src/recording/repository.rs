@@ -411,6 +411,22 @@ impl Repository {
 }
 
 impl Repository {
+    /// A chunk file being written that failed (see
+    /// `recorder_thread::write_error`), opened again to be cut back to its
+    /// last flush: a new descriptor of the file, for writing.
+    pub(crate) fn reopen_unfinished(&self, path: &Path) -> io::Result<File> {
+        match self.memory.get(path) {
+            Some(f) => f.try_clone(),
+            None => open_options().write(true).open(path),
+        }
+    }
+
+    /// Deletes a chunk file that was never finished (nothing of it could be
+    /// kept after a write error).
+    pub(crate) fn discard_unfinished(&mut self, path: &Path) {
+        self.remove(path);
+    }
+
     /// Deletes a chunk file (on disk) or frees it (in memory).
     fn remove(&mut self, path: &Path) {
         if self.memory.remove(path).is_some() {
