@@ -110,12 +110,13 @@ const AT_ONCE: usize = 4;
 fn exit_case(
     name: &str,
     code: i32,
+    extra: &str,
     trigger: impl Fn(&mut dyn Iterator<Item = String>, u32) -> Instant + Sync,
 ) -> Vec<PathBuf> {
     let dir = flightrec_testkit::temp_dir(name);
     let run = |run: usize| {
         let file = dir.join(format!("run{run}.jfr"));
-        let mut c = spawn(name, &dir, &file, "");
+        let mut c = spawn(name, &dir, &file, extra);
         let pid = c.id();
         let mut lines = lines_of(&mut c);
         let from = trigger(&mut lines, pid);
@@ -123,7 +124,11 @@ fn exit_case(
         drop(lines);
         let mut err = String::new();
         std::io::Read::read_to_string(&mut c.stderr.take().unwrap(), &mut err).unwrap();
-        assert_eq!(status.code(), Some(code), "{name} run {run}: {status:?} {err}");
+        assert_eq!(
+            status.code(),
+            Some(code),
+            "{name} run {run}: {status:?} {err}"
+        );
         assert!(took < BOUND, "{name} run {run}: exit took {took:?}");
         // No file only where the recording could not be finished (the
         // exiting thread held what the stop needs), and said so.
@@ -155,9 +160,14 @@ fn exit_case(
 }
 
 /// Checks that `jfr summary` reads every file written (`at_least` of the
-/// runs wrote one) and that each holds its run's `jdk.Shutdown`; returns
-/// the summary of the whole.
-fn all_read(name: &str, files: &[PathBuf], at_least: usize) -> flightrec_testkit::Summary {
+/// runs wrote one) and, with `shutdowns`, that each holds its run's
+/// `jdk.Shutdown`; returns the summary of the whole.
+fn all_read(
+    name: &str,
+    files: &[PathBuf],
+    at_least: usize,
+    shutdowns: bool,
+) -> flightrec_testkit::Summary {
     assert!(
         files.len() >= at_least,
         "{name}: {} of {RUNS} runs wrote their file",
@@ -165,11 +175,13 @@ fn all_read(name: &str, files: &[PathBuf], at_least: usize) -> flightrec_testkit
     );
     let dir = flightrec_testkit::temp_dir(name);
     let s = flightrec_testkit::summary(&concatenated(files, &dir.join("all.jfr")));
-    assert_eq!(
-        s.counts.get("jdk.Shutdown").copied(),
-        Some(files.len() as u64),
-        "{name}: one jdk.Shutdown per file"
-    );
+    if shutdowns {
+        assert_eq!(
+            s.counts.get("jdk.Shutdown").copied(),
+            Some(files.len() as u64),
+            "{name}: one jdk.Shutdown per file"
+        );
+    }
     s
 }
 
@@ -196,6 +208,9 @@ fn exit_in_handler_child() {
             tx.send(unsafe { libc::gettid() }).unwrap();
             for n in 0.. {
                 Work { n: n * 4 + t }.commit();
+                if n % 256 == 0 {
+                    std::thread::sleep(Duration::from_micros(200));
+                }
             }
         });
     }
@@ -209,7 +224,10 @@ fn exit_from_a_signal_handler_during_commits() {
     if child::is_child() {
         return;
     }
-    let files = exit_case("exit_in_handler_child", 3, |lines, pid| {
+    // Small chunks and a size limit keep the files small: the committers
+    // go on while the stop runs.
+    let small = ",maxchunksize=1m,maxsize=2m";
+    let files = exit_case("exit_in_handler_child", 3, small, |lines, pid| {
         let tid = wait_for(lines, "ready ")[0];
         std::thread::sleep(Duration::from_millis(30));
         // To a committing thread: the handler interrupts its commits.
@@ -227,7 +245,10 @@ fn exit_from_a_signal_handler_during_commits() {
     });
     // The handler may interrupt a commit inside the buffer pool's lock,
     // which the stop needs: that run ends in time without its file.
-    let s = all_read("exit_in_handler", &files, RUNS / 2);
+    // The committers fill the buffers faster than a small chunk drains:
+    // any event may be dropped for want of a buffer (counted), the last
+    // jdk.Shutdown too.
+    let s = all_read("exit_in_handler", &files, RUNS / 2, false);
     assert!(s.counts.get("test.exit.Work").copied().unwrap_or(0) > 0);
 }
 
@@ -247,6 +268,10 @@ fn exit_in_periodic_child() {
     let Some(_) = child::dir("exit_in_periodic_child") else {
         return;
     };
+    // First: the closure's exit must not cut them short.
+    for n in 0..1000 {
+        Work { n }.commit();
+    }
     let ty = tick_type();
     static CALLS: AtomicU64 = AtomicU64::new(0);
     flightrec::add_periodic_event(ty, Period::Interval(Duration::from_millis(20)), move || {
@@ -258,9 +283,6 @@ fn exit_in_periodic_child() {
             unsafe { libc::exit(4) };
         }
     });
-    for n in 0..1000 {
-        Work { n }.commit();
-    }
     std::thread::sleep(Duration::from_secs(30));
 }
 
@@ -269,11 +291,11 @@ fn exit_from_a_periodic_closure() {
     if child::is_child() {
         return;
     }
-    let files = exit_case("exit_in_periodic_child", 4, |lines, _| {
+    let files = exit_case("exit_in_periodic_child", 4, "", |lines, _| {
         wait_for(lines, "exiting");
         Instant::now()
     });
-    let s = all_read("exit_in_periodic", &files, RUNS);
+    let s = all_read("exit_in_periodic", &files, RUNS, true);
     assert_eq!(
         s.counts.get("test.exit.Work").copied(),
         Some(1000 * RUNS as u64)
@@ -317,11 +339,11 @@ fn exit_from_an_end_chunk_closure() {
     if child::is_child() {
         return;
     }
-    let files = exit_case("exit_in_end_chunk_child", 5, |lines, _| {
+    let files = exit_case("exit_in_end_chunk_child", 5, "", |lines, _| {
         wait_for(lines, "exiting");
         Instant::now()
     });
-    let s = all_read("exit_in_end_chunk", &files, RUNS);
+    let s = all_read("exit_in_end_chunk", &files, RUNS, true);
     assert_eq!(
         s.counts.get("test.exit.Work").copied(),
         Some(1000 * RUNS as u64)
