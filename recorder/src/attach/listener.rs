@@ -188,7 +188,9 @@ fn peer_allowed(uid: u32, gid: u32) -> bool {
     uid == 0 || (uid == euid && gid == egid)
 }
 
-extern "C" fn remove_socket_at_exit() {
+/// Removes the socket if this process made it (at exit, and before a
+/// `FLIGHTREC` process ends by a terminating signal).
+pub(crate) extern "C" fn remove_socket_at_exit() {
     let _ = std::panic::catch_unwind(|| {
         // Only the process that made it (not a forked child). `try_lock`:
         // exit must not wait on a `listen` another thread is in.

@@ -87,6 +87,7 @@ mod listener;
 mod protocol;
 mod sigquit;
 
+pub(crate) use listener::remove_socket_at_exit as remove_socket;
 pub use listener::{listen, socket_path};
 pub use sigquit::listen_on_sigquit;
 

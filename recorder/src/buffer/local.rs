@@ -24,6 +24,7 @@ use std::cell::Cell;
 use std::ptr::NonNull;
 
 use crate::buffer::slot::ThreadSlot;
+use crate::recording::loss::LossCause;
 use crate::runtime::Runtime;
 use crate::sync::{Arc, Ordering};
 
@@ -53,10 +54,35 @@ impl Drop for Guard {
 /// The exit of the thread owning `slot` (its guard's destructor): marks its
 /// thread constant exited in the current epoch, seals its block.
 pub(crate) fn exit(rt: &Runtime, slot: &ThreadSlot) {
+    if slot.in_section() {
+        left_inside_section(rt, slot);
+        return;
+    }
     rt.threads
         .exited(slot.thread_key, rt.epoch.load(Ordering::Relaxed));
     slot.retire(&rt.pool);
     rt.pool.wakeup.notify_one();
+}
+
+/// The guard is destroyed while its thread is inside a write section: the
+/// thread is leaving from within the event's encoding, by `exit()` (which
+/// runs the calling thread's destructors first) or `pthread_exit`, called
+/// from a signal handler that interrupted the commit or from a user
+/// encoder. Neither returns, so the section would never close and every
+/// later rotation would wait for it: it is closed here, and the half-written
+/// event (above `committed`, never drained) is counted as
+/// [`LossCause::ThreadExiting`].
+///
+/// Nothing else is done, and no lock is taken: the interrupted commit may
+/// hold the pool's or the thread registry's. The block stays published and
+/// the slot registered, so the recorder drains the thread's committed
+/// events as a live thread's (a thread leaving this way is not announced
+/// as ended).
+#[cold]
+fn left_inside_section(rt: &Runtime, slot: &ThreadSlot) {
+    if slot.abandon_section() {
+        rt.losses.record(LossCause::ThreadExiting, 0);
+    }
 }
 
 /// Registers a writer slot for the thread with constant key `key`.

@@ -456,6 +456,14 @@ impl ThreadSlot {
         block
     }
 
+    /// Closes the section of an owner that is leaving the process or its
+    /// thread from inside it (see [`crate::buffer::local::exit`]); true if
+    /// it was open. Owner only, on its exit path.
+    pub(crate) fn abandon_section(&self) -> bool {
+        // Release: a rotation that reads 0 sees the committed position.
+        self.section.swap(0, Ordering::Release) != 0
+    }
+
     /// True once the owner exited.
     pub(crate) fn has_exited(&self) -> bool {
         self.exited.load(Ordering::Acquire) != 0

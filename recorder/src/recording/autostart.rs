@@ -34,6 +34,7 @@ use crate::recording::config::builder::{RecordingConfig, StartError};
 use crate::recording::config::options::{self, OptionError, StartOptions};
 use crate::recording::handle::Recording;
 use crate::recording::outcome::{RecordingError, RecordingSummary};
+use crate::recording::shutdown;
 use crate::sync::{AtomicU64, Ordering};
 
 /// The automatic recordings, each with whether it writes its file at exit
@@ -354,14 +355,27 @@ fn take_and_stop(id: Option<u64>, write: bool) -> Option<Result<RecordingSummary
     })
 }
 
+/// Stops every automatic recording as the process ends (writing the files
+/// of those with `dumponexit`): on the shutdown thread, at exit or on a
+/// terminating signal (see [`crate::recording::shutdown`]).
+fn stop_at_exit() {
+    while stop(None, false).is_some() {}
+}
+
 extern "C" fn at_exit() {
     // Never unwind into libc.
-    let _ = std::panic::catch_unwind(|| while stop(None, false).is_some() {});
+    let _ = std::panic::catch_unwind(|| shutdown::at_exit(stop_at_exit));
 }
 
 fn register_exit_handler() {
     static ONCE: crate::sync::Once = crate::sync::Once::new();
     ONCE.call_once(|| {
+        if let Err(e) = shutdown::start(stop_at_exit) {
+            eprintln!(
+                "flightrec: no shutdown thread ({e}): the file is written at exit, \
+                 not on SIGTERM, SIGHUP or SIGINT"
+            );
+        }
         // SAFETY: `at_exit` is a plain `extern "C" fn()` that catches panics;
         // atexit only stores the pointer.
         unsafe { libc::atexit(at_exit) };

@@ -40,7 +40,7 @@ use chunk_writer::record::{begin_record, end_record};
 
 use crate::sync::{AtomicU64, Ordering};
 
-const N_CAUSES: usize = 12;
+const N_CAUSES: usize = 13;
 
 /// Why an event was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -79,6 +79,11 @@ pub enum LossCause {
     /// A sampled allocation was not tracked for leak profiling: its bucket
     /// of the leak table was full. Counts allocations, not lost events.
     LeakNotTracked,
+    /// A periodic event's closure (`add_periodic_event`) was still running
+    /// when a chunk edge or the stop stopped waiting for it (abandoned: it
+    /// finishes on its own thread, its events in a later chunk), or when
+    /// its next call came (skipped). Counts calls, not events.
+    CallbackOverdue,
 }
 
 impl LossCause {
@@ -96,6 +101,7 @@ impl LossCause {
         Self::LabelsDropped,
         Self::AllocationSampleDropped,
         Self::LeakNotTracked,
+        Self::CallbackOverdue,
     ];
 
     /// The name written into the file.
@@ -115,6 +121,9 @@ impl LossCause {
             Self::LeakNotTracked => {
                 "allocation not tracked for leaks: leak table full (counts allocations)"
             }
+            Self::CallbackOverdue => {
+                "periodic callback overdue: abandoned or skipped (counts calls)"
+            }
         }
     }
 
@@ -128,6 +137,7 @@ impl LossCause {
                 | Self::ThreadNotSampled
                 | Self::LabelsDropped
                 | Self::LeakNotTracked
+                | Self::CallbackOverdue
         )
     }
 
