@@ -40,7 +40,7 @@ use chunk_writer::record::{begin_record, end_record};
 
 use crate::sync::{AtomicU64, Ordering};
 
-const N_CAUSES: usize = 12;
+const N_CAUSES: usize = 13;
 
 /// Why an event was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -79,6 +79,10 @@ pub enum LossCause {
     /// A sampled allocation was not tracked for leak profiling: its bucket
     /// of the leak table was full. Counts allocations, not lost events.
     LeakNotTracked,
+    /// Committed while the last recording stopped, after its last chunk
+    /// closed: the writer passed its type's enabled check before the stop
+    /// turned the type off, and no chunk was left to take the event.
+    RecordingStopped,
 }
 
 impl LossCause {
@@ -96,6 +100,7 @@ impl LossCause {
         Self::LabelsDropped,
         Self::AllocationSampleDropped,
         Self::LeakNotTracked,
+        Self::RecordingStopped,
     ];
 
     /// The name written into the file.
@@ -115,6 +120,7 @@ impl LossCause {
             Self::LeakNotTracked => {
                 "allocation not tracked for leaks: leak table full (counts allocations)"
             }
+            Self::RecordingStopped => "committed after the recording's last chunk closed",
         }
     }
 
