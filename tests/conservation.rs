@@ -145,7 +145,7 @@ fn flood(writer: u32, written: &[AtomicU64; 2], done: &AtomicBool, cap: u64) {
     let (bounded, text) = types();
     let mut seq = [0u64; 2];
     for i in 0..cap {
-        if i % 64 == 0 && done.load(Ordering::Relaxed) {
+        if i.is_multiple_of(64) && done.load(Ordering::Relaxed) {
             break;
         }
         let ty = usize::from(i % TEXT_EVERY == TEXT_EVERY - 1);
@@ -272,11 +272,11 @@ fn run_cell(dir: &Path, threads: u32, rotation: Rotation, end: End, run: u32, ke
         file.lost
     );
     assert_eq!(file.chunks, summary.chunks, "{name}: chunks");
-    for w in 0..threads as usize {
+    for (w, wrote) in written.iter().enumerate() {
         // `commit_fields` is true only for an event written into a block,
         // so the file holds exactly those.
         assert_eq!(
-            file.found[w], written[w],
+            file.found[w], *wrote,
             "{name}: writer {w}: in the file vs written"
         );
         assert_eq!(

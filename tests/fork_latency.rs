@@ -56,7 +56,7 @@ fn writer(done: &AtomicBool, rest: Duration) {
             true
         });
         n += 1;
-        if n % 1024 == 0 && !rest.is_zero() {
+        if n.is_multiple_of(1024) && !rest.is_zero() {
             std::thread::sleep(rest);
         }
     }
