@@ -313,7 +313,7 @@ impl ThreadSlot {
         if !ready {
             block = self.block_with_room(current, max, epoch, epoch_word, pool);
             if block.is_null() {
-                return dropped(losses, LossCause::PoolExhausted);
+                return dropped(losses, pool.refusal_cause(epoch));
             }
             word = BlockPtr(block).get().committed_word();
         }
@@ -382,7 +382,7 @@ impl ThreadSlot {
         // Missing, of an older epoch, or full.
         let fresh = self.fresh_block(epoch, epoch_word, pool);
         if fresh.is_null() {
-            return dropped(losses, LossCause::PoolExhausted);
+            return dropped(losses, pool.refusal_cause(epoch));
         }
         // SAFETY: `fresh_block` acquired `fresh` for this thread and
         // published it as the owner's; the section guard rules out

@@ -40,7 +40,7 @@ use chunk_writer::record::{begin_record, end_record};
 
 use crate::sync::{AtomicU64, Ordering};
 
-const N_CAUSES: usize = 13;
+const N_CAUSES: usize = 14;
 
 /// Why an event was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -84,6 +84,10 @@ pub enum LossCause {
     /// finishes on its own thread, its events in a later chunk), or when
     /// its next call came (skipped). Counts calls, not events.
     CallbackOverdue,
+    /// Committed while the last recording stopped, after its last chunk
+    /// closed: the writer passed its type's enabled check before the stop
+    /// turned the type off, and no chunk was left to take the event.
+    RecordingStopped,
 }
 
 impl LossCause {
@@ -102,6 +106,7 @@ impl LossCause {
         Self::AllocationSampleDropped,
         Self::LeakNotTracked,
         Self::CallbackOverdue,
+        Self::RecordingStopped,
     ];
 
     /// The name written into the file.
@@ -124,6 +129,7 @@ impl LossCause {
             Self::CallbackOverdue => {
                 "periodic callback overdue: abandoned or skipped (counts calls)"
             }
+            Self::RecordingStopped => "committed after the recording's last chunk closed",
         }
     }
 

@@ -209,6 +209,10 @@ pub(crate) struct Recorder {
     finished: (u64, u64),
     /// Write errors: a stall while writing fails (see [`write_error`]).
     write_errors: write_error::WriteErrors,
+    /// The last stop is finishing the chunks: no seal flips the epoch and
+    /// no block is handed out for an epoch after the last chunk's (see
+    /// [`Recorder::finish_through`]).
+    closing: bool,
 }
 
 impl Recorder {
@@ -233,7 +237,11 @@ impl Recorder {
             finished: (0, 0),
             staging: None,
             write_errors: Default::default(),
+            closing: false,
         };
+        // A block refused to a writer at the last stop of an earlier
+        // recording is handed out again.
+        rt.pool.reopen();
         r.members_changed();
         r.open_chunk()?;
         r.publish_statistics();
@@ -260,7 +268,9 @@ impl Recorder {
     fn arm_rotation(&self) {
         let pool = &self.rt.pool;
         match &self.chunk {
-            Some((c, _)) if self.failure.is_none() && self.close_at != u64::MAX => {
+            Some((c, _))
+                if self.failure.is_none() && !self.closing && self.close_at != u64::MAX =>
+            {
                 let len = c.len();
                 pool.arm(
                     c.epoch(),
@@ -530,7 +540,7 @@ impl Recorder {
                 false
             }
             Command::Rotate(reply) => {
-                let r = self.checked(|me| me.rotate(false, frames), "rotating");
+                let r = self.checked(|me| me.finish_through(false, frames), "rotating");
                 let _ = reply.send(r);
                 false
             }
@@ -543,7 +553,7 @@ impl Recorder {
                 reply,
             } => {
                 let r = self
-                    .checked(|me| me.rotate(false, frames), "rotating for a dump")
+                    .checked(|me| me.finish_through(false, frames), "rotating for a dump")
                     .and_then(|()| {
                         self.write_file(id, &path, from, to, max_size)
                             .map(drop)
@@ -573,7 +583,10 @@ impl Recorder {
             } => {
                 registry().apply(Settings::clone(&registry().settings.load()), false);
                 let r = self
-                    .checked(|me| me.rotate(true, frames), "finishing the last chunk")
+                    .checked(
+                        |me| me.finish_through(true, frames),
+                        "finishing the last chunk",
+                    )
                     .and_then(|()| self.summary(id, write));
                 let r = self.stop_result(r);
                 // No chunk open: seals neither wake nor flip.
@@ -626,7 +639,10 @@ impl Recorder {
         write: bool,
         frames: &mut FrameTables,
     ) -> Result<RecordingSummary, RecordingError> {
-        let rotated = self.checked(|me| me.finish_chunk(false, frames), "rotating for a stop");
+        let rotated = self.checked(
+            |me| me.finish_through_epoch(me.rt.epoch.load(Ordering::SeqCst), frames),
+            "rotating for a stop",
+        );
         let r = rotated.and_then(|()| self.summary(id, write));
         let r = self.stop_result(r);
         if let Some(at) = self.members.iter().position(|m| m.id == id) {
@@ -812,6 +828,51 @@ impl Recorder {
         Ok(())
     }
 
+    /// Finishes every chunk up to the current epoch's and, unless `last`,
+    /// opens the next: every event committed before the command that asks
+    /// for it is then in a finished chunk. Usually one chunk; more when a
+    /// writer's seal flipped the epoch past the open chunk's (at its hard
+    /// size mark) and this thread has not caught up yet.
+    ///
+    /// With `last` (the last stop) the epoch moves only with this thread's
+    /// own flips from here on (the pool is disarmed first, under its lock,
+    /// so no seal flips after the current epoch is read), and the pool
+    /// hands out no block for the epoch after the last chunk's: a writer
+    /// that passed its enabled check before the stop turned its type off
+    /// and opens its section after the last flip drops its event, counted
+    /// as [`LossCause::RecordingStopped`], instead of leaving it in a block
+    /// no chunk will drain.
+    fn finish_through(&mut self, last: bool, frames: &mut FrameTables) -> io::Result<()> {
+        if last {
+            self.closing = true;
+            self.rt.pool.disarm();
+        }
+        // SeqCst, after the command's receipt: a write section that
+        // committed before the command was sent loaded this epoch or an
+        // earlier one.
+        let epoch = self.rt.epoch.load(Ordering::SeqCst);
+        self.finish_through_epoch(epoch, frames)?;
+        if !last {
+            self.open_next()?;
+        }
+        Ok(())
+    }
+
+    /// Finishes the open chunk and each later one up to the chunk of
+    /// `epoch`, opening each next one but the last (the caller opens it, or
+    /// none at the last stop): every event of `epoch` or before is then
+    /// in a finished chunk.
+    fn finish_through_epoch(&mut self, epoch: u64, frames: &mut FrameTables) -> io::Result<()> {
+        loop {
+            let open = self.chunk_mut()?.epoch();
+            if open >= epoch {
+                return self.finish_chunk(self.closing, frames);
+            }
+            self.finish_chunk(false, frames)?;
+            self.open_next()?;
+        }
+    }
+
     /// Opens the next chunk and runs its beginning-of-chunk events.
     fn open_next(&mut self) -> io::Result<()> {
         self.open_chunk()?;
@@ -835,7 +896,12 @@ impl Recorder {
         // finished (constants carry the tags of three epochs; the pool's
         // flip limit keeps a seal from flipping further until this chunk
         // is finished).
-        let next = (!last && close_at != u64::MAX).then_some((close_at, flip_at));
+        let next = (!last && !self.closing && close_at != u64::MAX).then_some((close_at, flip_at));
+        if last {
+            // No block of the epoch the flip below opens is handed out:
+            // no chunk of this recording will drain it (see `finish_through`).
+            rt.pool.close_from(open + 1);
+        }
         let old = rotation::rotate(rt, open, next, &mut ChunkSink(self.chunk_mut()?))?;
         self.next_epoch = Some(old + 1);
         let (chunk, path) = self
