@@ -40,7 +40,7 @@ use chunk_writer::record::{begin_record, end_record};
 
 use crate::sync::{AtomicU64, Ordering};
 
-const N_CAUSES: usize = 12;
+const N_CAUSES: usize = 14;
 
 /// Why an event was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -79,6 +79,15 @@ pub enum LossCause {
     /// A sampled allocation was not tracked for leak profiling: its bucket
     /// of the leak table was full. Counts allocations, not lost events.
     LeakNotTracked,
+    /// A CPU-time sample was not taken: the program set its own
+    /// disposition for the sampling signal and no other signal was free
+    /// (estimated from the thread's CPU time; also in
+    /// `jdk.CPUTimeSamplesLost`).
+    SamplingSignalTaken,
+    /// A CPU-time sample was not taken: the thread blocked the sampling
+    /// signal (estimated from its CPU time; also in
+    /// `jdk.CPUTimeSamplesLost`).
+    SamplingSignalBlocked,
 }
 
 impl LossCause {
@@ -96,6 +105,8 @@ impl LossCause {
         Self::LabelsDropped,
         Self::AllocationSampleDropped,
         Self::LeakNotTracked,
+        Self::SamplingSignalTaken,
+        Self::SamplingSignalBlocked,
     ];
 
     /// The name written into the file.
@@ -115,6 +126,8 @@ impl LossCause {
             Self::LeakNotTracked => {
                 "allocation not tracked for leaks: leak table full (counts allocations)"
             }
+            Self::SamplingSignalTaken => "CPU sample lost: the program took the sampling signal",
+            Self::SamplingSignalBlocked => "CPU sample lost: the thread blocks the sampling signal",
         }
     }
 
