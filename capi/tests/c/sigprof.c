@@ -21,7 +21,7 @@ static long long cpu_ns(void) {
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static void spin(long long ns) {
+static inline __attribute__((always_inline)) void spin(long long ns) {
     long long end = cpu_ns() + ns;
     unsigned long x = 88172645463325252UL;
     while (cpu_ns() < end) {

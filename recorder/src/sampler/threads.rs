@@ -257,11 +257,16 @@ pub(crate) fn blocked_signals(tid: u64) -> Option<u64> {
 
 /// The signals some thread of the process blocks now (module docs of
 /// [`super::claim`]: a signal a thread blocks may be one it waits for with
-/// `sigwait` or a `signalfd`).
+/// `sigwait` or a `signalfd`). A thread that blocks every real-time signal
+/// says nothing of any one of them: the C library's `pthread_create` blocks
+/// all signals while a thread starts, and helper threads block all
+/// signals to be left alone.
 pub(crate) fn blocked_by_any() -> u64 {
+    let realtime = (libc::SIGRTMIN()..=libc::SIGRTMAX()).fold(0u64, |m, s| m | 1 << (s - 1));
     list()
         .into_iter()
         .filter_map(blocked_signals)
+        .filter(|b| b & realtime != realtime)
         .fold(0, |all, b| all | b)
 }
 
