@@ -188,6 +188,9 @@ pub(crate) fn start_with(
     opts: &StartOptions,
     config: RecordingConfig,
 ) -> Result<Option<u64>, AutoStartError> {
+    if let Some(on) = opts.sample_own_threads {
+        crate::sampler::set_sample_own_threads(on);
+    }
     if let Some(signal) = opts.signal {
         crate::sampler::set_signal(signal).map_err(|e| {
             AutoStartError::Options(OptionError::BadSignal {

@@ -40,7 +40,7 @@ use chunk_writer::record::{begin_record, end_record};
 
 use crate::sync::{AtomicU64, Ordering};
 
-const N_CAUSES: usize = 14;
+const N_CAUSES: usize = 16;
 
 /// Why an event was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -88,6 +88,15 @@ pub enum LossCause {
     /// closed: the writer passed its type's enabled check before the stop
     /// turned the type off, and no chunk was left to take the event.
     RecordingStopped,
+    /// A CPU-time sample was not taken: the program set its own
+    /// disposition for the sampling signal and no other signal was free
+    /// (estimated from the thread's CPU time; also in
+    /// `jdk.CPUTimeSamplesLost`).
+    SamplingSignalTaken,
+    /// A CPU-time sample was not taken: the thread blocked the sampling
+    /// signal (estimated from its CPU time; also in
+    /// `jdk.CPUTimeSamplesLost`).
+    SamplingSignalBlocked,
 }
 
 impl LossCause {
@@ -107,6 +116,8 @@ impl LossCause {
         Self::LeakNotTracked,
         Self::CallbackOverdue,
         Self::RecordingStopped,
+        Self::SamplingSignalTaken,
+        Self::SamplingSignalBlocked,
     ];
 
     /// The name written into the file.
@@ -130,6 +141,8 @@ impl LossCause {
                 "periodic callback overdue: abandoned or skipped (counts calls)"
             }
             Self::RecordingStopped => "committed after the recording's last chunk closed",
+            Self::SamplingSignalTaken => "CPU sample lost: the program took the sampling signal",
+            Self::SamplingSignalBlocked => "CPU sample lost: the thread blocks the sampling signal",
         }
     }
 
