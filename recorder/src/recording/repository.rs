@@ -24,12 +24,20 @@
 //!   write bit; otherwise [`Repository::create`] fails with
 //!   [`StartError::UnsafeRepository`] naming the path and the
 //!   [`RepositoryProblem`].
+//! * The directory is opened once (`O_DIRECTORY | O_NOFOLLOW`), checked
+//!   through that descriptor (`fstat`), and every chunk is created, read
+//!   and removed through it (`openat`, `unlinkat`): if its path or a parent
+//!   of it is renamed or replaced during the recording, chunks still go
+//!   into the directory that was checked, never into the swapped-in one.
 //! * Chunk files are opened `O_CREAT | O_EXCL | O_NOFOLLOW`, mode `0600`.
 //! * Files written outside the repository (the destination at stop, dumps,
 //!   [`assemble`]'s output) are written by
 //!   [`write_private_file`](crate::recording::files::write_private_file):
-//!   into a new `0600` file beside the destination (`O_EXCL | O_NOFOLLOW`), synced,
-//!   then renamed over the destination. A symbolic link planted at the
+//!   only over nothing or a regular file or link of the effective user (a
+//!   device, FIFO, socket, directory or another user's file is refused
+//!   with a [`DestinationProblem`] and left as it was), into a new `0600`
+//!   file beside the destination (`O_EXCL | O_NOFOLLOW`), synced, then
+//!   renamed over the destination. A symbolic link planted at the
 //!   destination is replaced, never followed.
 //!
 //! # Retention and clean-up
@@ -74,13 +82,14 @@ use std::ffi::{CString, OsStr};
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use crate::recording::config::builder::RepositoryProblem;
 use crate::recording::config::builder::StartError;
-use crate::recording::files::{chunk_file_name, euid, open_options};
+pub use crate::recording::files::DestinationProblem;
+use crate::recording::files::{Dir, chunk_file_name, euid};
 use crate::recording::stale;
 
 pub use crate::recording::assemble::{
@@ -105,6 +114,9 @@ pub struct ChunkFile {
 pub(crate) struct Repository {
     /// The directory; empty while chunks are kept in memory only.
     dir: PathBuf,
+    /// The directory, held open: chunks are created, read and removed
+    /// through it.
+    handle: Option<Dir>,
     /// The chunk files kept in memory, by their `memory:` names (a second
     /// descriptor of each, read with `pread` by dumps).
     memory: HashMap<PathBuf, File>,
@@ -159,7 +171,7 @@ impl Repository {
             },
         };
         // Checked also when just created: another user may have raced us.
-        check_private_dir(&dir)?;
+        let handle = open_private_dir(&dir)?;
         if !created {
             stale::print_hint(
                 &stale::chunks_in(&dir).into_iter().collect::<Vec<_>>(),
@@ -168,6 +180,7 @@ impl Repository {
         }
         Ok(Self {
             dir,
+            handle: Some(handle),
             memory: HashMap::new(),
             finished: BTreeMap::new(),
             next_seq: 0,
@@ -180,6 +193,7 @@ impl Repository {
     pub(crate) fn in_memory() -> Self {
         Self {
             dir: PathBuf::new(),
+            handle: None,
             memory: HashMap::new(),
             finished: BTreeMap::new(),
             next_seq: 0,
@@ -199,6 +213,7 @@ impl Repository {
     pub(crate) fn add_dir(&mut self, dir: Option<&Path>, keep: bool) -> Result<(), StartError> {
         let made = Self::create(dir, keep)?;
         self.dir = made.dir;
+        self.handle = made.handle;
         self.created = made.created;
         self.keep = made.keep;
         Ok(())
@@ -224,14 +239,9 @@ impl Repository {
             crate::stream::memory::publish(&path, &file);
             return Ok((path, file));
         }
-        let path = self.dir.join(chunk_file_name(start_nanos));
-        let file = open_options()
-            .write(true)
-            .read(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)?;
-        Ok((path, file))
+        let name = chunk_file_name(start_nanos);
+        let file = self.held()?.create_new(OsStr::new(&name))?;
+        Ok((self.dir.join(name), file))
     }
 
     /// Records a finished chunk file, held by `holders` recordings;
@@ -323,7 +333,8 @@ impl Repository {
             match self.memory.get(&c.path) {
                 Some(f) => copy_at(f, c.size, out)?,
                 None => {
-                    let mut f = open_options().read(true).open(&c.path)?;
+                    let name = c.path.file_name().unwrap_or_default();
+                    let mut f = self.held()?.open_read(name)?;
                     io::copy(&mut (&mut f).take(c.size), out)?;
                 }
             }
@@ -399,8 +410,16 @@ impl Repository {
         self.finished
             .retain(|_, h| !memory.contains_key(&h.chunk.path));
         if self.has_dir() && self.created && !self.keep && self.finished.is_empty() {
-            // Fails, harmlessly, if someone else put files there.
-            let _ = fs::remove_dir(&self.dir);
+            // Only if the path still names the directory we held (not one
+            // swapped in); fails, harmlessly, if someone else put files
+            // there.
+            let ours = self.handle.as_ref().and_then(|h| h.stat_self().ok());
+            let there = Dir::open(&self.dir, true).and_then(|d| d.stat_self());
+            if let (Some(a), Ok(b)) = (ours, there)
+                && (a.dev, a.ino) == (b.dev, b.ino)
+            {
+                let _ = fs::remove_dir(&self.dir);
+            }
         }
     }
 
@@ -415,9 +434,16 @@ impl Repository {
     fn remove(&mut self, path: &Path) {
         if self.memory.remove(path).is_some() {
             crate::stream::memory::withdraw(path);
-        } else {
-            let _ = fs::remove_file(path);
+        } else if let (Some(h), Some(name)) = (&self.handle, path.file_name()) {
+            let _ = h.unlink(name);
         }
+    }
+
+    /// The directory held open.
+    fn held(&self) -> io::Result<&Dir> {
+        self.handle
+            .as_ref()
+            .ok_or_else(|| io::Error::other("the repository has no directory"))
     }
 }
 
@@ -469,37 +495,45 @@ fn make_temp_dir(template: &Path) -> io::Result<PathBuf> {
     Ok(PathBuf::from(OsStr::from_bytes(&bytes)))
 }
 
-/// Whether `dir` may be used as a repository: a real directory (not a
-/// symbolic link), owned by the effective uid, not writable by group or
-/// others.
-pub(crate) fn check_private_dir(dir: &Path) -> Result<(), StartError> {
-    let meta = fs::symlink_metadata(dir).map_err(|source| StartError::Io {
+/// Opens `dir` as a repository if it may be one: a real directory (not a
+/// symbolic link: opened `O_NOFOLLOW`), owned by the effective uid, not
+/// writable by group or others, checked on the descriptor that is then
+/// used for every chunk.
+pub(crate) fn open_private_dir(dir: &Path) -> Result<Dir, StartError> {
+    let unsafe_dir = |problem| StartError::UnsafeRepository {
+        path: dir.to_path_buf(),
+        problem,
+    };
+    let handle = match Dir::open(dir, true) {
+        Ok(h) => h,
+        Err(source) => {
+            // Name what is there, if it is a link or not a directory.
+            return Err(match fs::symlink_metadata(dir) {
+                Ok(m) if m.file_type().is_symlink() => unsafe_dir(RepositoryProblem::SymbolicLink),
+                Ok(m) if !m.is_dir() => unsafe_dir(RepositoryProblem::NotADirectory),
+                _ => StartError::Io {
+                    path: dir.to_path_buf(),
+                    source,
+                },
+            });
+        }
+    };
+    let st = handle.stat_self().map_err(|source| StartError::Io {
         path: dir.to_path_buf(),
         source,
     })?;
-    let problem = if meta.file_type().is_symlink() {
-        Some(RepositoryProblem::SymbolicLink)
-    } else if !meta.is_dir() {
-        Some(RepositoryProblem::NotADirectory)
-    } else if meta.uid() != euid() {
-        Some(RepositoryProblem::ForeignOwner {
-            owner: meta.uid(),
+    if st.uid != euid() {
+        return Err(unsafe_dir(RepositoryProblem::ForeignOwner {
+            owner: st.uid,
             euid: euid(),
-        })
-    } else if meta.mode() & 0o022 != 0 {
-        Some(RepositoryProblem::Writable {
-            mode: meta.mode() & 0o7777,
-        })
-    } else {
-        None
-    };
-    match problem {
-        Some(problem) => Err(StartError::UnsafeRepository {
-            path: dir.to_path_buf(),
-            problem,
-        }),
-        None => Ok(()),
+        }));
     }
+    if st.mode & 0o022 != 0 {
+        return Err(unsafe_dir(RepositoryProblem::Writable {
+            mode: st.mode & 0o7777,
+        }));
+    }
+    Ok(handle)
 }
 
 #[cfg(all(test, not(flightrec_loom)))]
