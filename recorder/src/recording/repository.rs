@@ -55,8 +55,12 @@
 //! destination is written, the recording lets go of its chunks, and the
 //! last stop removes the directory if this repository created it and
 //! nothing is left in it, unless the user asked to keep the repository
-//! (`keep_repository`, `preserve-repository=true`). A recording without a
-//! destination keeps its chunk files on disk: they are the only copy.
+//! (`keep_repository`, `preserve-repository=true`). A recording whose
+//! destination could not be written keeps its chunk files (the only copy);
+//! so does one without a destination in a repository the user named. In
+//! the default repository a recording stopped without a destination lets
+//! its chunks go (as the JDK discards a recording stopped without a file),
+//! so every recording, `jcmd`'s included, leaves no directory behind.
 //!
 //! # In memory (`disk=false`)
 //!
@@ -129,6 +133,34 @@ pub(crate) struct Repository {
     created: bool,
     /// The user asked to keep chunks and directory after the stop.
     keep: bool,
+    /// The directory is the default one (`mkdtemp` under the temp
+    /// directory): nobody else knows its name, so at a stop its chunks go
+    /// even when no destination was written, unless kept.
+    temporary: bool,
+}
+
+/// What became of a stopping recording's destination, for
+/// [`Repository::release_at_stop`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AtStop {
+    /// Its destination was written: the chunks are copied.
+    Written,
+    /// It has no destination, or was stopped without writing it.
+    NotWritten,
+    /// Writing its destination failed: the chunks are the only copy.
+    WriteFailed,
+}
+
+impl AtStop {
+    /// From whether a destination was to be written and whether the stop
+    /// succeeded.
+    pub(crate) fn of(to_write: bool, ok: bool) -> Self {
+        match (to_write, ok) {
+            (false, _) => Self::NotWritten,
+            (true, true) => Self::Written,
+            (true, false) => Self::WriteFailed,
+        }
+    }
 }
 
 /// A finished chunk and how many recordings hold it.
@@ -148,9 +180,18 @@ impl Repository {
     /// the directory the user named; see the module docs for what is
     /// refused. `keep` leaves it in place at stop.
     pub(crate) fn create(dir: Option<&Path>, keep: bool) -> Result<Self, StartError> {
+        let temporary = dir.is_none();
         let (dir, created) = match dir {
             None => {
                 let temp = std::env::temp_dir();
+                // Once per program image, before it makes any of its own.
+                #[cfg(not(flightrec_loom))]
+                {
+                    static ONCE: crate::sync::Once = crate::sync::Once::new();
+                    ONCE.call_once(|| {
+                        stale::remove_own_leftovers(&temp);
+                    });
+                }
                 stale::print_hint(&stale::default_repositories(&temp), &temp);
                 let dir =
                     make_temp_dir(&default_template(&temp)).map_err(|source| StartError::Io {
@@ -186,6 +227,7 @@ impl Repository {
             next_seq: 0,
             created,
             keep,
+            temporary,
         })
     }
 
@@ -199,6 +241,7 @@ impl Repository {
             next_seq: 0,
             created: false,
             keep: false,
+            temporary: false,
         }
     }
 
@@ -216,6 +259,7 @@ impl Repository {
         self.handle = made.handle;
         self.created = made.created;
         self.keep = made.keep;
+        self.temporary = made.temporary;
         Ok(())
     }
 
@@ -304,8 +348,13 @@ impl Repository {
                 list.pop_front();
                 continue;
             };
-            let too_old =
-                max_age.is_some_and(|a| now_nanos - oldest.end_nanos > a.as_nanos() as i64);
+            // Saturating: an age beyond i64 nanoseconds (`200000d`,
+            // `Duration::MAX`) keeps everything rather than wrapping
+            // negative and dropping all but the newest.
+            let too_old = max_age.is_some_and(|a| {
+                now_nanos.saturating_sub(oldest.end_nanos)
+                    > i64::try_from(a.as_nanos()).unwrap_or(i64::MAX)
+            });
             let too_big = max_size.is_some_and(|m| total > m);
             if !too_old && !too_big {
                 break;
@@ -384,11 +433,16 @@ impl Repository {
         chosen
     }
 
-    /// A recording stops: it lets go of the chunks of `list`. With
-    /// `keep_files` (on disk, the recording was not written elsewhere or
-    /// the user asked to keep the repository), chunk files on disk stay:
-    /// they are the only copy.
-    pub(crate) fn release_at_stop(&mut self, list: &mut VecDeque<u64>, keep_files: bool) {
+    /// A recording stops: it lets go of the chunks of `list`. Its chunk
+    /// files on disk stay when the user asked to keep the repository
+    /// (`keep`), when writing its destination failed (they are the only
+    /// copy), or when nothing was written and the repository is one the
+    /// user named; in the default repository (a temporary directory nobody
+    /// else knows) an unwritten recording's chunks go, as the JDK discards
+    /// a recording stopped without a file.
+    pub(crate) fn release_at_stop(&mut self, list: &mut VecDeque<u64>, keep: bool, at: AtStop) {
+        let keep_files =
+            keep || at == AtStop::WriteFailed || (at == AtStop::NotWritten && !self.temporary);
         for seq in list.drain(..) {
             let on_disk = self
                 .chunk(seq)
@@ -612,13 +666,13 @@ mod tests {
                 },
                 1,
             );
-            repo.release_at_stop(&mut VecDeque::from([seq]), false);
+            repo.release_at_stop(&mut VecDeque::from([seq]), false, AtStop::Written);
             assert!(!path.exists());
             repo.close();
             assert!(!repo.dir().exists(), "{}", repo.dir().display());
         }
-        // Kept when asked, or when nothing was written elsewhere.
-        for keep in [true, false] {
+        // Kept when asked, or when the destination failed.
+        for (keep, at) in [(true, AtStop::NotWritten), (false, AtStop::WriteFailed)] {
             let mut repo = Repository::create(None, keep).unwrap();
             let (path, _f) = repo.create_chunk(42, true).unwrap();
             let chunk = ChunkFile {
@@ -628,11 +682,38 @@ mod tests {
                 size: 0,
             };
             let seq = repo.add_finished(chunk, 1);
-            repo.release_at_stop(&mut VecDeque::from([seq]), true);
+            repo.release_at_stop(&mut VecDeque::from([seq]), false, at);
             repo.close();
             assert!(path.exists() && repo.dir().is_dir());
             fs::remove_dir_all(repo.dir()).unwrap();
         }
+        // Nothing written: the default repository goes, a named one stays.
+        let mut repo = Repository::create(None, false).unwrap();
+        let (path, _f) = repo.create_chunk(42, true).unwrap();
+        let c = ChunkFile {
+            path: path.clone(),
+            start_nanos: 42,
+            end_nanos: 43,
+            size: 0,
+        };
+        let seq = repo.add_finished(c, 1);
+        repo.release_at_stop(&mut VecDeque::from([seq]), false, AtStop::NotWritten);
+        repo.close();
+        assert!(!repo.dir().exists());
+        let base = scratch("named_unwritten");
+        let mut repo = Repository::create(Some(&base.join("r")), false).unwrap();
+        let (path, _f) = repo.create_chunk(42, true).unwrap();
+        let c = ChunkFile {
+            path: path.clone(),
+            start_nanos: 42,
+            end_nanos: 43,
+            size: 0,
+        };
+        let seq = repo.add_finished(c, 1);
+        repo.release_at_stop(&mut VecDeque::from([seq]), false, AtStop::NotWritten);
+        repo.close();
+        assert!(path.exists());
+        fs::remove_dir_all(&base).unwrap();
     }
 
     #[test]
@@ -715,8 +796,48 @@ mod tests {
         repo.concat_into(&mut out, &list, None, None, None).unwrap();
         assert_eq!(out, b"secondthird");
         assert_eq!(repo.memory.len(), 2);
-        repo.release_at_stop(&mut list, true);
+        repo.release_at_stop(&mut list, false, AtStop::NotWritten);
         assert!(repo.memory.is_empty());
+    }
+
+    #[test]
+    fn an_age_beyond_i64_nanoseconds_keeps_every_chunk() {
+        let mut repo = Repository::in_memory();
+        let mut list = VecDeque::new();
+        for i in 0..4i64 {
+            let (path, mut f) = repo.create_chunk(i, true).unwrap();
+            f.write_all(b"x").unwrap();
+            let c = ChunkFile {
+                path,
+                start_nanos: i * 1_000_000_000,
+                end_nanos: (i + 1) * 1_000_000_000,
+                size: 1,
+            };
+            list.push_back(repo.add_finished(c, 1));
+        }
+        let now = 3_600_000_000_000;
+        for age in [
+            Duration::from_secs(200_000 * 86_400),
+            Duration::from_secs(u64::MAX),
+            Duration::MAX,
+        ] {
+            assert!(
+                repo.apply_retention(&mut list, now, Some(age), None)
+                    .is_empty()
+            );
+            assert!(
+                repo.apply_retention(&mut list, i64::MAX, Some(age), None)
+                    .is_empty()
+            );
+            assert_eq!(list.len(), 4, "{age:?}");
+        }
+        // An age that fits still drops the old ones, never the newest.
+        assert_eq!(
+            repo.apply_retention(&mut list, now, Some(Duration::from_secs(1)), None)
+                .len(),
+            3
+        );
+        repo.release_at_stop(&mut list, false, AtStop::Written);
     }
 
     #[test]
@@ -743,11 +864,11 @@ mod tests {
         repo.apply_retention(&mut a, 10, None, Some(1));
         assert_eq!(a, [s1]);
         assert_eq!(repo.memory.len(), 2);
-        repo.release_at_stop(&mut a, false);
+        repo.release_at_stop(&mut a, false, AtStop::Written);
         assert!(repo.chunk(s1).is_some(), "b still holds chunk 1");
         let mut out = Vec::new();
         assert_eq!(repo.concat_into(&mut out, &b, None, None, None).unwrap(), 2);
-        repo.release_at_stop(&mut b, false);
+        repo.release_at_stop(&mut b, false, AtStop::Written);
         assert!(repo.memory.is_empty() && repo.finished.is_empty());
     }
 
