@@ -242,3 +242,35 @@ fn jcmd_cannot_replace_files_leak_repositories_wrap_ages_echo_files_or_be_held()
     ok(pid, "JFR.stop name=y");
     assert_eq!(repositories(&tmp), Vec::<String>::new());
 }
+
+#[test]
+fn a_parent_directory_swapped_during_a_recording_gets_no_chunk() {
+    use flightrec::{Recording, RecordingConfig};
+    let dir = testkit::temp_dir("host_files_swap");
+    let parent = dir.join("parent");
+    let repo = parent.join("repo");
+    std::fs::create_dir_all(&parent).unwrap();
+    let out = dir.join("swap.jfr");
+    let rec = Recording::start(RecordingConfig::new(&out).repository(&repo)).unwrap();
+    rec.rotate().unwrap();
+    // Another user moves the parent away and puts their own in its place.
+    std::fs::rename(&parent, dir.join("moved")).unwrap();
+    std::fs::create_dir_all(&repo).unwrap();
+    if is_root() {
+        std::os::unix::fs::chown(&parent, Some(65534), Some(65534)).unwrap();
+        std::os::unix::fs::chown(&repo, Some(65534), Some(65534)).unwrap();
+    }
+    for _ in 0..3 {
+        rec.rotate().unwrap();
+    }
+    let summary = rec.stop().unwrap();
+    assert_eq!(summary.chunks, 5, "{summary:?}");
+    assert_eq!(chunks(&out), 5);
+    assert_eq!(
+        std::fs::read_dir(&repo).unwrap().count(),
+        0,
+        "a chunk went into the swapped-in directory"
+    );
+    // The swapped-in directory is not ours to remove either.
+    assert!(repo.is_dir());
+}

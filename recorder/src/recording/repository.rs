@@ -441,8 +441,10 @@ impl Repository {
     /// else knows) an unwritten recording's chunks go, as the JDK discards
     /// a recording stopped without a file.
     pub(crate) fn release_at_stop(&mut self, list: &mut VecDeque<u64>, keep: bool, at: AtStop) {
-        let keep_files =
-            keep || at == AtStop::WriteFailed || (at == AtStop::NotWritten && !self.temporary);
+        let keep_files = keep
+            || self.keep
+            || at == AtStop::WriteFailed
+            || (at == AtStop::NotWritten && !self.temporary);
         for seq in list.drain(..) {
             let on_disk = self
                 .chunk(seq)
