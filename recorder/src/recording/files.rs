@@ -66,7 +66,7 @@ pub(crate) struct Stat {
 }
 
 impl Stat {
-    fn from(st: &libc::stat) -> Self {
+    fn of_raw(st: &libc::stat) -> Self {
         Self {
             mode: st.st_mode,
             uid: st.st_uid,
@@ -111,7 +111,7 @@ impl Dir {
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         // SAFETY: the descriptor is open; `st` is a valid, writable stat.
         check(unsafe { libc::fstat(self.fd.as_raw_fd(), &mut st) })?;
-        Ok(Stat::from(&st))
+        Ok(Stat::of_raw(&st))
     }
 
     /// `name` in the directory, not following a link; `None` if absent.
@@ -130,7 +130,7 @@ impl Dir {
             )
         };
         match check(r) {
-            Ok(_) => Ok(Some(Stat::from(&st))),
+            Ok(_) => Ok(Some(Stat::of_raw(&st))),
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(None),
             Err(e) => Err(e),
         }
@@ -142,14 +142,7 @@ impl Dir {
         let flags = flags | libc::O_NOFOLLOW | libc::O_CLOEXEC;
         // SAFETY: the descriptor is open and `c` is NUL-terminated; both
         // outlive the call.
-        let fd = check(unsafe {
-            libc::openat(
-                self.fd.as_raw_fd(),
-                c.as_ptr(),
-                flags,
-                libc::c_uint::from(mode),
-            )
-        })?;
+        let fd = check(unsafe { libc::openat(self.fd.as_raw_fd(), c.as_ptr(), flags, mode) })?;
         // SAFETY: `fd` is a new descriptor that nothing else owns.
         Ok(unsafe { File::from_raw_fd(fd) })
     }

@@ -194,7 +194,7 @@ fn process_start_secs() -> Option<i64> {
         .parse()
         .ok()?;
     // SAFETY: sysconf has no preconditions.
-    let hz = i64::from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as i32).max(1);
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1);
     Some(boot + ticks / hz)
 }
 
