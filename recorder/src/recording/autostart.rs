@@ -14,7 +14,9 @@
 //! `filename` in a missing or unwritable directory fails the start, naming
 //! the path and why. Settings for an event type that never registered
 //! while recording are named on stderr at the stop (a type may register
-//! after the start, and then gets its settings). An invalid option string is reported on stderr (naming
+//! after the start, and then gets its settings). A child that inherits
+//! `FLIGHTREC` writes its own file (`-<pid>` before the extension; see
+//! `exec_child.rs`). An invalid option string is reported on stderr (naming
 //! the option and why) and nothing is started; programs that want the error
 //! call [`start_from_env`] themselves.
 //!
@@ -147,9 +149,13 @@ pub(crate) fn expand_filename(
 /// its `delay`, on a background thread). Returns whether one was started or
 /// scheduled.
 pub fn start_from_env() -> Result<bool, AutoStartError> {
-    let Some(opts) = options::from_env().map_err(AutoStartError::Options)? else {
+    let Some(mut opts) = options::from_env().map_err(AutoStartError::Options)? else {
         return Ok(false);
     };
+    // A child that inherited `FLIGHTREC` writes its own file.
+    opts.filename = opts
+        .filename
+        .map(|f| crate::recording::exec_child::own_filename(&f));
     start_first(&opts)?;
     Ok(true)
 }
@@ -391,6 +397,8 @@ extern "C" fn autostart() {
         return;
     }
     let _ = std::panic::catch_unwind(|| {
+        // SAFETY: before `main`: no other thread reads the environment.
+        unsafe { crate::recording::exec_child::mark_root() };
         if let Err(e) = start_from_env() {
             eprintln!("flightrec: {e}");
         }

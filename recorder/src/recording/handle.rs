@@ -411,6 +411,11 @@ impl Recording {
             // A copy in a forked child: the thread is the parent's.
             return Err(RecordingError::InForkedChild);
         }
+        // While its last chunk is open (and before the lock: this may wait
+        // up to the stop timeout), the uploader settles or its losses are
+        // recorded in that chunk.
+        #[cfg(feature = "pyroscope")]
+        crate::pyroscope::before_last_chunk(self.id);
         // Held for the whole stop; the recorder is locked only for moments
         // (see `crate::recording::physical`).
         let _turn = Turn::take();

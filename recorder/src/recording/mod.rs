@@ -10,6 +10,8 @@ pub mod autostart;
 pub(crate) mod chunk;
 pub(crate) mod chunk_out;
 pub mod config;
+#[cfg(not(flightrec_loom))]
+pub(crate) mod exec_child;
 pub(crate) mod files;
 #[cfg(not(flightrec_loom))]
 pub(crate) mod fork;

@@ -102,7 +102,7 @@ use crate::recording::loss::{LossCause, LossReporter};
 use crate::recording::member::{Member, Stream};
 use crate::recording::outcome::{RecordingError, RecordingSummary};
 use crate::recording::panic_guard::{self, Place};
-use crate::recording::repository::{ChunkFile, Repository};
+use crate::recording::repository::{AtStop, ChunkFile, Repository};
 use crate::runtime::Runtime;
 use crate::sync::Ordering;
 
@@ -595,8 +595,8 @@ impl Recorder {
                 for mut m in std::mem::take(&mut self.members) {
                     let written = m.id == id && write && m.config.destination.is_some();
                     let keep = m.config.keep_repository || self.repo.keeps();
-                    self.repo
-                        .release_at_stop(&mut m.chunks, keep || !(written && r.is_ok()));
+                    let at = AtStop::of(written, r.is_ok());
+                    self.repo.release_at_stop(&mut m.chunks, keep, at);
                 }
                 self.repo.close();
                 registry().clear_live();
@@ -647,9 +647,10 @@ impl Recorder {
         let r = self.stop_result(r);
         if let Some(at) = self.members.iter().position(|m| m.id == id) {
             let mut m = self.members.remove(at);
-            let written = write && m.config.destination.is_some() && r.is_ok();
-            let keep = m.config.keep_repository || !written;
-            self.repo.release_at_stop(&mut m.chunks, keep);
+            let written = write && m.config.destination.is_some();
+            let at = AtStop::of(written, r.is_ok());
+            self.repo
+                .release_at_stop(&mut m.chunks, m.config.keep_repository, at);
         }
         self.members_changed();
         if self.failure.is_none()
