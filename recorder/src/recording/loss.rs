@@ -40,7 +40,7 @@ use chunk_writer::record::{begin_record, end_record};
 
 use crate::sync::{AtomicU64, Ordering};
 
-const N_CAUSES: usize = 12;
+const N_CAUSES: usize = 13;
 
 /// Why an event was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -79,6 +79,12 @@ pub enum LossCause {
     /// A sampled allocation was not tracked for leak profiling: its bucket
     /// of the leak table was full. Counts allocations, not lost events.
     LeakNotTracked,
+    /// An encoder the recorder does not own (a user's `FieldValue::write`
+    /// or `Event::write_fields`, a `commit_fields` writer) wrote something
+    /// other than one well-formed value of each declared field kind: too
+    /// little, too much, or bytes of another kind. The event was dropped
+    /// before it reached the thread's buffer.
+    InvalidEncoding,
 }
 
 impl LossCause {
@@ -96,6 +102,7 @@ impl LossCause {
         Self::LabelsDropped,
         Self::AllocationSampleDropped,
         Self::LeakNotTracked,
+        Self::InvalidEncoding,
     ];
 
     /// The name written into the file.
@@ -115,6 +122,7 @@ impl LossCause {
             Self::LeakNotTracked => {
                 "allocation not tracked for leaks: leak table full (counts allocations)"
             }
+            Self::InvalidEncoding => "fields written do not match the event type",
         }
     }
 
