@@ -3,9 +3,10 @@
 //! A write section must close in bounded time: the rotation (and with it
 //! `rotate()`, `dump()` and `stop()`) waits for every open one (see
 //! docs/rotation-protocol.md). So no code the recorder does not own runs
-//! inside one. An event whose fields are not all [`BuiltinEncoder`] (a user's
-//! `FieldValue`, a hand-written `Event::write_fields`, a `commit_fields`
-//! writer, a `ValueSource`) is encoded first, with no section open, into a
+//! inside one. An event whose fields are not all
+//! [`BuiltinEncoder`](super::field::BuiltinEncoder) (a user's `FieldValue`,
+//! a hand-written `Event::write_fields`, a `commit_fields` writer, a
+//! `ValueSource`) is encoded first, with no section open, into a
 //! buffer of the thread's own, the scratch; there it is checked against
 //! its type's declared kinds ([`super::check`]); then its section copies
 //! the bytes in and tags the constants they reference ([`super::refs`]).
