@@ -115,6 +115,7 @@ pub mod __signal_hook {
 /// Paths used by `#[derive(Event)]`'s generated code.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::event::field::BuiltinEncoder;
     pub use crate::{
         ContentType, DefaultSettings, Event, EventKind, EventType, EventTypeInfo, FieldInfo,
         FieldKind, FieldValue, FieldWriter,

@@ -6,7 +6,8 @@
 //! initialisation and no destructor-state check on the hot path. `GUARD`
 //! owns the attachment: touched once, when the thread attaches (cold), so
 //! its destructor is registered then; when the thread exits it seals the
-//! thread's block, so the events of an exiting thread reach the file.
+//! thread's block, so the events of an exiting thread reach the file, and
+//! frees the thread's encoding scratch ([`crate::event::scratch`]).
 //!
 //! ```text
 //!  SLOT: null ──first event: attach──► slot ──GUARD's destructor──► EXITED
@@ -36,6 +37,9 @@ struct Guard;
 
 impl Drop for Guard {
     fn drop(&mut self) {
+        // The scratch of the thread's user encoders (see
+        // `event::scratch`): the slot's exit below ends the thread's emits.
+        crate::event::scratch::release();
         let Ok(p) = SLOT.try_with(|s| s.replace(EXITED)) else {
             return;
         };

@@ -40,7 +40,7 @@ use chunk_writer::record::{begin_record, end_record};
 
 use crate::sync::{AtomicU64, Ordering};
 
-const N_CAUSES: usize = 16;
+const N_CAUSES: usize = 17;
 
 /// Why an event was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -97,6 +97,12 @@ pub enum LossCause {
     /// signal (estimated from its CPU time; also in
     /// `jdk.CPUTimeSamplesLost`).
     SamplingSignalBlocked,
+    /// An encoder the recorder does not own (a user's `FieldValue::write`
+    /// or `Event::write_fields`, a `commit_fields` writer) wrote something
+    /// other than one well-formed value of each declared field kind: too
+    /// little, too much, or bytes of another kind. The event was dropped
+    /// before it reached the thread's buffer.
+    InvalidEncoding,
 }
 
 impl LossCause {
@@ -118,6 +124,7 @@ impl LossCause {
         Self::RecordingStopped,
         Self::SamplingSignalTaken,
         Self::SamplingSignalBlocked,
+        Self::InvalidEncoding,
     ];
 
     /// The name written into the file.
@@ -143,6 +150,7 @@ impl LossCause {
             Self::RecordingStopped => "committed after the recording's last chunk closed",
             Self::SamplingSignalTaken => "CPU sample lost: the program took the sampling signal",
             Self::SamplingSignalBlocked => "CPU sample lost: the thread blocks the sampling signal",
+            Self::InvalidEncoding => "fields written do not match the event type",
         }
     }
 
