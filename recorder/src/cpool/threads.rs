@@ -183,6 +183,25 @@ impl ThreadRegistry {
         self.threads.lock().by_key.get(&key).map(|t| t.tags.clone())
     }
 
+    /// The tags of `key`, defining it again as thread `os_tid` named `name`
+    /// if it was pruned: for the `jdk.ThreadEnd` of a thread that marked
+    /// itself exited (its thread-local destructor) chunks before the
+    /// lifecycle poll saw it gone. The entry comes back live and not under
+    /// `os_tid` (which a new thread may have taken); the caller marks it
+    /// [`exited`](Self::exited) once its event is committed, so it is
+    /// written in the event's chunk and pruned after, as any other.
+    pub(crate) fn tags_or_restore(&self, key: u64, os_tid: i64, name: &str) -> Arc<ThreadTags> {
+        let mut t = self.threads.lock();
+        let info = t.by_key.entry(key).or_insert_with(|| ThreadInfo {
+            name: name.to_owned(),
+            os_tid,
+            exited_in: None,
+            named_by_owner: true,
+            tags: Arc::new(ThreadTags::default()),
+        });
+        info.tags.clone()
+    }
+
     /// Tags `key` with `epoch` (see the module docs): for a writer that
     /// references a thread other than its own and holds no [`ThreadTags`]
     /// of it. Takes the registry's lock.
