@@ -242,8 +242,8 @@ fn element(
     }
     let num = |k: &str| attrs.get(k).and_then(|v| v.parse::<u64>().ok());
     let mut here = class;
-    match name.as_str() {
-        "class" => {
+    match (name.as_str(), class) {
+        ("class", _) => {
             let id = num("id").ok_or("class without id")?;
             classes.insert(
                 id,
@@ -254,18 +254,16 @@ fn element(
             );
             here = Some(id);
         }
-        "field" if class.is_some() => {
+        ("field", Some(owner)) => {
             let f = Field {
                 name: attrs.get("name").cloned().unwrap_or_default(),
                 class: num("class").ok_or("field without class")?,
                 pooled: attrs.get("constantPool").is_some_and(|v| v == "true"),
                 array: num("dimension").is_some_and(|d| d > 0),
             };
-            classes
-                .get_mut(&class.unwrap())
-                .expect("the class")
-                .fields
-                .push(f);
+            if let Some(c) = classes.get_mut(&owner) {
+                c.fields.push(f);
+            }
             here = None;
         }
         _ => {}
