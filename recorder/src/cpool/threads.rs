@@ -323,3 +323,32 @@ pub(crate) fn current_thread_name() -> String {
         .map(|s| s.trim_end().to_owned())
         .unwrap_or_else(|_| format!("thread-{tid}"))
 }
+
+#[cfg(all(test, not(flightrec_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pruned_key_is_defined_again_for_its_last_event() {
+        let reg = ThreadRegistry::new();
+        let key = reg.key_for_tid(4242, || "worker".to_owned());
+        // The thread marks itself exited in epoch 3; chunk 4 is finished
+        // and prunes it.
+        reg.exited(key, 3);
+        reg.prune_exited_before(4);
+        assert!(reg.tags_of(key).is_none());
+        // Its ThreadEnd, written in epoch 6, brings the key back and tags
+        // it, so chunk 6 writes the thread.
+        let tags = reg.tags_or_restore(key, 4242, "worker");
+        tags.tag(6);
+        assert_eq!(reg.tagged(6), vec![key]);
+        // The same tags while it lives; a new thread with the id gets a new
+        // key (the restored one is not live under it).
+        assert!(Arc::ptr_eq(&tags, &reg.tags_or_restore(key, 4242, "x")));
+        assert_ne!(reg.key_for_tid(4242, || "next".to_owned()), key);
+        // Marked exited after the event, it is pruned after its chunk.
+        reg.exited(key, 6);
+        reg.prune_exited_before(7);
+        assert!(reg.tags_of(key).is_none());
+    }
+}
