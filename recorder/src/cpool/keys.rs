@@ -66,8 +66,8 @@ mod tests {
         ];
         assert!(starts.windows(2).all(|w| w[0] <= w[1]), "{starts:x?}");
         // The loader and its symbol sit below the timed sites' descriptor.
-        assert!(APP_LOADER + 1 < TIMED_SITES - 1);
-        assert!(OLD_OBJECTS_END <= KEY_LIMIT);
+        const { assert!(APP_LOADER + 1 < TIMED_SITES - 1) };
+        const { assert!(OLD_OBJECTS_END <= KEY_LIMIT) };
         assert!(i32::try_from(OLD_OBJECTS_END - 1).is_ok());
     }
 }
