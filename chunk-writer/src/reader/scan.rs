@@ -68,7 +68,7 @@ pub fn chunk_extent(head: &[u8], at: u64, available: u64) -> Result<ChunkExtent,
 /// constants and events. Offsets in the result and in errors are relative
 /// to `bytes`.
 pub fn read_chunk(bytes: &[u8]) -> Result<ChunkRecord, ReadError> {
-    read_chunk_at(bytes, 0, &mut Budget::new()).map(|(chunk, _)| chunk)
+    read_chunk_at(bytes, 0, &mut Budget::new(), true).map(|(chunk, _, _)| chunk)
 }
 
 /// Records of one type in a chunk.

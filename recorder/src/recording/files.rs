@@ -100,9 +100,8 @@ impl Dir {
         // SAFETY: `c` is NUL-terminated and outlives the call.
         let fd = check(unsafe { libc::open(c.as_ptr(), flags) })?;
         // SAFETY: `fd` is a new descriptor that nothing else owns.
-        Ok(Self {
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
-        })
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(Self { fd })
     }
 
     /// The directory itself.

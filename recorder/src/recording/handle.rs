@@ -106,6 +106,12 @@ impl Recording {
             reg.apply(Settings::new(), false);
             e
         };
+        // Whether the samples carry `contextId`, for the recorder's life.
+        #[cfg(feature = "pyroscope")]
+        let uploads = config.pyroscope.is_some();
+        #[cfg(not(feature = "pyroscope"))]
+        let uploads = false;
+        crate::labels::latch_for_recording(crate::sampler::pyroscope_events() || uploads);
         let rt = runtime::init(
             config.thread_buffer_size,
             config.buffer_blocks(),

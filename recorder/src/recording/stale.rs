@@ -307,10 +307,8 @@ mod tests {
             tv_nsec: 0,
         }; 2];
         // SAFETY: `c` and `times` are valid for the call.
-        assert_eq!(
-            unsafe { libc::utimensat(libc::AT_FDCWD, c.as_ptr(), times.as_ptr(), 0) },
-            0
-        );
+        let r = unsafe { libc::utimensat(libc::AT_FDCWD, c.as_ptr(), times.as_ptr(), 0) };
+        assert_eq!(r, 0);
         assert!(process_start_secs().is_some());
         assert_eq!(remove_own_leftovers(&base), 1);
         assert!(!left.exists());

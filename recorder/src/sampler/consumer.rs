@@ -913,10 +913,13 @@ fn register(rt: &Runtime, tid: u64) -> (u64, Arc<ThreadTags>) {
 }
 
 /// `jdk.CPUTimeSample`: ts, stackTrace, eventThread, failed,
-/// samplingPeriod (ticks), biased, contextId. The period covers the expiries the
-/// signal stands for (1 + overruns): the CPU time the sample represents.
+/// samplingPeriod (ticks), biased, and contextId while labels are in the
+/// samples ([`crate::labels::in_samples`]). The period covers the expiries
+/// the signal stands for (1 + overruns): the CPU time the sample
+/// represents.
 fn write_cpu_sample(s: &RawSample, refs: BuiltinRefs<'_>, thread: u64, period_ticks: i64) -> bool {
     let period_ticks = period_ticks.saturating_mul(1 + i64::from(s.overrun));
+    let context = crate::labels::in_samples();
     emit_builtin(refs, |buf, stack| {
         let mut e = EventEncoder::begin(buf, TypeId::CPU_TIME_SAMPLE);
         e.put_i64(s.ticks);
@@ -925,14 +928,18 @@ fn write_cpu_sample(s: &RawSample, refs: BuiltinRefs<'_>, thread: u64, period_ti
         e.put_bool(s.failed);
         e.put_i64(period_ticks);
         e.put_bool(false);
-        e.put_i64(s.context as i64);
+        if context {
+            e.put_i64(s.context as i64);
+        }
         e.finish()
     })
 }
 
-/// `jdk.ExecutionSample`: ts, sampledThread, stackTrace, state, contextId.
-/// CPU-time samples are always `STATE_RUNNABLE`.
+/// `jdk.ExecutionSample`: ts, sampledThread, stackTrace, state, and
+/// contextId while labels are in the samples. CPU-time samples are always
+/// `STATE_RUNNABLE`.
 fn write_execution_sample(s: &RawSample, refs: BuiltinRefs<'_>, thread: u64) -> bool {
+    let context = crate::labels::in_samples();
     let state = if s.running || s.kind == SampleKind::CpuTime {
         thread_state::RUNNABLE.0
     } else {
@@ -944,7 +951,9 @@ fn write_execution_sample(s: &RawSample, refs: BuiltinRefs<'_>, thread: u64) -> 
         e.put_varint(thread);
         e.put_varint(stack);
         e.put_varint(state);
-        e.put_i64(s.context as i64);
+        if context {
+            e.put_i64(s.context as i64);
+        }
         e.finish()
     })
 }
