@@ -133,6 +133,20 @@ struct Tracked {
     blocked: bool,
 }
 
+impl Tracked {
+    /// Writes `lost` samples of this thread as `jdk.CPUTimeSamplesLost`
+    /// and counts them under `cause`.
+    fn report_lost(&mut self, rt: &Runtime, tid: u64, lost: u64, cause: LossCause) {
+        let (key, tags) = self.key.get_or_insert_with(|| register(rt, tid));
+        let refs = BuiltinRefs {
+            thread: Some(tags),
+            ..BuiltinRefs::default()
+        };
+        write_lost(lost, refs, *key);
+        rt.losses.record_many(cause, lost, 0);
+    }
+}
+
 /// The sampler thread's state.
 pub(crate) struct Consumer {
     rt: &'static Runtime,
@@ -360,15 +374,7 @@ impl Consumer {
             // Keep the remainder for the next pass.
             t.foreign_cpu_seen = Some(seen + lost * period);
             if lost > 0 {
-                let rt = self.rt;
-                let (key, tags) = t.key.get_or_insert_with(|| register(rt, tid));
-                let refs = BuiltinRefs {
-                    thread: Some(tags),
-                    ..BuiltinRefs::default()
-                };
-                write_lost(lost, refs, *key);
-                rt.losses
-                    .record_many(LossCause::SamplingSignalTaken, lost, 0);
+                t.report_lost(self.rt, tid, lost, LossCause::SamplingSignalTaken);
             }
         }
     }
@@ -606,15 +612,7 @@ impl Consumer {
             // Keep the remainder for the next check.
             t.blocked_seen = Some((cpu0 + lost * period, signals));
             if lost > 0 {
-                let rt = self.rt;
-                let (key, tags) = t.key.get_or_insert_with(|| register(rt, tid));
-                let refs = BuiltinRefs {
-                    thread: Some(tags),
-                    ..BuiltinRefs::default()
-                };
-                write_lost(lost, refs, *key);
-                rt.losses
-                    .record_many(LossCause::SamplingSignalBlocked, lost, 0);
+                t.report_lost(self.rt, tid, lost, LossCause::SamplingSignalBlocked);
             }
         }
     }
