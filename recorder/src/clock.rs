@@ -6,7 +6,9 @@
 //! The TSC is used when the CPU reports an invariant TSC (CPUID
 //! 0x8000_0007 EDX bit 8) *and* the kernel's current clocksource is `tsc` (the
 //! kernel demotes it when it sees it drift between CPUs or across suspend).
-//! `FLIGHTREC_CLOCK=monotonic` forces the fallback.
+//! `FLIGHTREC_CLOCK=monotonic` forces the fallback, whose nanosecond ticks JDK
+//! Mission Control reads exactly (with TSC ticks it miscounts duration events:
+//! docs/jfr-format.md §9.1).
 //!
 //! # Calibration
 //!

@@ -99,6 +99,9 @@ fn check_times(name: &str) {
         spans.push(before.elapsed());
     }
     rec.stop().unwrap();
+    if name == "monotonic" {
+        assert_whole_nanosecond_ticks(&path);
+    }
 
     let events = flightrec_testkit::print_json(&path);
     let events = events.as_array().unwrap();
@@ -152,6 +155,33 @@ fn check_times(name: &str) {
         assert!(start >= mark, "span {seq} starts before the mark before it");
     }
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Every chunk header of the file counts 10^9 ticks per second: the
+/// monotonic fallback is the clock to record with for JDK Mission Control,
+/// which computes end times exactly only with whole-nanosecond ticks and
+/// miscounts duration events otherwise (docs/jfr-format.md §9.1, §10 #27).
+fn assert_whole_nanosecond_ticks(path: &std::path::Path) {
+    use chunk_writer::header::ChunkHeader;
+    let bytes = std::fs::read(path).unwrap();
+    let mut at = 0;
+    let mut chunks = 0;
+    while at < bytes.len() {
+        let header = ChunkHeader::parse(&bytes[at..])
+            .unwrap_or_else(|| panic!("no chunk header at byte {at}"));
+        assert_eq!(
+            header.ticks_per_second, 1_000_000_000,
+            "chunk {chunks}: the monotonic fallback writes nanosecond ticks"
+        );
+        assert!(
+            header.chunk_size > 0,
+            "chunk {chunks}: size {}",
+            header.chunk_size
+        );
+        at += header.chunk_size as usize;
+        chunks += 1;
+    }
+    assert!(chunks > 0, "no chunk in the file");
 }
 
 /// `2026-11-30T12:17:21.153465487Z` (what `jfr print --json` writes for a
