@@ -12,6 +12,7 @@
 //! | `constants.rs` | 4b: a writer's seal flips the next epoch while the recorder finishes the chunk before | each chunk's events reference threads tagged with its epoch (three tag words); each event in exactly one chunk |
 //! | `settings.rs` | 5: settings swapped while events commit | each event sees the old or the new word, whole |
 //! | `sampler_queue.rs` | 6: the sampler's signal-to-consumer queue | each queued sample drained once, whole; none stranded |
+//! | `stop_commit.rs` | 7: writers commit while the last stop closes the last chunk | each commit drained into the last chunk once, or not committed (after the final flip); nothing counted lost |
 //!
 //! Negative controls (tests that expect the model to fail), each built with
 //! `--cfg flightrec_loom_weaken="…"`:
@@ -32,3 +33,7 @@
 //!   still lets a seal flip two epochs past the chunk being finished;
 //!   model 4b finds chunk 1's thread tag overwritten by epoch 3. (Built
 //!   together with `skip_stack_tag`: model 4b's events carry no stack.)
+//! * `skip_pool_close`: the last stop leaves the pool open for the epoch
+//!   its final flip opens; model 7 finds an event written into a block of
+//!   that epoch, which no chunk drains. (Built with `skip_stack_tag`:
+//!   model 7's events carry no stack, and models 4 and 4b never stop.)

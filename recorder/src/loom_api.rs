@@ -150,6 +150,16 @@ impl Runtime {
         r.expect("the model sink never fails")
     }
 
+    /// The recording's last stop as `Recorder::finish_chunk` runs it for
+    /// the last chunk, of epoch `open`: the pool closed for `open + 1`
+    /// (`BufferPool::close_from`), then the rotation core closing `open`.
+    /// The models' writers play events whose type check passed before
+    /// the stop turned their types off. Returns the epoch closed.
+    pub fn stop(&self, open: u64, chunk: &mut Vec<Drained>) -> u64 {
+        self.0.pool.close_from(open + 1);
+        self.rotate_epoch(open, chunk)
+    }
+
     /// [`Self::rotate_epoch`] as `Recorder::finish_chunk` runs it: with
     /// the flip it arms the next epoch's hard mark at `flip_at` bytes, so a writer's seal may flip that epoch too while the chunk
     /// of `open` is still being finished.
@@ -283,6 +293,20 @@ impl Writer {
         matches!(r, Emitted::Written(_))
     }
 
+    /// [`Self::emit`], saying what became of the event.
+    pub fn commit(&self, rt: &Runtime, rec: &[u8]) -> Outcome {
+        let copy = |buf: &mut [u8]| {
+            let dst = buf.get_mut(..rec.len())?;
+            dst.copy_from_slice(rec);
+            Some(rec.len())
+        };
+        match self.0.emit(&rt.0.epoch, &rt.0.pool, &rt.0.losses, &copy) {
+            Emitted::Written(_) => Outcome::Written,
+            Emitted::Dropped => Outcome::Dropped,
+            Emitted::NotCommitted => Outcome::NotCommitted,
+        }
+    }
+
     /// Commits a model event (thread, stack, `value`, as [`record`] lays
     /// it out) of type `type_id` through the real write section, as the
     /// commit path's `EventRecord` does: its stack, noted by
@@ -307,6 +331,18 @@ impl Writer {
     pub fn exit(self, rt: &Runtime) {
         local::exit(&rt.0, &self.0);
     }
+}
+
+/// What became of one commit ([`Writer::commit`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Written into the writer's block.
+    Written,
+    /// Dropped, and counted as lost.
+    Dropped,
+    /// Not committed, not counted: the section came after the last stop's
+    /// final flip (`Emitted::NotCommitted`).
+    NotCommitted,
 }
 
 /// A model event with the commit path's constant handling.

@@ -45,7 +45,6 @@ use std::collections::VecDeque;
 use super::block::Block;
 #[cfg(not(flightrec_loom))]
 use super::slab::Slabs;
-use crate::recording::loss::LossCause;
 use crate::sync::{AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
 
 /// Sealed bytes that make the recorder thread drain (unless a quarter of the
@@ -53,6 +52,14 @@ use crate::sync::{AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
 /// second at most under heavy load, small enough that recycled blocks are
 /// still in the last-level cache when their owners write them again.
 const DRAIN_BATCH_BYTES: usize = 4 << 20;
+
+/// Leaves the pool open at the last stop ([`BufferPool::close_from`]): the
+/// loom negative control `--cfg flightrec_loom_weaken="skip_pool_close"`
+/// (see `loom-tests/`).
+const SKIP_POOL_CLOSE: bool = cfg!(all(
+    flightrec_loom,
+    flightrec_loom_weaken = "skip_pool_close"
+));
 
 /// Raw pointer to a block that lives as long as the pool (blocks are never
 /// freed while the pool exists; they move between free list, owners and
@@ -149,7 +156,7 @@ impl BufferPool {
 
     /// A free block tagged with `epoch`, or `None` if the pool is exhausted
     /// or closed for `epoch` ([`Self::close_from`]; see
-    /// [`Self::refusal_cause`]).
+    /// [`Self::closed_for`]).
     #[cold]
     pub(crate) fn acquire(&self, epoch: u64) -> Option<BlockPtr> {
         let popped = {
@@ -176,7 +183,9 @@ impl BufferPool {
     /// the pool closed. Recorder thread.
     pub(crate) fn close_from(&self, epoch: u64) {
         let _free = self.free.lock();
-        self.closed_from.store(epoch, Ordering::Relaxed);
+        if !SKIP_POOL_CLOSE {
+            self.closed_from.store(epoch, Ordering::Relaxed);
+        }
     }
 
     /// Hands out blocks for every epoch again (a recording starts).
@@ -185,16 +194,13 @@ impl BufferPool {
         self.closed_from.store(u64::MAX, Ordering::Relaxed);
     }
 
-    /// Why [`Self::acquire`] just refused a block for `epoch`: the pool
-    /// was closed for it by the last stop, or every block is in use.
+    /// Why [`Self::acquire`] just refused a block for `epoch`: true if the
+    /// pool was closed for it by the last stop (the writer's event is not
+    /// committed), false if every block is in use (it is lost, counted).
     #[cold]
-    pub(crate) fn refusal_cause(&self, epoch: u64) -> LossCause {
+    pub(crate) fn closed_for(&self, epoch: u64) -> bool {
         let _free = self.free.lock();
-        if epoch >= self.closed_from.load(Ordering::Relaxed) {
-            LossCause::RecordingStopped
-        } else {
-            LossCause::PoolExhausted
-        }
+        epoch >= self.closed_from.load(Ordering::Relaxed)
     }
 
     fn allocate(&self) -> Option<BlockPtr> {

@@ -28,6 +28,17 @@
 //! waits for each slot whose section is open. After that, a writer either
 //! had its section visible (and is waited for) or will load the new epoch.
 //!
+//! # The last stop
+//!
+//! The recording's last stop turns every type off, closes the pool for the
+//! epoch its final flip opens, flips, and waits for open sections as any
+//! rotation does. A section that loaded an epoch before that flip is
+//! waited for and its event is in the last chunk; one that loaded the
+//! flipped epoch finds no block of it (its own block is older, so this is
+//! the cold path) and does not commit its event: [`Emitted::NotCommitted`],
+//! nothing counted, as if its writer had found its type off. The epoch load
+//! is the commit's point of no return either way.
+//!
 //! # Reentrancy
 //!
 //! A signal handler that emits while the thread is already inside a
@@ -140,6 +151,19 @@ fn dropped(losses: &Losses, cause: LossCause) -> Emitted {
     Emitted::Dropped
 }
 
+/// No block for a record of `epoch`: the pool is exhausted (the event is
+/// dropped, counted), or it was closed for `epoch` by the recording's last
+/// stop (the event is not committed: see [`Emitted::NotCommitted`]).
+#[cold]
+#[inline(never)]
+fn refused(losses: &Losses, pool: &BufferPool, epoch: u64) -> Emitted {
+    if pool.closed_for(epoch) {
+        Emitted::NotCommitted
+    } else {
+        dropped(losses, LossCause::PoolExhausted)
+    }
+}
+
 /// Result of one attempt to write an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Emitted {
@@ -147,6 +171,22 @@ pub(crate) enum Emitted {
     Written(usize),
     /// Dropped and counted.
     Dropped,
+    /// Not committed, and not counted: the section loaded an epoch past
+    /// the recording's last chunk (the last stop closed the pool for it
+    /// before its final flip, and had turned every type off before that),
+    /// so the event comes after the stop, as one whose type the writer
+    /// found off. The stop's file holds every event whose section loaded
+    /// an earlier epoch (see `docs/rotation-protocol.md`).
+    NotCommitted,
+}
+
+impl Emitted {
+    /// True if the record was written (a record is never empty: 0 bytes is
+    /// one its fields abandoned).
+    #[inline(always)]
+    pub(crate) fn written(self) -> bool {
+        matches!(self, Self::Written(n) if n > 0)
+    }
 }
 
 /// Closes a write section whose record's encoding panicked.
@@ -228,7 +268,10 @@ impl ThreadSlot {
     /// Writes one event: `record` encodes itself into the thread's block.
     ///
     /// Owner thread only. Never blocks; on failure the event is dropped and
-    /// counted in `losses`.
+    /// counted in `losses`, except in an epoch the last stop closed the
+    /// pool for: then it is [`Emitted::NotCommitted`], found on the cold
+    /// path (the writer's block is always of an older epoch then), so the
+    /// common path has no check of its own.
     #[inline(always)]
     pub(crate) fn emit(
         &self,
@@ -320,7 +363,7 @@ impl ThreadSlot {
         if !ready {
             block = self.block_with_room(current, max, epoch, epoch_word, pool);
             if block.is_null() {
-                return dropped(losses, pool.refusal_cause(epoch));
+                return refused(losses, pool, epoch);
             }
             word = BlockPtr(block).get().committed_word();
         }
@@ -389,7 +432,7 @@ impl ThreadSlot {
         // Missing, of an older epoch, or full.
         let fresh = self.fresh_block(epoch, epoch_word, pool);
         if fresh.is_null() {
-            return dropped(losses, pool.refusal_cause(epoch));
+            return refused(losses, pool, epoch);
         }
         // SAFETY: `fresh_block` acquired `fresh` for this thread and
         // published it as the owner's; the section guard rules out

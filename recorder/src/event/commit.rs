@@ -134,7 +134,9 @@ impl<E: Event> Timer<E> {
 
     /// Commits `event` with the time elapsed since [`start`](Self::start).
     /// Returns true if the event was enabled and reached the threshold (it is
-    /// then written, or counted as lost if memory ran out).
+    /// then written, or counted as lost if memory ran out), and its write
+    /// section did not come after the recording's last `stop()` (then it is
+    /// neither, as if the type had been off).
     #[inline]
     pub fn commit(self, event: &E) -> bool {
         let Some(word) = self.word else {
@@ -207,8 +209,9 @@ pub(crate) fn commit_span(
     if (duration as u64) < word.threshold_ticks() {
         return false;
     }
-    let _ = emit(ty, word, start, Some(duration), fields);
-    true
+    // Written or counted lost; not an event the writer's section found
+    // after the recording's last stop (see `Emitted::NotCommitted`).
+    emit(ty, word, start, Some(duration), fields) != Emitted::NotCommitted
 }
 
 /// The fields of one event after the implicit ones: a trait rather than a
@@ -259,8 +262,10 @@ impl<E: Event + ?Sized> Fields for EventFields<'_, E> {
 }
 
 /// Writes one event: implicit fields (start, duration, thread, stack), then
-/// `fields`. True if it was written: false if it was dropped (counted) or
-/// `fields` abandoned it.
+/// `fields`. [`Emitted::written`] if it was written; else it was dropped
+/// (counted), not committed (its section came after the recording's last
+/// stop, or its type was switched off while a user encoder ran: as if the
+/// type had been off) or `fields` abandoned it (`Written(0)`).
 #[inline(always)]
 pub(crate) fn emit(
     ty: &'static EventType,
@@ -268,14 +273,13 @@ pub(crate) fn emit(
     start: i64,
     duration: Option<i64>,
     fields: &impl Fields,
-) -> bool {
+) -> Emitted {
     if !fields_in_section(fields) {
         return emit_via_scratch(ty, word, start, duration, fields);
     }
     let rt = runtime::enabled(word);
     let Some(slot) = local::current_slot(rt) else {
-        thread_exiting(rt);
-        return false;
+        return thread_exiting(rt);
     };
     // SAFETY: `current_slot` returned this thread's live slot, which stays
     // valid for this frame (see `local::current_slot`).
@@ -297,11 +301,7 @@ pub(crate) fn emit(
         keys,
         fields,
     };
-    // A record is never empty: 0 bytes is one its fields abandoned.
-    matches!(
-        slot.emit(&rt.epoch, &rt.pool, &rt.losses, &record),
-        Emitted::Written(n) if n > 0
-    )
+    slot.emit(&rt.epoch, &rt.pool, &rt.losses, &record)
 }
 
 /// `F::IN_SECTION`, of a value at hand (a constant: the branch is resolved
@@ -322,19 +322,17 @@ fn emit_via_scratch<F: Fields + ?Sized>(
     start: i64,
     duration: Option<i64>,
     fields: &F,
-) -> bool {
+) -> Emitted {
     let rt = runtime::enabled(word);
     let Some(slot) = local::current_slot(rt) else {
-        thread_exiting(rt);
-        return false;
+        return thread_exiting(rt);
     };
     // SAFETY: as in `emit`.
     let slot = unsafe { slot.as_ref() };
     let Some(mut lent) = scratch::lend() else {
         // A nested emit (from the encoder, or a signal handler that
         // interrupted it) while the scratch holds another record.
-        rt.losses.record(LossCause::Reentrant, 0);
-        return false;
+        return dropped(rt, LossCause::Reentrant);
     };
     let unwinding = EncoderUnwinding(&rt.losses);
     let encoded = lent.encode(
@@ -346,14 +344,14 @@ fn emit_via_scratch<F: Fields + ?Sized>(
     std::mem::forget(unwinding);
     let n = match encoded {
         Encoded::Done(n) => n,
-        Encoded::Abandoned => return false,
+        Encoded::Abandoned => return Emitted::Written(0),
         Encoded::Invalid => return dropped(rt, LossCause::InvalidEncoding),
         Encoded::TooLarge => return dropped(rt, LossCause::TooLarge),
     };
     // The encoder may have taken any time: an event whose type was switched
     // off meanwhile (its recording stopped) was never committed to it.
     if ty.enabled_word().is_none() {
-        return false;
+        return Emitted::NotCommitted;
     }
     let keys = if word.stack_trace() {
         stack_keys(rt, slot)
@@ -373,17 +371,14 @@ fn emit_via_scratch<F: Fields + ?Sized>(
         keys,
         fields: &Copied { rt, bytes, refs },
     };
-    matches!(
-        slot.emit(&rt.epoch, &rt.pool, &rt.losses, &record),
-        Emitted::Written(n) if n > 0
-    )
+    slot.emit(&rt.epoch, &rt.pool, &rt.losses, &record)
 }
 
 #[cold]
 #[inline(never)]
-fn dropped(rt: &runtime::Runtime, cause: LossCause) -> bool {
+fn dropped(rt: &runtime::Runtime, cause: LossCause) -> Emitted {
     rt.losses.record(cause, 0);
-    false
+    Emitted::Dropped
 }
 
 /// Counts an event whose encoder unwound (no section was open: the scratch
@@ -439,8 +434,9 @@ fn stack_keys(rt: &'static runtime::Runtime, slot: &ThreadSlot) -> Keys {
 
 #[cold]
 #[inline(never)]
-fn thread_exiting(rt: &runtime::Runtime) {
+fn thread_exiting(rt: &runtime::Runtime) -> Emitted {
     rt.losses.record(LossCause::ThreadExiting, 0);
+    Emitted::Dropped
 }
 
 /// The implicit `eventThread` and `stackTrace` keys of a record. Two
@@ -586,7 +582,8 @@ impl<F: Fn(&mut [u8], u64) -> Option<usize>> Encode for Builtin<'_, F> {
 /// [`chunk_writer::record::EventEncoder`], with the stack key it is given
 /// (`refs.stack`, or 0 if that stack was released since), and return its
 /// length, or `None` if it does not fit. Returns false if the event was
-/// dropped (and counted).
+/// dropped (and counted), or not committed (its section came after the
+/// recording's last stop, see [`Emitted::NotCommitted`]).
 pub(crate) fn emit_builtin(
     refs: BuiltinRefs<'_>,
     encode: impl Fn(&mut [u8], u64) -> Option<usize>,
@@ -614,7 +611,7 @@ pub(crate) fn emit_builtin_also(
         slot.emit(&rt.epoch, &rt.pool, &rt.losses, &record)
     }) {
         Some(Emitted::Written(_)) => true,
-        Some(Emitted::Dropped) => false,
+        Some(Emitted::Dropped | Emitted::NotCommitted) => false,
         None => {
             thread_exiting(rt);
             false

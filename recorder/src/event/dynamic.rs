@@ -405,7 +405,10 @@ impl EventType {
     ///
     /// Returns true if the event was written; false if the type is
     /// disabled, the event was dropped (counted as a loss) or `write`
-    /// abandoned it.
+    /// abandoned it. A commit that races the recording's last `stop()`
+    /// either is written (its file holds it) or returns false as for a
+    /// disabled type, neither written nor counted: the write section it
+    /// opened came after the stop.
     ///
     /// [`Event::write_fields`]: crate::Event::write_fields
     #[inline]
@@ -416,7 +419,7 @@ impl EventType {
         };
         match self.instant_word() {
             // One compare settles every setting (see `Event::commit`).
-            Ok(word) => emit(self, word, word.ticks(), None, &fields),
+            Ok(word) => emit(self, word, word.ticks(), None, &fields).written(),
             Err(true) => false,
             Err(false) => self.commit_fields_general(&fields),
         }
@@ -434,7 +437,7 @@ impl EventType {
             return false;
         };
         let duration = word.is_duration().then_some(0);
-        emit(self, word, word.ticks(), duration, fields)
+        emit(self, word, word.ticks(), duration, fields).written()
     }
 
     /// A duration event from `start` to `end` (values of
@@ -460,7 +463,7 @@ impl EventType {
             write,
             max_len: self.fields_max_len,
         };
-        emit(self, word, start, Some(duration), &fields)
+        emit(self, word, start, Some(duration), &fields).written()
     }
 
     #[inline]

@@ -84,9 +84,12 @@ pub enum LossCause {
     /// finishes on its own thread, its events in a later chunk), or when
     /// its next call came (skipped). Counts calls, not events.
     CallbackOverdue,
-    /// Committed while the last recording stopped, after its last chunk
-    /// closed: the writer passed its type's enabled check before the stop
-    /// turned the type off, and no chunk was left to take the event.
+    /// Never counted any more; kept so that code naming it still builds.
+    /// An event whose write section opens after the last recording's last
+    /// chunk closed (its writer passed its type's enabled check before the
+    /// stop turned the type off) is not committed: the commit returns as
+    /// for a disabled type (`commit_fields` false), and nothing is lost.
+    /// Every event whose section opened before is in the stop's file.
     RecordingStopped,
     /// A CPU-time sample was not taken: the program set its own
     /// disposition for the sampling signal and no other signal was free

@@ -840,9 +840,11 @@ impl Recorder {
     /// so no seal flips after the current epoch is read), and the pool
     /// hands out no block for the epoch after the last chunk's: a writer
     /// that passed its enabled check before the stop turned its type off
-    /// and opens its section after the last flip drops its event, counted
-    /// as [`LossCause::RecordingStopped`], instead of leaving it in a block
-    /// no chunk will drain.
+    /// and opens its section after the last flip does not commit its event
+    /// (the commit returns as for a disabled type, nothing is counted),
+    /// instead of leaving it in a block no chunk will drain; a writer whose
+    /// section opened before the flip is waited for, and its event is in
+    /// the last chunk.
     fn finish_through(&mut self, last: bool, frames: &mut FrameTables) -> io::Result<()> {
         if last {
             self.closing = true;
