@@ -30,8 +30,22 @@
 //! address never asked for always goes to blazesym, which is what makes
 //! libraries loaded later resolve. A library unloaded and replaced by another
 //! at the same addresses would keep its old names; nothing we record does that.
-//! The cache is never trimmed: it is bounded by the code size of the process.
 //!
+//! # Memory
+//!
+//! blazesym keeps every object it opened mapped, and its parsed DWARF
+//! (units, line programs, decompressed sections) on the heap: for a
+//! program built with debug info, tens of MB, far more than the constant
+//! pools, and proportional to the debug info of the objects looked up,
+//! not to what is recorded. Parsing it again costs the recorder thread
+//! from a fraction of a second to seconds, so it is kept while new
+//! addresses come: [`Symbolizer::release_idle_objects`] lets go of it once
+//! a whole chunk needed no new address (a program whose code paths are
+//! known holds none of it). The per-address cache is measured
+//! ([`Symbolizer::cache_bytes`], counted with the constant pools) and
+//! dropped by [`Symbolizer::trim_cache`] when it grows past the limit it is
+//! given.
+
 //! # Addresses
 //!
 //! Addresses are looked up exactly as given. For call frames that must be the
@@ -118,6 +132,32 @@ pub struct Symbolizer {
     cache: HashMap<u64, Box<[ResolvedFrame]>>,
     /// Returned when a lookup failed as a whole (not cached: may be transient).
     unknown: [ResolvedFrame; 1],
+    /// Estimated bytes of `cache` (entries, frames and their strings).
+    cache_bytes: usize,
+    /// `inner` looked something up since it was made.
+    loaded: bool,
+    /// `inner` looked something up since the last
+    /// [`Self::release_idle_objects`].
+    used: bool,
+}
+
+/// Estimated bytes of a cache entry besides its frames: the map's slot
+/// (key, boxed slice, control byte, load factor) and the allocation's
+/// header.
+const CACHE_SLOT: usize = 48;
+
+/// Estimated bytes of `frames` in the cache.
+fn frames_bytes(frames: &[ResolvedFrame]) -> usize {
+    frames
+        .iter()
+        .map(|f| {
+            std::mem::size_of::<ResolvedFrame>()
+                + f.package.len()
+                + f.class.len()
+                + f.method.len()
+                + f.file.as_ref().map_or(0, String::len)
+        })
+        .sum()
 }
 
 /// `Symbolizer` may move to another thread (the recorder builds it, then
@@ -151,16 +191,47 @@ impl Default for Symbolizer {
 impl Symbolizer {
     /// Creates a symbolizer for the current process, with an empty cache.
     pub fn new() -> Self {
-        let inner = blazesym::symbolize::Symbolizer::builder()
+        Self {
+            inner: Self::fresh_inner(),
+            cache: HashMap::new(),
+            unknown: [ResolvedFrame::unknown()],
+            cache_bytes: 0,
+            loaded: false,
+            used: false,
+        }
+    }
+
+    fn fresh_inner() -> blazesym::symbolize::Symbolizer {
+        blazesym::symbolize::Symbolizer::builder()
             .enable_demangling(true)
             .enable_inlined_fns(true)
             .enable_code_info(true)
             .enable_auto_reload(true)
-            .build();
-        Self {
-            inner,
-            cache: HashMap::new(),
-            unknown: [ResolvedFrame::unknown()],
+            .build()
+    }
+
+    /// Estimated bytes of the per-address cache.
+    pub fn cache_bytes(&self) -> usize {
+        self.cache_bytes
+    }
+
+    /// Called at each chunk's end: lets go of the objects blazesym opened
+    /// and parsed (see the module docs, "Memory") if it opened any and
+    /// looked nothing up since the previous call (a whole chunk without a
+    /// new address). The next new address opens its object again.
+    pub fn release_idle_objects(&mut self) {
+        if self.loaded && !self.used {
+            self.inner = Self::fresh_inner();
+            self.loaded = false;
+        }
+        self.used = false;
+    }
+
+    /// Empties the per-address cache if its estimated bytes exceed `limit`.
+    pub fn trim_cache(&mut self, limit: usize) {
+        if self.cache_bytes > limit {
+            self.cache = HashMap::new();
+            self.cache_bytes = 0;
         }
     }
 
@@ -192,6 +263,8 @@ impl Symbolizer {
         if misses.is_empty() {
             return;
         }
+        self.used = true;
+        self.loaded = true;
         let Ok(results) = self
             .inner
             .symbolize(&process_source(true), Input::AbsAddr(&misses[..]))
@@ -210,6 +283,10 @@ impl Symbolizer {
                 )
             })
             .collect();
+        self.cache_bytes += resolved
+            .iter()
+            .map(|(_, frames)| CACHE_SLOT + frames_bytes(frames))
+            .sum::<usize>();
         self.cache.extend(resolved);
     }
 
