@@ -39,6 +39,20 @@ find_jdk() {
 }
 
 step jdk find_jdk
+# The `flightrec` command's tests hand its pprof output to Go's own
+# reader (`go tool pprof`, Debian's golang-go) and render its flame graphs
+# in headless Chromium (Debian's chromium).
+tools() {
+    local missing=()
+    command -v go >/dev/null || missing+=(golang-go)
+    command -v chromium >/dev/null || missing+=(chromium)
+    if ((${#missing[@]})); then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
+    go version
+    chromium --version
+}
+step tools tools
 step fmt cargo fmt --all -- --check
 step clippy cargo clippy --workspace --all-targets -- -D warnings
 # The C ABI's tests compile C and C++ programs against libflightrec.so and

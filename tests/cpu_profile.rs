@@ -68,6 +68,18 @@ fn cpu_time_samples_match_measured_cpu_time_and_name_the_hot_functions() {
             .or_else(|| v["eventThread"]["osName"].as_str())
             .unwrap_or("?")
             .to_owned();
+        // flightrec's own threads are not sampled by default (issue 31),
+        // so no frame of its symbolizer shows either.
+        assert!(!thread.starts_with("flightrec-"), "own thread sampled: {v}");
+        for f in v["stackTrace"]["frames"].as_array().into_iter().flatten() {
+            let m = f["method"].to_string();
+            assert!(
+                !["blazesym", "gimli", "miniz_oxide"]
+                    .iter()
+                    .any(|s| m.contains(s)),
+                "a symbolizer frame: {v}"
+            );
+        }
         let period = flightrec_testkit::json_duration_nanos(
             v["samplingPeriod"].as_str().expect("samplingPeriod"),
         );
@@ -181,6 +193,10 @@ fn wall_clock_samples_cover_sleeping_threads_with_their_state() {
                 assert!(
                     state == "STATE_RUNNABLE" || state == "STATE_SLEEPING",
                     "state {state}"
+                );
+                assert!(
+                    !thread("sampledThread").starts_with("flightrec-"),
+                    "own thread sampled: {v}"
                 );
                 *wall.entry((thread("sampledThread"), state)).or_default() += 1;
             }

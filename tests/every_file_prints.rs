@@ -3,6 +3,14 @@
 //! empty stderr (`flightrec_testkit::PRINT_COMMANDS`), and `jfr summary`
 //! counts exactly what the example says it wrote.
 //!
+//! Every file also reads through the readers besides the JDK's
+//! (`flightrec_testkit::readers`, run by `assert_prints`): the samples,
+//! allocations and locks field by field in JDK 25's order with keys below
+//! 2^31, as async-profiler's converter reads them, and every constant-pool
+//! reference resolved in its own chunk by `jfrs` and by flightrec's reader.
+//! Where an example writes samples, allocations or locks, the positional
+//! reader must have read every one `jfr summary` counts.
+//!
 //! A file that `jfr summary` and `jfr print --json` read can still crash
 //! plain `jfr print` (JDK 25's pretty printer on arrays of primitives, see
 //! docs/jfr-format.md); the tests' own files get the same check from the
@@ -33,6 +41,26 @@ const EXAMPLES: [&str; 12] = [
 
 fn out(dir: &Path, name: &str) -> PathBuf {
     dir.join(name)
+}
+
+/// Asserts that the positional reader read every event of `types` that
+/// `jfr summary` counts in `path`, and returns how many samples it read
+/// with a `contextId`.
+fn read_positionally(path: &Path, types: &[&str]) -> u64 {
+    let report = testkit::positional::check(&std::fs::read(path).unwrap())
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let summary = testkit::summary(path);
+    for ty in types {
+        let n = summary.counts.get(*ty).copied().unwrap_or(0);
+        assert!(n > 0, "{}: no {ty}", path.display());
+        assert_eq!(
+            report.events.get(*ty).copied().unwrap_or(0),
+            n,
+            "{}: {ty} read positionally",
+            path.display()
+        );
+    }
+    report.with_context_id
 }
 
 /// Asserts that `path` prints and that `jfr summary` shows `counts` (the
@@ -114,6 +142,9 @@ fn pyroscope_push_prints() {
         &path,
         &serde_json::json!({ "jdk.ExecutionSample": recorded }),
     );
+    // Uploads carry labels: the samples end with `contextId` (the
+    // documented exception, docs/pyroscope-events.md), and only they.
+    assert_eq!(read_positionally(&path, &["jdk.ExecutionSample"]), recorded);
 }
 
 #[test]
@@ -151,6 +182,8 @@ fn alloc_lock_prints() {
         summary.counts.get("jdk.JavaMonitorEnter").copied(),
         Some(waits)
     );
+    let types = ["jdk.ObjectAllocationSample", "jdk.JavaMonitorEnter"];
+    assert_eq!(read_positionally(&path, &types), 0);
 }
 
 #[test]
@@ -220,6 +253,8 @@ fn cpu_profile_prints() {
             summary.counts.get(kind).copied().unwrap_or(0) > 0,
             "{file}: no {kind} events: {summary:?}"
         );
+        // Without labels the samples are the JDK's, field for field.
+        assert_eq!(read_positionally(&path, &[kind]), 0, "{file}");
     }
 }
 

@@ -443,3 +443,80 @@ fn redirects_are_not_followed() {
     // One request per batch: a redirect is not retried either.
     assert!(requests.len() as u64 >= refused.len() as u64);
 }
+
+/// Issue 31: a server that accepts and never answers (a TCP listener on
+/// 127.0.0.1 that holds every connection). No chunk reaches it; every one
+/// closed is counted dropped, in the totals and, with its reason, in the
+/// file's `flightrec.PyroscopeUpload` events.
+#[test]
+fn a_server_that_never_answers_has_every_chunk_counted_dropped() {
+    let _one = ONE_RECORDING.lock().unwrap_or_else(|e| e.into_inner());
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in listener.incoming() {
+            held.push(s); // never read, never answered
+        }
+    });
+    let dir = testkit::temp_dir("pyroscope_hung");
+    let out = dir.join("local.jfr");
+    let upload = PyroscopeConfig::new(&url)
+        .unwrap()
+        .app("hung")
+        .unwrap()
+        .period(Duration::from_millis(200))
+        .unwrap()
+        .queue_limits(3, 64 << 20)
+        .unwrap()
+        .retries(1, Duration::from_millis(100))
+        .unwrap()
+        // Longer than the test: the request in flight never ends by itself.
+        .timeout(Duration::from_secs(60))
+        .unwrap()
+        .stop_timeout(Duration::from_millis(500));
+    let tick = EventTypeBuilder::new("test.HungTick")
+        .field("n", FieldKind::I64)
+        .build()
+        .unwrap();
+    let rec = Recording::start(
+        RecordingConfig::new(&out)
+            .settings(Settings::new())
+            .pyroscope(upload),
+    )
+    .unwrap();
+    let id = rec.id();
+    for n in 0..2000 {
+        tick.commit_values(&[Value::Int(n)]);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let t = std::time::Instant::now();
+    rec.stop().unwrap();
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    let totals = flightrec::pyroscope::finished_totals(id).unwrap();
+    let local = testkit::summary(&out);
+    assert!(local.chunks >= 5, "{} chunks", local.chunks);
+    assert_eq!(local.counts.get("test.HungTick").copied(), Some(2000));
+    assert_eq!(
+        (totals.uploads, totals.chunks_uploaded),
+        (0, 0),
+        "{totals:?}"
+    );
+    assert_eq!(totals.chunks_dropped, local.chunks, "{totals:?}");
+    let outcomes = outcomes(&out);
+    let in_file: u64 = outcomes
+        .iter()
+        .map(|o| {
+            let outcome = o["outcome"].as_str().unwrap();
+            assert!(outcome.starts_with("dropped: "), "{o}");
+            if outcome == "dropped: stop deadline" {
+                assert!(
+                    o["error"].as_str().unwrap().contains("did not answer"),
+                    "{o}"
+                );
+            }
+            o["chunks"].as_u64().unwrap()
+        })
+        .sum();
+    assert_eq!(in_file, local.chunks, "{outcomes:?}");
+}

@@ -23,7 +23,10 @@
 //! constructor returns at once and the program runs as if it were absent.
 //! The library also defines `pthread_create` ([`thread_hook`]), so while a
 //! recording samples, each new thread is sampled from its first
-//! instruction.
+//! instruction. It defines `sigaction`, `signal`, `bsd_signal`,
+//! `sysv_signal` and `sigset` too ([`interpose`]): when the program sets
+//! its own disposition for the sampling signal, the timers move to another
+//! signal first, so the program's handler never receives one of them.
 //!
 //! # The boundary
 //!
@@ -40,6 +43,7 @@
 
 pub mod commit;
 pub mod error;
+pub mod interpose;
 mod layout;
 pub mod recording;
 pub mod thread_hook;

@@ -94,10 +94,13 @@ fn event(
     )
 }
 
-/// `long contextId`, after the JDK's fields of the sample events: the label
-/// set the sampled thread was in (0 for none), the field Pyroscope's JFR
-/// parser reads to attach per-request labels.
-fn context_id() -> FieldDesc {
+/// `long contextId`, after the JDK's fields of the sample events when
+/// [`builtin_types_for`] is asked for it: the label set the sampled thread
+/// was in (0 for none), the field Pyroscope's JFR parser reads to attach
+/// per-request labels. Not the JDK's: readers that read the samples field
+/// by field in the JDK's order (async-profiler's converter) misread every
+/// record after the first one that has it (see docs/pyroscope-events.md).
+pub fn context_id() -> FieldDesc {
     FieldDesc::annotated(
         "contextId",
         T::LONG,
@@ -194,8 +197,28 @@ fn method_time(name: &'static str, label_text: &'static str, which: &'static str
     )
 }
 
-/// Every built-in type, in declaration order.
+/// Every built-in type, in declaration order: the `jdk.*` types field for
+/// field as JDK 25 defines them.
 pub fn builtin_types() -> Vec<TypeDesc> {
+    builtin_types_for(false)
+}
+
+/// [`builtin_types`], with [`context_id`] appended to `jdk.ExecutionSample`
+/// and `jdk.CPUTimeSample` if `context_ids` (samples that carry the label
+/// set of their thread, for Pyroscope).
+pub fn builtin_types_for(context_ids: bool) -> Vec<TypeDesc> {
+    let mut all = jdk_and_own_types();
+    if context_ids {
+        for t in &mut all {
+            if t.id == T::EXECUTION_SAMPLE || t.id == T::CPU_TIME_SAMPLE {
+                t.fields.to_mut().push(context_id());
+            }
+        }
+    }
+    all
+}
+
+fn jdk_and_own_types() -> Vec<TypeDesc> {
     let mut all = vec![
         // --- primitives ---
         class(T::BOOLEAN, "boolean"),
@@ -355,7 +378,6 @@ pub fn builtin_types() -> Vec<TypeDesc> {
                 stack_trace(),
                 FieldDesc::annotated("state", T::THREAD_STATE, vec![label("Thread State")])
                     .pooled_field(),
-                context_id(),
             ],
             vec![label("Method Profiling Sample"), category(PROFILING)],
             vec![ENABLED, PERIOD],
@@ -378,7 +400,6 @@ pub fn builtin_types() -> Vec<TypeDesc> {
                     ],
                 ),
                 FieldDesc::annotated("biased", T::BOOLEAN, vec![label("Biased")]),
-                context_id(),
             ],
             vec![label("CPU Time Method Sample"), category(PROFILING)],
             vec![ENABLED, THROTTLE, WITH_STACK],
@@ -457,8 +478,16 @@ pub fn builtin_types() -> Vec<TypeDesc> {
             "jdk.DataLoss",
             vec![
                 start_time(),
-                FieldDesc::annotated("amount", T::LONG, vec![label("Amount"), BYTES]),
-                FieldDesc::annotated("total", T::LONG, vec![label("Total"), BYTES]),
+                FieldDesc::annotated(
+                    "amount",
+                    T::LONG,
+                    vec![label("Amount"), Annotation::Unsigned, BYTES],
+                ),
+                FieldDesc::annotated(
+                    "total",
+                    T::LONG,
+                    vec![label("Total"), Annotation::Unsigned, BYTES],
+                ),
             ],
             vec![label("Data Loss"), category(FLIGHT_RECORDER)],
             vec![ENABLED_ON],

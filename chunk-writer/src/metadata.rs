@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use crate::builtin::builtin_types;
+use crate::builtin::builtin_types_for;
 use crate::encode::Sink;
 use crate::record::{begin_record, end_record};
 use crate::schema::{Annotation, FieldDesc, TypeDesc};
@@ -170,12 +170,18 @@ impl Default for Metadata {
 impl Metadata {
     /// The built-in types only.
     pub fn builtin() -> Self {
+        Self::builtin_for(false)
+    }
+
+    /// The built-in types only, the samples with `contextId` if
+    /// `context_ids` (see [`builtin_types_for`]).
+    pub fn builtin_for(context_ids: bool) -> Self {
         let mut m = Self {
             types: Vec::new(),
             by_id: HashMap::new(),
             by_name: HashMap::new(),
         };
-        for t in builtin_types() {
+        for t in builtin_types_for(context_ids) {
             m.insert(t);
         }
         debug_assert!(m.types.iter().all(|t| m.check(t).is_ok()));

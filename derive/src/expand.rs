@@ -12,6 +12,9 @@
 //!     }
 //!     // The most bytes the fields take, from their kinds (`None`: a string).
 //!     const FIELDS_MAX_LEN: Option<usize> = P::FieldKind::max_len_of(&[<u64 as P::FieldValue>::KIND, ..]);
+//!     // Encoded in place, in the write section, only if every field's type
+//!     // is the recorder's own; else through the thread's scratch.
+//!     const BUILTIN_FIELDS: Option<P::BuiltinEncoder> = P::BuiltinEncoder::all(&[<u64 as P::FieldValue>::BUILTIN, ..]);
 //!     fn write_fields(&self, w: &mut P::FieldWriter<'_>) {
 //!         <&'a str as P::FieldValue>::write(&self.path, w); // per recorded field
 //!     }
@@ -274,6 +277,10 @@ fn generate(input: &DeriveInput, c: &ContainerAttrs, fields: &[RecordedField<'_>
         let ty = f.ty;
         quote_spanned!(ty.span()=> <#ty as #p::FieldValue>::KIND)
     });
+    let builtins = fields.iter().map(|f| {
+        let ty = f.ty;
+        quote_spanned!(ty.span()=> <#ty as #p::FieldValue>::BUILTIN)
+    });
     let w = if fields.is_empty() {
         format_ident!("_w")
     } else {
@@ -285,6 +292,9 @@ fn generate(input: &DeriveInput, c: &ContainerAttrs, fields: &[RecordedField<'_>
         impl #impl_generics #p::Event for #ident #ty_generics #where_clause {
             const FIELDS_MAX_LEN: ::core::option::Option<usize> =
                 #p::FieldKind::max_len_of(&[#(#kinds),*]);
+
+            const BUILTIN_FIELDS: ::core::option::Option<#p::BuiltinEncoder> =
+                #p::BuiltinEncoder::all(&[#(#builtins),*]);
 
             #[inline]
             fn event_type() -> &'static #p::EventType {

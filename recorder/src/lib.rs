@@ -102,9 +102,20 @@ pub mod __thread_hook {
     pub use crate::sampler::birth::{Start, create};
 }
 
+/// The program's `sigaction` family, for the C library's interposers (see
+/// `sampler::claim`'s docs): claim a signal before the C library's own
+/// function sets it.
+#[cfg(not(flightrec_loom))]
+#[doc(hidden)]
+pub mod __signal_hook {
+    pub use crate::sampler::claim::take;
+    pub use crate::signals::{Sigaction, real_sigaction};
+}
+
 /// Paths used by `#[derive(Event)]`'s generated code.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::event::field::BuiltinEncoder;
     pub use crate::{
         ContentType, DefaultSettings, Event, EventKind, EventType, EventTypeInfo, FieldInfo,
         FieldKind, FieldValue, FieldWriter,

@@ -13,8 +13,40 @@
 //! Invariant: a handler installed here has `SA_SIGINFO` and an empty mask,
 //! and [`call`] calls a replaced handler with the signature its own
 //! `sa_flags` say it has.
+//!
+//! The C library (`capi`) defines `sigaction` itself, to see the program's
+//! own dispositions (`crate::sampler`'s `claim`): [`query`] and [`install`]
+//! call the C library's through [`real_sigaction`], never that one.
 
 use std::io;
+
+use crate::sync::{AtomicUsize, Ordering};
+
+/// `sigaction`'s signature.
+pub type Sigaction =
+    unsafe extern "C" fn(libc::c_int, *const libc::sigaction, *mut libc::sigaction) -> libc::c_int;
+
+/// The C library's `sigaction`: the next definition after the object that
+/// holds this code (`dlsym(RTLD_NEXT)`), so never an interposer of the
+/// same object; `libc::sigaction` if there is none (a static executable).
+/// Looked up once; async-signal-safe after the first call (the recorder
+/// makes that call when it installs a handler, before any program's
+/// handler could call it).
+pub fn real_sigaction() -> Sigaction {
+    static REAL: AtomicUsize = AtomicUsize::new(0);
+    let mut f = REAL.load(Ordering::Acquire);
+    if f == 0 {
+        // SAFETY: RTLD_NEXT with a NUL-terminated name.
+        f = unsafe { libc::dlsym(libc::RTLD_NEXT, c"sigaction".as_ptr()) } as usize;
+        if f == 0 {
+            f = libc::sigaction as Sigaction as usize;
+        }
+        REAL.store(f, Ordering::Release);
+    }
+    // SAFETY: `f` is a `sigaction` of the C library (found by name above),
+    // whose signature is `Sigaction`.
+    unsafe { std::mem::transmute::<usize, Sigaction>(f) }
+}
 
 /// An all-zero `sigaction`: `SIG_DFL`, no flags, an empty mask.
 fn zeroed() -> libc::sigaction {
@@ -26,7 +58,7 @@ fn zeroed() -> libc::sigaction {
 pub(crate) fn query(signal: libc::c_int) -> io::Result<libc::sigaction> {
     let mut current = zeroed();
     // SAFETY: a null new action only queries; `current` is a valid out-pointer.
-    if unsafe { libc::sigaction(signal, std::ptr::null(), &mut current) } != 0 {
+    if unsafe { real_sigaction()(signal, std::ptr::null(), &mut current) } != 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(current)
@@ -48,7 +80,7 @@ pub(crate) fn install(
     unsafe { libc::sigemptyset(&mut action.sa_mask) };
     let mut prev = zeroed();
     // SAFETY: both pointers are valid `sigaction`s; the kernel fills `prev`.
-    if unsafe { libc::sigaction(signal, &action, &mut prev) } != 0 {
+    if unsafe { real_sigaction()(signal, &action, &mut prev) } != 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(prev)

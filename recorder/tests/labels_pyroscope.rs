@@ -369,7 +369,10 @@ fn without_the_pyroscope_shape_cpu_samples_stay_cpu_time_samples_only() {
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = flightrec_testkit::temp_dir("labels_plain");
     let out = dir.join("plain.jfr");
+    // Labels in the samples without Pyroscope's shape.
+    labels::set_in_samples(true);
     let rec = Recording::start(RecordingConfig::new(&out).settings(settings_cpu())).unwrap();
+    labels::set_in_samples(false);
     let id = std::thread::Builder::new()
         .name("label-plain".into())
         .spawn(|| {
@@ -396,7 +399,8 @@ fn without_the_pyroscope_shape_cpu_samples_stay_cpu_time_samples_only() {
     assert!(parsed.event_settings.is_empty());
 }
 
-/// A one-chunk file of the built-in metadata and the records `events` writes.
+/// A one-chunk file of the built-in metadata (the samples with `contextId`,
+/// as with Pyroscope's shape on) and the records `events` writes.
 fn chunk_with(events: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
     use chunk_writer::{ChunkEnd, ChunkStart, ChunkWriter, Metadata};
     let start = ChunkStart {
@@ -405,7 +409,8 @@ fn chunk_with(events: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
         ticks_per_second: 1_000_000_000,
     };
     let mut w = ChunkWriter::begin(std::io::Cursor::new(Vec::new()), start).unwrap();
-    w.write_metadata(&Metadata::builtin(), 1, 0).unwrap();
+    w.write_metadata(&Metadata::builtin_for(true), 1, 0)
+        .unwrap();
     let mut buf = Vec::new();
     events(&mut buf);
     w.write_events(&buf).unwrap();

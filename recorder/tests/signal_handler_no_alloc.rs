@@ -235,6 +235,9 @@ fn sampling_handler_never_allocates_even_on_a_fresh_thread() {
     settings
         .set("jdk.CPUTimeSample", "throttle", "1ms")
         .unwrap();
+    // The samples carry `contextId` (checked below for the labelled
+    // threads).
+    recorder::labels::set_in_samples(true);
     let recording = Recording::start(RecordingConfig::new(&out).settings(settings)).unwrap();
 
     ARMED.store(true, Ordering::SeqCst);

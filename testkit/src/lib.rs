@@ -36,6 +36,12 @@
 //! can parse and still crash one printer: JDK 25's plain `jfr print` throws
 //! on arrays of primitives or strings (see `docs/jfr-format.md`).
 //!
+//! It must also read through the readers of [`readers`]: the samples,
+//! allocations and locks field by field in the JDK's order with `int` keys
+//! ([`positional`], async-profiler's way), and every constant-pool
+//! reference resolved in its own chunk by the `jfrs` crate and by
+//! flightrec's reader.
+//!
 //! # Also
 //!
 //! [`child`]: tests that re-execute their binary to run a child test (a
@@ -47,6 +53,8 @@
 
 pub mod child;
 pub mod measure;
+pub mod positional;
+pub mod readers;
 pub mod receiver;
 pub mod samples;
 
@@ -513,6 +521,9 @@ impl Jdk {
         {
             return;
         }
+        // Readers besides the JDK's: the positional reader, `jfrs` and
+        // flightrec's, every reference resolved in its chunk.
+        readers::assert_readable(path);
         for command in PRINT_COMMANDS {
             let mut args: Vec<&OsStr> = command.iter().map(OsStr::new).collect();
             args.push(path.as_os_str());

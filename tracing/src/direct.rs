@@ -20,10 +20,13 @@
 //! as does anything else (a conversion, a skipped field, a value out of
 //! order).
 //!
-//! `Debug` values are formatted into the thread's scratch text, inside the
-//! recorder's write section: a `Debug` impl that records a flightrec event
-//! gets that event dropped as reentrant (and counted), and one that panics
-//! closes the section as it unwinds (the recorder's guard).
+//! `Debug` values are formatted into the thread's scratch text. The whole
+//! visit is a `commit_fields` writer, which the recorder runs before the
+//! thread's write section, into its own scratch (`recorder::event::scratch`):
+//! a `Debug` impl that blocks stalls no rotation; one that records a
+//! flightrec event needing that scratch (a `tracing` event, a user field)
+//! gets it dropped as reentrant (and counted), one of built-in fields is
+//! written; one that panics has its event counted as panicked.
 //!
 //! Invariant: when [`Direct::finish`] returns `Some`, exactly one value of
 //! each `kinds[i]`, in order, was written after the implicit fields.

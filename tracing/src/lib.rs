@@ -44,10 +44,11 @@
 //!   captured for a type whose `stackTrace` is off.
 //! * Field types are fixed at first use; names are sanitized into Java
 //!   identifiers. Both rules are spelled out below.
-//! * An event's values are encoded into the recorder's buffer as `tracing`
-//!   visits them, `Debug` ones formatted there: an event recorded from
-//!   inside a `Debug` impl while it formats (flightrec's or `tracing`'s,
-//!   through this layer) may be dropped, counted as a reentrant loss.
+//! * An event's values are encoded as `tracing` visits them, `Debug` ones
+//!   formatted there, into the recorder's per-thread scratch before its
+//!   write section: an event recorded from inside a `Debug` impl while it
+//!   formats (one through this layer, or with a user field) is dropped,
+//!   counted as a reentrant loss.
 //!
 //! # Settings
 //!

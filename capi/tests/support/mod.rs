@@ -105,4 +105,5 @@ pub(crate) fn run_ok(cmd: &mut Command) -> Output {
 }
 
 /// The samples per method of `jfr view cpu-time-hot-methods`, in order.
+#[allow(unused_imports)] // not every test binary reads a view
 pub(crate) use flightrec_testkit::view_rows as hot_methods;

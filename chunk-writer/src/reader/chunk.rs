@@ -37,6 +37,7 @@ use super::event::{EventRecord, decode_event};
 use super::input::Record;
 use super::metadata::{MetadataRecord, read_metadata};
 use super::pools::{PoolSet, read_pools};
+use super::refs::{Unresolved, UnresolvedLog};
 use crate::header::{ChunkHeader, HEADER_LEN, MAJOR};
 use crate::types::TypeId;
 
@@ -106,7 +107,7 @@ pub fn read_recording(bytes: &[u8]) -> Result<RecordingFile, ReadError> {
     let mut chunks = Vec::new();
     let mut at = 0;
     loop {
-        let (chunk, end) = read_chunk(bytes, at, &mut budget)?;
+        let (chunk, end, _) = read_chunk_at(bytes, at, &mut budget, true)?;
         chunks.push(chunk);
         if end >= bytes.len() {
             return Ok(RecordingFile { chunks });
@@ -115,12 +116,72 @@ pub fn read_recording(bytes: &[u8]) -> Result<RecordingFile, ReadError> {
     }
 }
 
+/// The references of one chunk that do not resolve (see
+/// [`check_references`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChunkReferences {
+    /// File offset of the chunk.
+    pub offset: u64,
+    /// Its metadata (to name the types of [`unresolved`](Self::unresolved)).
+    pub metadata: MetadataRecord,
+    /// Events in the chunk.
+    pub events: u64,
+    /// References, from events and from constants, to keys the chunk does
+    /// not define (key 0, null, is not one).
+    pub unresolved: UnresolvedLog,
+}
+
+impl ChunkReferences {
+    /// `java.lang.Thread id 2 (used by jdk.ThreadEnd)`.
+    pub fn describe(&self, r: &Unresolved) -> String {
+        let name = |t: TypeId| {
+            self.metadata
+                .class(t)
+                .map_or_else(|| format!("type {}", t.0), |c| c.name.to_string())
+        };
+        format!(
+            "{} id {} (used by {})",
+            name(r.type_id),
+            r.key,
+            name(r.used_by)
+        )
+    }
+}
+
+/// Reads every chunk of `bytes` as [`read_recording`] does, without keeping
+/// the events, and returns per chunk the constant-pool references that do
+/// not resolve in it: a reader resolves a reference only in its own chunk.
+pub fn check_references(bytes: &[u8]) -> Result<Vec<ChunkReferences>, ReadError> {
+    let mut budget = Budget::new();
+    let mut chunks = Vec::new();
+    let mut at = 0;
+    loop {
+        let (chunk, end, events) = read_chunk_at(bytes, at, &mut budget, false)?;
+        let mut unresolved = chunk.pools.unresolved().clone();
+        unresolved.absorb(&events.1);
+        chunks.push(ChunkReferences {
+            offset: chunk.offset,
+            metadata: chunk.metadata,
+            events: events.0,
+            unresolved,
+        });
+        if end >= bytes.len() {
+            return Ok(chunks);
+        }
+        at = end;
+    }
+}
+
 /// Reads the chunk at `start`; returns it and its end offset.
-fn read_chunk(
+/// Reads the chunk at `start`: the chunk (its events only if `keep`), its
+/// end, and how many events it has with the unresolved references they
+/// hold.
+pub(super) fn read_chunk_at(
     buf: &[u8],
     start: usize,
     budget: &mut Budget,
-) -> Result<(ChunkRecord, usize), ReadError> {
+    keep: bool,
+) -> Result<(ChunkRecord, usize, (u64, UnresolvedLog)), ReadError> {
     let at = start as u64;
     let available = buf.len().saturating_sub(start);
     let bytes = buf.get(start..).unwrap_or_default();
@@ -173,6 +234,7 @@ fn read_chunk(
 
     let mut decoder = Decoder::new(&metadata, Refs::Resolved(&pools), budget);
     let mut events = Vec::new();
+    let mut count = 0;
     let mut skipped_records = 0;
     let mut pos = start + HEADER_LEN;
     while pos < end {
@@ -181,12 +243,19 @@ fn read_chunk(
         match rec.type_id {
             0 | 1 => {}
             id => match metadata.class(TypeId(id)).filter(|c| c.is_event()) {
-                Some(class) => events.push(decode_event(rec, class, &mut decoder)?),
+                Some(class) => {
+                    let event = decode_event(rec, class, &mut decoder)?;
+                    count += 1;
+                    if keep {
+                        events.push(event);
+                    }
+                }
                 None => skipped_records += 1,
             },
         }
         pos = next;
     }
+    let unresolved = std::mem::take(&mut decoder.unresolved);
     let chunk = ChunkRecord {
         offset: at,
         header,
@@ -195,5 +264,5 @@ fn read_chunk(
         events,
         skipped_records,
     };
-    Ok((chunk, end))
+    Ok((chunk, end, (count, unresolved)))
 }

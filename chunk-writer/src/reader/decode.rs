@@ -32,6 +32,7 @@ use super::error::ReadError;
 use super::input::{Input, RawStr};
 use super::metadata::{ClassRecord, FieldRecord, Kind, MetadataRecord};
 use super::pools::PoolSet;
+use super::refs::{Unresolved, UnresolvedLog};
 use super::value::{Object, Value};
 use crate::types::TypeId;
 
@@ -86,6 +87,10 @@ pub(crate) struct Decoder<'a> {
     /// The `java.lang.String` class, for string encoding 2.
     string_type: Option<TypeId>,
     budget: &'a mut Budget,
+    /// The type of the value being decoded ([`Unresolved::used_by`]).
+    owner: TypeId,
+    /// References the resolved pools do not define.
+    pub(crate) unresolved: UnresolvedLog,
 }
 
 impl<'a> Decoder<'a> {
@@ -97,7 +102,15 @@ impl<'a> Decoder<'a> {
             refs,
             string_type,
             budget,
+            owner: TypeId(0),
+            unresolved: UnresolvedLog::default(),
         }
+    }
+
+    /// Names `owner` as the type of the values decoded next (an event
+    /// type), for the unresolved references they hold.
+    pub(crate) fn set_owner(&mut self, owner: TypeId) {
+        self.owner = owner;
     }
 
     /// True if `type_id` is declared.
@@ -228,10 +241,22 @@ impl<'a> Decoder<'a> {
         })
     }
 
-    fn pool_ref(&self, type_id: TypeId, key: u64) -> Value {
+    fn pool_ref(&mut self, type_id: TypeId, key: u64) -> Value {
         match self.refs {
             Refs::Raw => Value::Ref { type_id, key },
-            Refs::Resolved(pools) => pools.get(type_id, key).cloned().unwrap_or(Value::Null),
+            Refs::Resolved(pools) => match pools.get(type_id, key) {
+                Some(v) => v.clone(),
+                None => {
+                    if key != 0 {
+                        self.unresolved.note(Unresolved {
+                            type_id,
+                            key,
+                            used_by: self.owner,
+                        });
+                    }
+                    Value::Null
+                }
+            },
         }
     }
 }

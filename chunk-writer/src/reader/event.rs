@@ -70,6 +70,7 @@ pub(crate) fn decode_event(
     decoder: &mut Decoder<'_>,
 ) -> Result<EventRecord, ReadError> {
     let mut body = rec.body;
+    decoder.set_owner(class.id);
     let fields = decoder.fields(&mut body, &class.fields, 0)?;
     Ok(EventRecord {
         offset: rec.start as u64,

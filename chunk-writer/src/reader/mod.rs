@@ -15,10 +15,12 @@ mod follow;
 mod input;
 mod metadata;
 mod pools;
+mod refs;
+mod scan;
 mod tree;
 mod value;
 
-pub use chunk::{ChunkRecord, RecordingFile, read_recording};
+pub use chunk::{ChunkRecord, ChunkReferences, RecordingFile, check_references, read_recording};
 pub use decode::{MAX_NESTING, MAX_REF_DEPTH, ZERO_WIDTH_BUDGET};
 pub use error::ReadError;
 pub use event::EventRecord;
@@ -27,4 +29,6 @@ pub use metadata::{
     AnnotationRecord, ClassRecord, FieldRecord, MetadataRecord, RegionRecord, SettingRecord,
 };
 pub use pools::{CheckpointRecord, PoolSet};
+pub use refs::{Unresolved, UnresolvedLog};
+pub use scan::{ChunkExtent, ChunkScan, RecordCount, chunk_extent, read_chunk, scan_chunk};
 pub use value::{Object, Value};

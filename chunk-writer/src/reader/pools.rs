@@ -42,6 +42,7 @@ use super::decode::{Budget, Decoder, MAX_REF_DEPTH, Refs};
 use super::error::ReadError;
 use super::input::Record;
 use super::metadata::MetadataRecord;
+use super::refs::{Unresolved, UnresolvedLog};
 use super::value::{Object, Value};
 use crate::header::HEADER_LEN;
 use crate::types::TypeId;
@@ -71,6 +72,8 @@ pub struct CheckpointRecord {
 pub struct PoolSet {
     entries: HashMap<PoolKey, Value>,
     checkpoints: Vec<CheckpointRecord>,
+    /// References from one constant to a key the chunk does not define.
+    unresolved: UnresolvedLog,
 }
 
 impl PoolSet {
@@ -100,6 +103,12 @@ impl PoolSet {
     /// The checkpoints of the chain, in file order.
     pub fn checkpoints(&self) -> &[CheckpointRecord] {
         &self.checkpoints
+    }
+
+    /// References from constants to keys the chunk does not define (each
+    /// resolved to [`Value::Null`]); key 0 (null) is not one.
+    pub fn unresolved(&self) -> &UnresolvedLog {
+        &self.unresolved
     }
 }
 
@@ -193,6 +202,7 @@ impl GrowingPools {
             raw: &self.raw,
             done: &mut self.pools.entries,
             active: HashSet::new(),
+            unresolved: &mut self.pools.unresolved,
         };
         for &key in &order {
             resolver.key(key, 0);
@@ -272,6 +282,8 @@ struct Resolver<'r> {
     /// Entries being resolved on the current path: a reference to one of
     /// them closes a cycle.
     active: HashSet<PoolKey>,
+    /// References to undefined keys.
+    unresolved: &'r mut UnresolvedLog,
 }
 
 impl Resolver<'_> {
@@ -289,20 +301,32 @@ impl Resolver<'_> {
             };
         }
         self.active.insert(key);
-        let v = self.value(raw, depth + 1);
+        let v = self.value(raw, depth + 1, key.0);
         self.active.remove(&key);
         self.done.insert(key, v.clone());
         v
     }
 
-    fn value(&mut self, v: &Value, depth: usize) -> Value {
+    /// Resolves `v`, part of a constant of type `owner`.
+    fn value(&mut self, v: &Value, depth: usize, owner: TypeId) -> Value {
         match v {
-            Value::Ref { type_id, key } => self.key((*type_id, *key), depth),
+            Value::Ref { type_id, key } => {
+                let target = (*type_id, *key);
+                if *key != 0 && !self.raw.contains_key(&target) && !self.done.contains_key(&target)
+                {
+                    self.unresolved.note(Unresolved {
+                        type_id: *type_id,
+                        key: *key,
+                        used_by: owner,
+                    });
+                }
+                self.key(target, depth)
+            }
             Value::Object(o) => {
                 let fields = o
                     .fields
                     .iter()
-                    .map(|(name, v)| (name.clone(), self.value(v, depth)))
+                    .map(|(name, v)| (name.clone(), self.value(v, depth, owner)))
                     .collect();
                 Value::Object(Arc::new(Object {
                     type_id: o.type_id,
@@ -311,7 +335,7 @@ impl Resolver<'_> {
                 }))
             }
             Value::Array(items) => {
-                Value::Array(items.iter().map(|v| self.value(v, depth)).collect())
+                Value::Array(items.iter().map(|v| self.value(v, depth, owner)).collect())
             }
             other => other.clone(),
         }

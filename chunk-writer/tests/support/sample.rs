@@ -143,7 +143,6 @@ fn events(chunk: u64) -> Vec<u8> {
         out.put_varint(1 + i % 3); // thread
         out.put_varint(1 + i % 3); // stack trace
         out.put_varint(constants::thread_state::RUNNABLE.0);
-        out.put_i64(0); // contextId
         end_record(&mut out, r);
     }
     let r = begin_record(&mut out, TypeId::CPU_INFORMATION);

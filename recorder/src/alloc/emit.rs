@@ -37,13 +37,14 @@ use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
 /// The first frame of an allocation stack.
 const ALLOC_MARKER: u64 = 0xFFFF_E000_0000_0001;
 
-/// Keys of the allocation classes (far from the frame tables', the timed
-/// sites' `1 << 40` and the panic classes' `1 << 41`).
-const CLASS_KEY_BASE: u64 = 1 << 42;
+/// Keys of the allocation classes: a range of their own (`cpool::keys`).
+const CLASS_KEY_BASE: u64 = crate::cpool::keys::ALLOC_CLASSES;
 
-/// Keys of the `jdk.types.OldObject` constants.
-const OLD_KEY_BASE: u64 = 1 << 43;
-static NEXT_OLD_KEY: AtomicU64 = AtomicU64::new(OLD_KEY_BASE);
+/// Keys of the `jdk.types.OldObject` constants, `OLD_KEY_BASE` plus this
+/// counter modulo the range's width (`cpool::keys`): a key is fresh within
+/// its chunk, which holds far fewer old objects than the range.
+const OLD_KEY_BASE: u64 = crate::cpool::keys::OLD_OBJECTS;
+static NEXT_OLD_KEY: AtomicU64 = AtomicU64::new(0);
 
 /// How often the queue is drained.
 const DRAIN_EVERY: Duration = Duration::from_millis(20);
@@ -326,7 +327,9 @@ pub(crate) fn prepare_old_objects(rt: &Runtime, epoch: u64) -> OldObjects {
                 None => e.thread = 0,
             }
         }
-        let key = NEXT_OLD_KEY.fetch_add(1, Ordering::Relaxed);
+        let key = OLD_KEY_BASE
+            + NEXT_OLD_KEY.fetch_add(1, Ordering::Relaxed)
+                % (crate::cpool::keys::OLD_OBJECTS_END - OLD_KEY_BASE);
         entries.push((e, key));
     }
     OldObjects { entries, heap }

@@ -174,6 +174,9 @@ fn start(args: &[Arg]) -> Result<String, String> {
         return Err("Flush can only be set for recordings that are to disk.".to_owned());
     }
     let mut opts = options::parse(&text.join(",")).map_err(|e| {
+        if let Some(quiet) = without_file_content(&e) {
+            return quiet;
+        }
         let e = e.to_string();
         format!(
             "Could not start recording: {}",
@@ -516,6 +519,27 @@ fn default_file_name(id: Option<u64>) -> String {
     )
 }
 
+/// The reply for an error about what a settings file holds, without
+/// anything of it: `settings=` may name any file the process can read
+/// (`/proc/self/environ`), and the peer must not learn its content. Only
+/// the path (the peer's own words) and the line number are named. `None`
+/// for other errors (built-in sets included), which quote only the option
+/// line the peer sent.
+fn without_file_content(e: &options::OptionError) -> Option<String> {
+    use options::OptionError::{BadSettingsLine, SettingsSyntax};
+    let (BadSettingsLine { path, line, .. } | SettingsSyntax { path, line, .. }) = e else {
+        return None;
+    };
+    if path.to_str().is_some_and(|p| p.starts_with("<built-in ")) {
+        return None;
+    }
+    Some(format!(
+        "Could not start recording: settings file {} line {line} is not a valid settings \
+         line or .jfc element (its content is not shown here)",
+        path.display()
+    ))
+}
+
 fn absolute(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_owned())
 }
@@ -782,6 +806,25 @@ mod tests {
         );
         assert!(execute("JFR.start disk=false flush-interval=1s").is_err());
         assert!(execute("JFR.start report-on-exit=x").is_err());
+    }
+
+    #[test]
+    fn a_settings_file_is_never_echoed_to_the_peer() {
+        let dir = std::env::temp_dir().join(format!("flightrec-jfr-echo-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let lines = dir.join("secret.settings");
+        std::fs::write(&lines, "SECRETKEY=hunter2\n").unwrap();
+        let bad_value = dir.join("value.settings");
+        std::fs::write(&bad_value, "jdk.X#threshold=hunter2\n").unwrap();
+        let xml = dir.join("secret.jfc");
+        std::fs::write(&xml, "<configuration><SECRETKEY hunter2=\"1\"/>").unwrap();
+        for f in [&lines, &bad_value, &xml] {
+            let e = execute(&format!("JFR.start settings={}", f.display())).unwrap_err();
+            assert!(!e.contains("SECRETKEY") && !e.contains("hunter2"), "{e}");
+            assert!(e.contains(&f.display().to_string()), "{e}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

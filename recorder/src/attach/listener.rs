@@ -1,16 +1,31 @@
 //! The attach socket and the thread that serves it: set-up (temporary
-//! name, `0600`, owner, rename), the `SO_PEERCRED` check, and one
-//! connection at a time under the deadlines of [`super::protocol`].
+//! name, `0600`, owner, rename), the `SO_PEERCRED` check, and the
+//! connections, read side by side under the deadlines of
+//! [`super::protocol`].
+//!
+//! # Many clients, none holding the others
+//!
+//! One thread `poll(2)`s the listening socket and every connection whose
+//! request is still arriving (at most [`MAX_PENDING`], each non-blocking,
+//! each with its own [`REQUEST_DEADLINE`]). Bytes are gathered per
+//! connection; a request is answered as soon as it is whole, whatever the
+//! other connections do. A connection that has not sent its whole request
+//! by its deadline is closed; when [`MAX_PENDING`] are waiting, the one
+//! nearest its deadline is closed to take the next. So silent or slow
+//! clients cost a real `jcmd` nothing but the time to answer the requests
+//! that did arrive.
 //!
 //! Invariant: at most one listener per process, recorded in [`LISTENING`]
 //! with the pid that made it; a forked child (which has no listener
-//! thread) may start its own and never removes its parent's socket.
+//! thread) may start its own and never removes its parent's socket. The
+//! thread blocks only in `poll` (bounded by the nearest deadline), in
+//! answering one whole request, or in writing its reply (with a timeout).
 
 use std::io::{self, Read};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::protocol::{self, FrameError, REPLY_TIMEOUT, REQUEST_DEADLINE, Request};
 use crate::sync::{AtomicU64, Mutex, Ordering};
@@ -19,6 +34,8 @@ use crate::sync::{AtomicU64, Mutex, Ordering};
 static LISTENING: Mutex<u32> = Mutex::new(0);
 /// Connections refused by the peer check.
 static REFUSED: AtomicU64 = AtomicU64::new(0);
+/// The most connections whose requests are read side by side.
+pub(crate) const MAX_PENDING: usize = 64;
 
 /// The socket `jcmd` connects to: `/tmp/.java_pid<pid>`.
 pub fn socket_path() -> PathBuf {
@@ -79,26 +96,165 @@ fn bind(path: &std::path::Path) -> io::Result<UnixListener> {
     Ok(listener)
 }
 
-/// The listener thread: accepts forever; one connection at a time.
-fn serve(listener: UnixListener) {
-    loop {
-        match listener.accept() {
-            Ok((stream, _)) => {
-                // A panic answering one client must not end the listener.
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    handle(stream);
-                }));
+/// A connection whose request is still arriving.
+struct Pending {
+    stream: UnixStream,
+    bytes: Vec<u8>,
+    deadline: Instant,
+}
+
+/// What the bytes gathered so far make.
+enum Gathered {
+    /// Not a whole request yet.
+    More,
+    /// A whole request, or a frame error to answer.
+    Done(Result<protocol::Request, FrameError>),
+}
+
+impl Pending {
+    /// Reads what has arrived (the stream is non-blocking).
+    fn read(&mut self) -> Gathered {
+        let mut buf = [0u8; 4096];
+        loop {
+            match (&self.stream).read(&mut buf) {
+                Ok(0) => {
+                    // The client is done sending: whatever we have is all.
+                    return Gathered::Done(protocol::read_request(&self.bytes[..]));
+                }
+                Ok(n) => {
+                    self.bytes.extend_from_slice(&buf[..n]);
+                    if self.bytes.len() > protocol::MAX_REQUEST {
+                        return Gathered::Done(Err(FrameError::TooLarge));
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Gathered::Done(Err(FrameError::Io(e))),
             }
-            // Out of descriptors or memory: back off instead of spinning.
-            Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+        }
+        match protocol::read_request(&self.bytes[..]) {
+            // A prefix reads as truncated: wait for the rest.
+            Err(FrameError::Empty | FrameError::Malformed(_)) => Gathered::More,
+            done => Gathered::Done(done),
         }
     }
 }
 
-/// Serves one connection: peer check, request, reply, close.
-fn handle(stream: UnixStream) {
-    match peer(&stream) {
-        Some((uid, gid)) if peer_allowed(uid, gid) => {}
+/// The listener thread: forever, `poll`s the socket and the connections
+/// still sending, answers each whole request, closes the late ones.
+fn serve(listener: UnixListener) {
+    if listener.set_nonblocking(true).is_err() {
+        return serve_one_at_a_time(listener);
+    }
+    let mut pending: Vec<Pending> = Vec::new();
+    loop {
+        let now = Instant::now();
+        let wait = pending
+            .iter()
+            .map(|p| p.deadline.saturating_duration_since(now))
+            .min()
+            .map_or(-1, |d| {
+                libc::c_int::try_from(d.as_millis() + 1).unwrap_or(libc::c_int::MAX)
+            });
+        let mut fds: Vec<libc::pollfd> = std::iter::once(listener.as_raw_fd())
+            .chain(pending.iter().map(|p| p.stream.as_raw_fd()))
+            .map(|fd| libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        // SAFETY: `fds` is a valid array of `fds.len()` pollfds that
+        // outlives the call.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, wait) };
+        if n < 0 {
+            // EINTR, or out of memory: back off instead of spinning.
+            std::thread::sleep(Duration::from_millis(10));
+            continue;
+        }
+        // Requests first, then deadlines: a request that arrived while
+        // another was answered is not dropped as late.
+        let mut ready = fds[1..].iter().map(|f| f.revents != 0);
+        pending.retain_mut(|p| {
+            if !ready.next().unwrap_or(false) {
+                return true;
+            }
+            match p.read() {
+                Gathered::More => true,
+                Gathered::Done(r) => {
+                    finish(&p.stream, r);
+                    false
+                }
+            }
+        });
+        let now = Instant::now();
+        pending.retain(|p| p.deadline > now);
+        if fds[0].revents != 0 {
+            accept_all(&listener, &mut pending);
+        }
+    }
+}
+
+/// Takes every connection waiting on the socket: refused peers are closed,
+/// the others join `pending` (closing the one nearest its deadline when
+/// [`MAX_PENDING`] already wait).
+fn accept_all(listener: &UnixListener, pending: &mut Vec<Pending>) {
+    loop {
+        let stream = match listener.accept() {
+            Ok((stream, _)) => stream,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+            // Out of descriptors or memory: back off instead of spinning.
+            Err(_) => {
+                std::thread::sleep(Duration::from_millis(10));
+                return;
+            }
+        };
+        if !peer_checked(&stream) || stream.set_nonblocking(true).is_err() {
+            continue;
+        }
+        if pending.len() >= MAX_PENDING
+            && let Some(at) = pending
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, p)| p.deadline)
+                .map(|(at, _)| at)
+        {
+            pending.swap_remove(at);
+        }
+        pending.push(Pending {
+            stream,
+            bytes: Vec::new(),
+            deadline: Instant::now() + REQUEST_DEADLINE,
+        });
+    }
+}
+
+/// Answers a whole request (or its frame error) and closes.
+fn finish(stream: &UnixStream, request: Result<Request, FrameError>) {
+    let (status, text) = match request {
+        Ok(r) => {
+            // A panic answering one client must not end the listener.
+            match std::panic::catch_unwind(|| answer(&r)) {
+                Ok(a) => a,
+                Err(_) => (-1, "flightrec: internal error\n".to_owned()),
+            }
+        }
+        Err(FrameError::Empty) => return,
+        Err(FrameError::Io(_)) => return, // reset: nobody to tell
+        Err(e) => (-1, format!("{e}\n")),
+    };
+    if stream.set_nonblocking(false).is_err() {
+        return;
+    }
+    let _ = stream.set_write_timeout(Some(REPLY_TIMEOUT));
+    let _ = protocol::write_reply(stream, status, &text);
+}
+
+/// Whether the peer may attach; the first refusal is named on stderr.
+fn peer_checked(stream: &UnixStream) -> bool {
+    match peer(stream) {
+        Some((uid, gid)) if peer_allowed(uid, gid) => true,
         other => {
             if REFUSED.fetch_add(1, Ordering::Relaxed) == 0 {
                 let uid = other.map_or_else(|| "unknown".to_owned(), |(u, _)| u.to_string());
@@ -107,18 +263,26 @@ fn handle(stream: UnixStream) {
                      (only the process's own user or root may attach)"
                 );
             }
-            return;
+            false
         }
     }
-    let request = read_request(&stream, Instant::now() + REQUEST_DEADLINE);
-    let (status, text) = match request {
-        Ok(r) => answer(&r),
-        Err(FrameError::Empty) => return,
-        Err(FrameError::Io(_)) => return, // timed out or reset: nobody to tell
-        Err(e) => (-1, format!("{e}\n")),
-    };
-    let _ = stream.set_write_timeout(Some(REPLY_TIMEOUT));
-    let _ = protocol::write_reply(&stream, status, &text);
+}
+
+/// The fallback if the socket cannot be made non-blocking: one
+/// connection at a time, each under its deadline.
+#[cold]
+fn serve_one_at_a_time(listener: UnixListener) {
+    loop {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                if peer_checked(&stream) {
+                    let request = read_request(&stream, Instant::now() + REQUEST_DEADLINE);
+                    finish(&stream, request);
+                }
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
 }
 
 /// The answer to `r`: (status, text).
@@ -188,7 +352,9 @@ fn peer_allowed(uid: u32, gid: u32) -> bool {
     uid == 0 || (uid == euid && gid == egid)
 }
 
-extern "C" fn remove_socket_at_exit() {
+/// Removes the socket if this process made it (at exit, and before a
+/// `FLIGHTREC` process ends by a terminating signal).
+pub(crate) extern "C" fn remove_socket_at_exit() {
     let _ = std::panic::catch_unwind(|| {
         // Only the process that made it (not a forked child). `try_lock`:
         // exit must not wait on a `listen` another thread is in.
@@ -240,9 +406,43 @@ mod tests {
     fn a_silent_client_is_dropped_at_the_deadline() {
         let (a, _b) = UnixStream::pair().unwrap();
         let t = Instant::now();
-        let r = read_request(&a, Instant::now() + std::time::Duration::from_millis(200));
+        let r = read_request(&a, Instant::now() + Duration::from_millis(200));
         assert!(matches!(r, Err(FrameError::Io(_))), "{r:?}");
-        assert!(t.elapsed() < std::time::Duration::from_secs(2));
+        assert!(t.elapsed() < Duration::from_secs(2));
+    }
+
+    #[test]
+    fn silent_clients_do_not_hold_a_whole_request() {
+        let dir = std::env::temp_dir().join(format!("flightrec-listener-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("sock");
+        let listener = UnixListener::bind(&path).unwrap();
+        std::thread::spawn(move || serve(listener));
+        let silent: Vec<UnixStream> = (0..20)
+            .map(|_| UnixStream::connect(&path).unwrap())
+            .collect();
+        // One more sends half a request and stalls.
+        let mut slow = UnixStream::connect(&path).unwrap();
+        std::io::Write::write_all(&mut slow, b"1\0getver").unwrap();
+        let t = Instant::now();
+        let mut s = UnixStream::connect(&path).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        std::io::Write::write_all(&mut s, b"1\0getversion\0options\0\0\0").unwrap();
+        let mut reply = String::new();
+        s.read_to_string(&mut reply).unwrap();
+        assert_eq!(reply, "0\n2 streaming");
+        // Well inside one request deadline: nobody waited for the silent.
+        assert!(t.elapsed() < REQUEST_DEADLINE, "{:?}", t.elapsed());
+        // The silent ones are closed at their deadline, without a reply.
+        let mut first = &silent[0];
+        first
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut rest = Vec::new();
+        assert_eq!(first.read_to_end(&mut rest).unwrap(), 0);
+        drop(silent);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

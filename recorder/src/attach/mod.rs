@@ -43,19 +43,24 @@
 //!
 //! # Bounds
 //!
-//! One connection is served at a time, on the listener's own thread (the
-//! program's threads never wait for it). A request must arrive whole
-//! within [`protocol::REQUEST_DEADLINE`] and be at most
-//! [`protocol::MAX_REQUEST`] bytes; anything else (a huge size, missing
-//! NULs, bytes that are not UTF-8, an unknown version) gets an error reply
-//! or is closed, and the listener takes the next connection. The reply is
-//! written with a timeout too. So a client holds the listener at most a few
-//! seconds and no request costs more than a fixed amount of memory; a
-//! panic while answering is caught and answered as an error.
+//! Connections are served by the listener's own thread (the program's
+//! threads never wait for it), side by side: it `poll`s every connection
+//! whose request is still arriving (at most [`listener::MAX_PENDING`]) and
+//! answers each request as soon as it is whole, so silent or slow clients
+//! cannot keep a `jcmd` waiting. A request must arrive whole within
+//! [`protocol::REQUEST_DEADLINE`] and be at most [`protocol::MAX_REQUEST`]
+//! bytes; anything else (a huge size, missing NULs, bytes that are not
+//! UTF-8, an unknown version) gets an error reply or is closed. The reply
+//! is written with a timeout too. So no request costs more than a fixed
+//! amount of memory; a panic while answering is caught and answered as an
+//! error. An error about a settings file a `JFR.start` names quotes
+//! nothing of the file (only its path and line): the peer may name any
+//! file the process can read.
 //!
-//! Invariant: the listener thread only ever blocks in `accept` or on one
-//! connection with a deadline, so it answers the next `jcmd` whatever the
-//! previous client did.
+//! Invariant: the listener thread only ever blocks in `poll` (until the
+//! nearest deadline), answering one whole request, or writing its reply
+//! with a timeout, so it answers the next `jcmd` whatever other clients
+//! do.
 //!
 //! # Commands
 //!
@@ -87,6 +92,7 @@ mod listener;
 mod protocol;
 mod sigquit;
 
+pub(crate) use listener::remove_socket_at_exit as remove_socket;
 pub use listener::{listen, socket_path};
 pub use sigquit::listen_on_sigquit;
 

@@ -6,7 +6,8 @@
 //! initialisation and no destructor-state check on the hot path. `GUARD`
 //! owns the attachment: touched once, when the thread attaches (cold), so
 //! its destructor is registered then; when the thread exits it seals the
-//! thread's block, so the events of an exiting thread reach the file.
+//! thread's block, so the events of an exiting thread reach the file, and
+//! frees the thread's encoding scratch ([`crate::event::scratch`]).
 //!
 //! ```text
 //!  SLOT: null ──first event: attach──► slot ──GUARD's destructor──► EXITED
@@ -24,6 +25,7 @@ use std::cell::Cell;
 use std::ptr::NonNull;
 
 use crate::buffer::slot::ThreadSlot;
+use crate::recording::loss::LossCause;
 use crate::runtime::Runtime;
 use crate::sync::{Arc, Ordering};
 
@@ -35,6 +37,9 @@ struct Guard;
 
 impl Drop for Guard {
     fn drop(&mut self) {
+        // The scratch of the thread's user encoders (see
+        // `event::scratch`): the slot's exit below ends the thread's emits.
+        crate::event::scratch::release();
         let Ok(p) = SLOT.try_with(|s| s.replace(EXITED)) else {
             return;
         };
@@ -53,10 +58,35 @@ impl Drop for Guard {
 /// The exit of the thread owning `slot` (its guard's destructor): marks its
 /// thread constant exited in the current epoch, seals its block.
 pub(crate) fn exit(rt: &Runtime, slot: &ThreadSlot) {
+    if slot.in_section() {
+        left_inside_section(rt, slot);
+        return;
+    }
     rt.threads
         .exited(slot.thread_key, rt.epoch.load(Ordering::Relaxed));
     slot.retire(&rt.pool);
     rt.pool.wakeup.notify_one();
+}
+
+/// The guard is destroyed while its thread is inside a write section: the
+/// thread is leaving from within the event's encoding, by `exit()` (which
+/// runs the calling thread's destructors first) or `pthread_exit`, called
+/// from a signal handler that interrupted the commit or from a user
+/// encoder. Neither returns, so the section would never close and every
+/// later rotation would wait for it: it is closed here, and the half-written
+/// event (above `committed`, never drained) is counted as
+/// [`LossCause::ThreadExiting`].
+///
+/// Nothing else is done, and no lock is taken: the interrupted commit may
+/// hold the pool's or the thread registry's. The block stays published and
+/// the slot registered, so the recorder drains the thread's committed
+/// events as a live thread's (a thread leaving this way is not announced
+/// as ended).
+#[cold]
+fn left_inside_section(rt: &Runtime, slot: &ThreadSlot) {
+    if slot.abandon_section() {
+        rt.losses.record(LossCause::ThreadExiting, 0);
+    }
 }
 
 /// Registers a writer slot for the thread with constant key `key`.

@@ -45,6 +45,7 @@ use std::collections::VecDeque;
 use super::block::Block;
 #[cfg(not(flightrec_loom))]
 use super::slab::Slabs;
+use crate::recording::loss::LossCause;
 use crate::sync::{AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
 
 /// Sealed bytes that make the recorder thread drain (unless a quarter of the
@@ -104,6 +105,10 @@ pub(crate) struct BufferPool {
     /// The newest epoch a seal may flip to (see
     /// [`Self::chunks_finished_before`]); 0 until the recorder says.
     flip_limit: AtomicU64,
+    /// No block is handed out for this epoch or a later one (see
+    /// [`Self::close_from`]); `u64::MAX` while a recording runs. Changed
+    /// under `free`'s lock, read under it.
+    closed_from: AtomicU64,
     /// Every block ever allocated (to free them when the pool drops).
     all: Mutex<Vec<BlockPtr>>,
     /// Where their bytes come from (under loom, each block's own box).
@@ -130,6 +135,7 @@ impl BufferPool {
             fresh_rotate_at: AtomicU64::new(u64::MAX),
             fresh_flip_at: AtomicU64::new(u64::MAX),
             flip_limit: AtomicU64::new(0),
+            closed_from: AtomicU64::new(u64::MAX),
             all: Mutex::new(Vec::new()),
             #[cfg(not(flightrec_loom))]
             slabs: Mutex::new(Slabs::default()),
@@ -141,15 +147,54 @@ impl BufferPool {
         self.block_size
     }
 
-    /// A free block tagged with `epoch`, or `None` if the pool is exhausted.
+    /// A free block tagged with `epoch`, or `None` if the pool is exhausted
+    /// or closed for `epoch` ([`Self::close_from`]; see
+    /// [`Self::refusal_cause`]).
     #[cold]
     pub(crate) fn acquire(&self, epoch: u64) -> Option<BlockPtr> {
-        let block = match self.free.lock().pop() {
+        let popped = {
+            let mut free = self.free.lock();
+            // Relaxed: changed under this lock only.
+            if epoch >= self.closed_from.load(Ordering::Relaxed) {
+                return None;
+            }
+            free.pop()
+        };
+        let block = match popped {
             Some(b) => b,
             None => self.allocate()?,
         };
         block.get().set_epoch(epoch);
         Some(block)
+    }
+
+    /// Hands out no block for `epoch` or a later one: the last stop, before
+    /// its last flip (to `epoch`), so that no event lands in a block no
+    /// chunk will drain. Under `free`'s lock, before the flip: a writer that
+    /// loaded the flipped epoch takes that lock after this (its load cannot
+    /// read a flip that a lock it held before ordered after it), so it sees
+    /// the pool closed. Recorder thread.
+    pub(crate) fn close_from(&self, epoch: u64) {
+        let _free = self.free.lock();
+        self.closed_from.store(epoch, Ordering::Relaxed);
+    }
+
+    /// Hands out blocks for every epoch again (a recording starts).
+    pub(crate) fn reopen(&self) {
+        let _free = self.free.lock();
+        self.closed_from.store(u64::MAX, Ordering::Relaxed);
+    }
+
+    /// Why [`Self::acquire`] just refused a block for `epoch`: the pool
+    /// was closed for it by the last stop, or every block is in use.
+    #[cold]
+    pub(crate) fn refusal_cause(&self, epoch: u64) -> LossCause {
+        let _free = self.free.lock();
+        if epoch >= self.closed_from.load(Ordering::Relaxed) {
+            LossCause::RecordingStopped
+        } else {
+            LossCause::PoolExhausted
+        }
     }
 
     fn allocate(&self) -> Option<BlockPtr> {

@@ -30,19 +30,26 @@
 //!
 //! # Reentrancy
 //!
-//! A signal handler (or a `Drop` inside field evaluation) that emits while the
-//! thread is already inside a section finds `section != 0` and drops its
-//! event, counted as [`LossCause::Reentrant`], instead of interleaving bytes
-//! with the half-written event.
+//! A signal handler that emits while the thread is already inside a
+//! section finds `section != 0` and drops its event, counted as
+//! [`LossCause::Reentrant`], instead of interleaving bytes with the
+//! half-written event.
+//!
+//! # No user code
+//!
+//! Only the recorder's own encoders run inside a section: an event with a
+//! user's encoder (`FieldValue::write`, `write_fields`, a `commit_fields`
+//! writer) is encoded before it, into the thread's scratch, and copied in
+//! (see [`crate::event::scratch`]). A section therefore closes in bounded
+//! time whatever the program's encoders do (block, sleep, exit), which is
+//! what lets the rotation's wait for open sections end.
 //!
 //! # Unwinding
 //!
-//! The record's encoding runs user code (`FieldValue::write`), which may
-//! panic. The section is then closed by a guard that only unwinding reaches
-//! (see [`OpenSection`]): the event is dropped and counted as
-//! [`LossCause::Panicked`], and the thread's later events are written as
-//! usual. A section is therefore never left open by a thread that has
-//! left `emit`, which is what lets the rotation's wait for open sections end.
+//! Should a record's encoding panic all the same, the section is closed by
+//! a guard that only unwinding reaches (see [`OpenSection`]): the event is
+//! dropped and counted as [`LossCause::Panicked`], and the thread's later
+//! events are written as usual.
 //!
 //! # Constant tags
 //!
@@ -242,8 +249,8 @@ impl ThreadSlot {
             crate::sync::fence(Ordering::SeqCst);
         }
         let epoch = epoch_word.load(Ordering::Relaxed);
-        // Closes the section if the record's encoding unwinds (user code runs
-        // inside it: `FieldValue::write`); forgotten on the normal path.
+        // Closes the section if the record's encoding unwinds; forgotten on
+        // the normal path.
         let unwinding = OpenSection { slot: self, losses };
         let result = self.write(epoch, epoch_word, pool, losses, record);
         std::mem::forget(unwinding);
@@ -313,7 +320,7 @@ impl ThreadSlot {
         if !ready {
             block = self.block_with_room(current, max, epoch, epoch_word, pool);
             if block.is_null() {
-                return dropped(losses, LossCause::PoolExhausted);
+                return dropped(losses, pool.refusal_cause(epoch));
             }
             word = BlockPtr(block).get().committed_word();
         }
@@ -382,7 +389,7 @@ impl ThreadSlot {
         // Missing, of an older epoch, or full.
         let fresh = self.fresh_block(epoch, epoch_word, pool);
         if fresh.is_null() {
-            return dropped(losses, LossCause::PoolExhausted);
+            return dropped(losses, pool.refusal_cause(epoch));
         }
         // SAFETY: `fresh_block` acquired `fresh` for this thread and
         // published it as the owner's; the section guard rules out
@@ -454,6 +461,14 @@ impl ThreadSlot {
             self.exited.store(1, Ordering::Relaxed);
         }
         block
+    }
+
+    /// Closes the section of an owner that is leaving the process or its
+    /// thread from inside it (see [`crate::buffer::local::exit`]); true if
+    /// it was open. Owner only, on its exit path.
+    pub(crate) fn abandon_section(&self) -> bool {
+        // Release: a rotation that reads 0 sees the committed position.
+        self.section.swap(0, Ordering::Release) != 0
     }
 
     /// True once the owner exited.

@@ -83,7 +83,7 @@ fn timed_method(_site: usize) -> Option<String> {
 /// frame (`stackTrace.topApplicationFrame`, as `memory-leaks-by-site`
 /// groups by): the classes of Rust's standard library, of shared
 /// objects and unknown frames have none.
-const APP_LOADER: u64 = 1 << 39;
+const APP_LOADER: u64 = super::keys::APP_LOADER;
 
 /// True if frames of `class` are the program's (see [`APP_LOADER`]).
 fn is_application_class(class: &str) -> bool {
@@ -151,6 +151,10 @@ impl FrameTables {
     fn key(&mut self) -> u64 {
         let k = self.next_key;
         self.next_key += 1;
+        debug_assert!(
+            k < super::keys::FRAME_KEYS_END,
+            "frame table key {k} out of range"
+        );
         k
     }
 

@@ -1,6 +1,7 @@
 //! Constant pools: threads, stack traces, the class/method model, and the
 //! synthetic classes known only by name.
 
+pub(crate) mod keys;
 pub(crate) mod methods;
 #[cfg(not(flightrec_loom))]
 pub(crate) mod named_classes;

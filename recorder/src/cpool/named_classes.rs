@@ -1,9 +1,10 @@
 //! Synthetic classes known only by name: the panic locations
 //! (`recording::panics`), the lock names (`lock::record`) and the
 //! allocation classes (`alloc::emit`). Each kind keeps one
-//! [`NamedClasses`] with a key range of its own: class `i` has key
-//! `base + 2i` and its name symbol `base + 2i + 1`, far from the frame
-//! tables' keys (counted from 1) and from each other's ranges.
+//! [`NamedClasses`] with a key range of its own (`cpool::keys`, all below
+//! 2^31): class `i` has key `base + 2i` and its name symbol `base + 2i + 1`,
+//! apart from the frame tables' keys (counted from 1) and from each
+//! other's ranges.
 //!
 //! Invariant: a name's index never changes once given (the list only
 //! grows), so a key handed to an event stays valid; each chunk defines

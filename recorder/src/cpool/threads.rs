@@ -183,6 +183,25 @@ impl ThreadRegistry {
         self.threads.lock().by_key.get(&key).map(|t| t.tags.clone())
     }
 
+    /// The tags of `key`, defining it again as thread `os_tid` named `name`
+    /// if it was pruned: for the `jdk.ThreadEnd` of a thread that marked
+    /// itself exited (its thread-local destructor) chunks before the
+    /// lifecycle poll saw it gone. The entry comes back live and not under
+    /// `os_tid` (which a new thread may have taken); the caller marks it
+    /// [`exited`](Self::exited) once its event is committed, so it is
+    /// written in the event's chunk and pruned after, as any other.
+    pub(crate) fn tags_or_restore(&self, key: u64, os_tid: i64, name: &str) -> Arc<ThreadTags> {
+        let mut t = self.threads.lock();
+        let info = t.by_key.entry(key).or_insert_with(|| ThreadInfo {
+            name: name.to_owned(),
+            os_tid,
+            exited_in: None,
+            named_by_owner: true,
+            tags: Arc::new(ThreadTags::default()),
+        });
+        info.tags.clone()
+    }
+
     /// Tags `key` with `epoch` (see the module docs): for a writer that
     /// references a thread other than its own and holds no [`ThreadTags`]
     /// of it. Takes the registry's lock.
@@ -303,4 +322,33 @@ pub(crate) fn current_thread_name() -> String {
     std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
         .map(|s| s.trim_end().to_owned())
         .unwrap_or_else(|_| format!("thread-{tid}"))
+}
+
+#[cfg(all(test, not(flightrec_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pruned_key_is_defined_again_for_its_last_event() {
+        let reg = ThreadRegistry::new();
+        let key = reg.key_for_tid(4242, || "worker".to_owned());
+        // The thread marks itself exited in epoch 3; chunk 4 is finished
+        // and prunes it.
+        reg.exited(key, 3);
+        reg.prune_exited_before(4);
+        assert!(reg.tags_of(key).is_none());
+        // Its ThreadEnd, written in epoch 6, brings the key back and tags
+        // it, so chunk 6 writes the thread.
+        let tags = reg.tags_or_restore(key, 4242, "worker");
+        tags.tag(6);
+        assert_eq!(reg.tagged(6), vec![key]);
+        // The same tags while it lives; a new thread with the id gets a new
+        // key (the restored one is not live under it).
+        assert!(Arc::ptr_eq(&tags, &reg.tags_or_restore(key, 4242, "x")));
+        assert_ne!(reg.key_for_tid(4242, || "next".to_owned()), key);
+        // Marked exited after the event, it is pruned after its chunk.
+        reg.exited(key, 6);
+        reg.prune_exited_before(7);
+        assert!(reg.tags_of(key).is_none());
+    }
 }

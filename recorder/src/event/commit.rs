@@ -18,11 +18,22 @@
 //! keys too large to pre-encode, a full block, a value that does not fit)
 //! is out of line, so it is neither inlined into nor speculated on by
 //! every commit.
+//!
+//! That path is for fields the recorder encodes itself (each field's type
+//! carries [`BuiltinEncoder`], which `#[derive(Event)]` sums up as
+//! [`Event::BUILTIN_FIELDS`]). Every other event (a user's `FieldValue`, a
+//! hand-written `write_fields`, a `commit_fields` writer) is encoded before
+//! its write section into the thread's scratch, checked, and copied in (see
+//! [`super::scratch`]): no user code ever runs inside a section.
 
 use std::marker::PhantomData;
 
 use super::descriptor::EventType;
-use super::field::{FieldKind, FieldValue, FieldWriter};
+use super::field::{BuiltinEncoder, FieldKind, FieldValue, FieldWriter};
+use super::refs::Refs;
+use super::scratch::{self, Encoded};
+use chunk_writer::encode::Sink;
+
 use super::sink::{Packed, RecordSink};
 use crate::buffer::encode::Encode;
 use crate::buffer::local;
@@ -48,6 +59,14 @@ pub trait Event {
     /// it once.
     #[doc(hidden)]
     const FIELDS_MAX_LEN: Option<usize> = None;
+
+    /// [`BuiltinEncoder`] if every field's type is one of the recorder's own
+    /// (`#[derive(Event)]` declares it from its fields' types): the event
+    /// is then encoded in place, inside the thread's write section. `None`
+    /// (a hand-written `write_fields`, a user's `FieldValue`) encodes it
+    /// into the thread's scratch first (see [`crate::event::scratch`]).
+    #[doc(hidden)]
+    const BUILTIN_FIELDS: Option<BuiltinEncoder> = None;
 
     /// True if an event committed now would be written: lets a caller skip
     /// computing expensive fields. One load.
@@ -195,6 +214,11 @@ pub(crate) fn commit_span(
 /// The fields of one event after the implicit ones: a trait rather than a
 /// closure so they are forced inline into the encoder.
 pub(crate) trait Fields {
+    /// True if `write` is the recorder's own code and is encoded in place,
+    /// inside the write section; false (user code) encodes the fields into
+    /// the thread's scratch first (see [`crate::event::scratch`]).
+    const IN_SECTION: bool = false;
+
     /// Writes the fields, in declared order. False abandons the record:
     /// none of it is committed (a writer that checks values as it goes,
     /// see `EventType::commit_fields`); every other writer returns true.
@@ -225,6 +249,7 @@ struct EventFields<'a, E: ?Sized>(&'a E);
 
 impl<E: Event + ?Sized> Fields for EventFields<'_, E> {
     const MAX_LEN: Option<usize> = E::FIELDS_MAX_LEN;
+    const IN_SECTION: bool = E::BUILTIN_FIELDS.is_some();
 
     #[inline(always)]
     fn write(&self, w: &mut FieldWriter<'_>) -> bool {
@@ -244,6 +269,9 @@ pub(crate) fn emit(
     duration: Option<i64>,
     fields: &impl Fields,
 ) -> bool {
+    if !fields_in_section(fields) {
+        return emit_via_scratch(ty, word, start, duration, fields);
+    }
     let rt = runtime::enabled(word);
     let Some(slot) = local::current_slot(rt) else {
         thread_exiting(rt);
@@ -274,6 +302,124 @@ pub(crate) fn emit(
         slot.emit(&rt.epoch, &rt.pool, &rt.losses, &record),
         Emitted::Written(n) if n > 0
     )
+}
+
+/// `F::IN_SECTION`, of a value at hand (a constant: the branch is resolved
+/// at compile time).
+#[inline(always)]
+fn fields_in_section<F: Fields + ?Sized>(_: &F) -> bool {
+    F::IN_SECTION
+}
+
+/// [`emit`] of fields the recorder does not encode itself: encoded into the
+/// thread's scratch with no section open, checked against the type's
+/// kinds, then copied into the thread's block inside the section (see
+/// [`crate::event::scratch`]).
+#[inline(never)]
+fn emit_via_scratch<F: Fields + ?Sized>(
+    ty: &'static EventType,
+    word: EnabledWord,
+    start: i64,
+    duration: Option<i64>,
+    fields: &F,
+) -> bool {
+    let rt = runtime::enabled(word);
+    let Some(slot) = local::current_slot(rt) else {
+        thread_exiting(rt);
+        return false;
+    };
+    // SAFETY: as in `emit`.
+    let slot = unsafe { slot.as_ref() };
+    let Some(mut lent) = scratch::lend() else {
+        // A nested emit (from the encoder, or a signal handler that
+        // interrupted it) while the scratch holds another record.
+        rt.losses.record(LossCause::Reentrant, 0);
+        return false;
+    };
+    let unwinding = EncoderUnwinding(&rt.losses);
+    let encoded = lent.encode(
+        slot.thread_key,
+        rt.pool.block_size(),
+        || ty.info.fields.iter().map(|f| f.kind),
+        |w| fields.write(w),
+    );
+    std::mem::forget(unwinding);
+    let n = match encoded {
+        Encoded::Done(n) => n,
+        Encoded::Abandoned => return false,
+        Encoded::Invalid => return dropped(rt, LossCause::InvalidEncoding),
+        Encoded::TooLarge => return dropped(rt, LossCause::TooLarge),
+    };
+    // The encoder may have taken any time: an event whose type was switched
+    // off meanwhile (its recording stopped) was never committed to it.
+    if ty.enabled_word().is_none() {
+        return false;
+    }
+    let keys = if word.stack_trace() {
+        stack_keys(rt, slot)
+    } else {
+        Keys {
+            packed: slot.thread_no_stack,
+            stack: 0,
+        }
+    };
+    let (bytes, refs) = lent.fields(n);
+    let record = EventRecord {
+        ty,
+        start,
+        duration,
+        rt,
+        slot,
+        keys,
+        fields: &Copied { rt, bytes, refs },
+    };
+    matches!(
+        slot.emit(&rt.epoch, &rt.pool, &rt.losses, &record),
+        Emitted::Written(n) if n > 0
+    )
+}
+
+#[cold]
+#[inline(never)]
+fn dropped(rt: &runtime::Runtime, cause: LossCause) -> bool {
+    rt.losses.record(cause, 0);
+    false
+}
+
+/// Counts an event whose encoder unwound (no section was open: the scratch
+/// goes back by its own guard). Forgotten once the encoder returns.
+struct EncoderUnwinding<'a>(&'a crate::recording::loss::Losses);
+
+impl Drop for EncoderUnwinding<'_> {
+    #[cold]
+    fn drop(&mut self) {
+        self.0.record(LossCause::Panicked, 0);
+    }
+}
+
+/// Fields encoded and checked in the scratch, copied into the block inside
+/// the section, where the constants they reference are tagged.
+struct Copied<'a> {
+    rt: &'a runtime::Runtime,
+    bytes: &'a [u8],
+    refs: &'a Refs,
+}
+
+impl Fields for Copied<'_> {
+    const IN_SECTION: bool = true;
+
+    #[inline]
+    fn write(&self, w: &mut FieldWriter<'_>) -> bool {
+        let at = w.enc.position();
+        w.enc.put_slice(self.bytes);
+        self.refs.tag(self.rt, w.epoch, &mut w.enc, at);
+        true
+    }
+
+    #[inline]
+    fn max_len(&self) -> Option<usize> {
+        Some(self.bytes.len())
+    }
 }
 
 /// The keys of an event that captures a stack trace, captured now. Out of
@@ -371,6 +517,7 @@ impl<F: Fields + ?Sized> Encode for EventRecord<'_, F> {
             ),
             epoch,
             own_thread: self.slot.thread_key,
+            refs: None,
         };
         if !self.fields.write(&mut w) {
             // Abandoned: nothing is committed; the bytes written past the
@@ -532,6 +679,7 @@ impl StackTrace {
 
 impl FieldValue for StackTrace {
     const KIND: FieldKind = FieldKind::StackTrace;
+    const BUILTIN: Option<BuiltinEncoder> = BuiltinEncoder::YES;
     #[inline]
     fn write(&self, w: &mut FieldWriter<'_>) {
         w.stack_key(self.key, self.epoch);
@@ -558,6 +706,7 @@ impl ThreadRef {
 
 impl FieldValue for ThreadRef {
     const KIND: FieldKind = FieldKind::Thread;
+    const BUILTIN: Option<BuiltinEncoder> = BuiltinEncoder::YES;
     #[inline]
     fn write(&self, w: &mut FieldWriter<'_>) {
         w.thread_key(self.0);

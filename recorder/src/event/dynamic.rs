@@ -23,9 +23,13 @@
 //! up, which abandons the record (the C ABI checks and encodes an all-scalar
 //! event in this one pass). Like [`Event::commit`](crate::Event::commit), an
 //! instant commit settles every setting with one compare of the settings
-//! word; a type with no string field has a bound on its record, summed from
-//! its kinds when it is built, so its commit checks the thread's block for
-//! room once and runs the writer once.
+//! word.
+//!
+//! A writer and a [`ValueSource`] are code the recorder does not own: they
+//! run before the thread's write section, into its scratch, and what they
+//! wrote is checked against the declared kinds before it is copied in (see
+//! [`crate::event::scratch`]); a record that does not match is dropped and
+//! counted as [`LossCause::InvalidEncoding`].
 
 use std::borrow::Cow;
 use std::time::Duration;
@@ -389,15 +393,15 @@ impl EventType {
     /// [`FieldWriter`] method of its kind (the one the kind's
     /// [`FieldValue`] impl uses), exactly as [`Event::write_fields`] does,
     /// and return true; or return false, having found a value it will not
-    /// write, to abandon the event (nothing of it is kept). Nothing checks
-    /// what it writes: a record written otherwise does not match the type's
-    /// metadata, and JFR tools cannot read the file past it. `write` runs
-    /// only if the type is enabled, inside the thread's write section: it
-    /// must not commit an event itself (that one would be dropped as
-    /// reentrant) nor capture a stack. It may run twice (again in a fresh
-    /// block when the first was full), except for a type with no string
-    /// field: its record's size is bounded by its kinds, the block is
-    /// checked for room once, and `write` runs once.
+    /// write, to abandon the event (nothing of it is kept). What it wrote
+    /// is checked against the declared kinds: a missing, extra or
+    /// malformed value drops the event, counted as
+    /// [`LossCause::InvalidEncoding`]. `write` runs only if the type is
+    /// enabled, before the thread's write section (into its scratch), so it
+    /// may block or commit events of built-in fields without stalling the
+    /// recorder; an event it commits that needs the scratch too is dropped
+    /// as reentrant. It runs twice for a record larger than the scratch's
+    /// first size (4 KiB), once it has grown.
     ///
     /// Returns true if the event was written; false if the type is
     /// disabled, the event was dropped (counted as a loss) or `write`

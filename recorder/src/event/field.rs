@@ -3,13 +3,23 @@
 //! A [`FieldValue`] knows its JFR kind at compile time (`KIND`), so a derived
 //! event type's static description is a constant, and writes itself through
 //! a [`FieldWriter`] without allocating.
+//!
+//! The recorder's own impls (numbers, strings, times, [`crate::ThreadRef`],
+//! [`crate::StackTrace`]) carry a [`BuiltinEncoder`] token, which nothing outside
+//! the crate can make: an event whose fields all carry it is encoded in
+//! place, inside the thread's write section. Any other encoder is user code
+//! and runs before the section, into the thread's scratch, where what it
+//! wrote is checked against the declared kinds (see
+//! [`crate::event::scratch`]).
 
+use std::ptr::NonNull;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use chunk_writer::encode::{MAX_VARINT_LEN, Sink};
 use chunk_writer::schema::{Annotation, DataAmountUnit, TimespanUnit, TimestampUnit};
 use chunk_writer::types::TypeId;
 
+use super::refs::Refs;
 use super::sink::RecordSink;
 
 /// The JFR type of a field.
@@ -189,10 +199,43 @@ impl ContentType {
 pub struct FieldWriter<'a> {
     pub(crate) enc: RecordSink<'a>,
     /// The epoch of the write section the record is encoded in: constants
-    /// the fields reference are tagged with it.
+    /// the fields reference are tagged with it. [`SCRATCH_EPOCH`] while
+    /// the fields are encoded into the thread's scratch, before the section.
     pub(crate) epoch: u64,
     /// The writer's own thread key (tagged by its slot).
     pub(crate) own_thread: u64,
+    /// While encoding into the scratch: where the constants the fields
+    /// reference are noted, to be tagged in the section (`None` in place).
+    pub(crate) refs: Option<NonNull<Refs>>,
+}
+
+/// The `epoch` of a [`FieldWriter`] encoding into the scratch: no section
+/// is open, so no epoch is known and nothing may be tagged yet.
+pub(crate) const SCRATCH_EPOCH: u64 = u64::MAX;
+
+/// Proof that a [`FieldValue`] impl (or a whole event's fields) is the
+/// recorder's own: only this crate makes one. Encoders with it run inside
+/// the write section, in place; every other encoder runs before it (see
+/// the module docs).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub struct BuiltinEncoder(());
+
+impl BuiltinEncoder {
+    pub(crate) const YES: Option<BuiltinEncoder> = Some(BuiltinEncoder(()));
+
+    /// The token if every one of `of` has it: what `#[derive(Event)]`
+    /// declares as `Event::BUILTIN_FIELDS` from its fields' types.
+    pub const fn all(of: &[Option<BuiltinEncoder>]) -> Option<BuiltinEncoder> {
+        let mut i = 0;
+        while i < of.len() {
+            if of[i].is_none() {
+                return None;
+            }
+            i += 1;
+        }
+        Self::YES
+    }
 }
 
 impl FieldWriter<'_> {
@@ -289,7 +332,7 @@ impl FieldWriter<'_> {
     #[inline(always)]
     pub(crate) fn thread_key(&mut self, key: u64) {
         if key != 0 && key != self.own_thread {
-            tag_other_thread(key, self.epoch);
+            tag_other_thread(key, self.epoch, self.refs);
         }
         self.enc.put_varint(key);
     }
@@ -299,21 +342,42 @@ impl FieldWriter<'_> {
     /// released meanwhile is written as none, counted as dropped.
     #[inline(always)]
     pub(crate) fn stack_key(&mut self, key: u64, tagged_in: u64) {
-        let key = if key != 0 && tagged_in != self.epoch {
-            retag_stack(key, self.epoch)
+        if key != 0 && tagged_in != self.epoch {
+            if let Some(refs) = self.refs {
+                // Written padded to nine bytes, so the section can replace
+                // it by 0 in place if the stack was released meanwhile.
+                note_stack(refs, key, tagged_in, self.enc.position());
+                self.enc.put_varint_fixed9(key);
+                return;
+            }
+            let key = retag_stack(key, self.epoch);
+            self.enc.put_varint(key);
         } else {
-            key
-        };
-        self.enc.put_varint(key);
+            self.enc.put_varint(key);
+        }
     }
 }
 
 #[cold]
 #[inline(never)]
-fn tag_other_thread(key: u64, epoch: u64) {
-    if let Some(rt) = crate::runtime::get() {
-        rt.threads.tag_key(key, epoch);
+fn tag_other_thread(key: u64, epoch: u64, refs: Option<NonNull<Refs>>) {
+    match refs {
+        // SAFETY: a scratch writer's `refs` points to its scratch's list,
+        // lent to this thread for the writer's life (`scratch::Lent`).
+        Some(mut refs) => unsafe { refs.as_mut() }.thread(key),
+        None => {
+            if let Some(rt) = crate::runtime::get() {
+                rt.threads.tag_key(key, epoch);
+            }
+        }
     }
+}
+
+#[cold]
+#[inline(never)]
+fn note_stack(mut refs: NonNull<Refs>, key: u64, tagged_in: u64, at: usize) {
+    // SAFETY: as in `tag_other_thread`.
+    unsafe { refs.as_mut() }.stack(key, tagged_in, at);
 }
 
 #[cold]
@@ -327,15 +391,22 @@ fn retag_stack(key: u64, epoch: u64) -> u64 {
 
 /// A Rust value that can be an event field.
 ///
-/// `write` writes exactly one value of kind `KIND`: a derived event's commit
-/// reserves room for its record from its fields' kinds
-/// ([`FieldKind::max_len`]), and a record that outgrows the room it
-/// reserved is dropped and counted as too large.
+/// `write` writes exactly one value of kind `KIND`, with the
+/// [`FieldWriter`] method of that kind. An impl outside this crate is
+/// called before the thread's write section, into a scratch buffer: it may
+/// take locks, block or commit other events without stalling the recorder,
+/// and what it wrote is checked against `KIND` before the record is copied
+/// into the thread's buffer; a record with a missing, extra or malformed
+/// value is dropped and counted as
+/// [`LossCause::InvalidEncoding`](crate::LossCause::InvalidEncoding).
 pub trait FieldValue {
     /// The JFR kind of the field.
     const KIND: FieldKind;
     /// The content type a field of this Rust type has unless one is given.
     const CONTENT: Option<ContentType> = None;
+    /// Set by the recorder's own impls only (see [`BuiltinEncoder`]); leave it.
+    #[doc(hidden)]
+    const BUILTIN: Option<BuiltinEncoder> = None;
     /// Writes the value.
     fn write(&self, w: &mut FieldWriter<'_>);
 }
@@ -344,6 +415,7 @@ macro_rules! impl_field {
     ($($t:ty => $kind:ident, |$v:ident, $w:ident| $body:expr;)*) => {$(
         impl FieldValue for $t {
             const KIND: FieldKind = FieldKind::$kind;
+            const BUILTIN: Option<BuiltinEncoder> = BuiltinEncoder::YES;
             #[inline]
             fn write(&self, $w: &mut FieldWriter<'_>) {
                 let $v = *self;
@@ -374,6 +446,7 @@ impl_field! {
 /// field for arbitrary text.
 impl FieldValue for char {
     const KIND: FieldKind = FieldKind::Char;
+    const BUILTIN: Option<BuiltinEncoder> = BuiltinEncoder::YES;
     #[inline]
     fn write(&self, w: &mut FieldWriter<'_>) {
         let unit = u16::try_from(u32::from(*self)).unwrap_or(0xFFFD);
@@ -383,6 +456,7 @@ impl FieldValue for char {
 
 impl FieldValue for str {
     const KIND: FieldKind = FieldKind::String;
+    const BUILTIN: Option<BuiltinEncoder> = BuiltinEncoder::YES;
     #[inline]
     fn write(&self, w: &mut FieldWriter<'_>) {
         w.str(self);
@@ -391,6 +465,7 @@ impl FieldValue for str {
 
 impl FieldValue for String {
     const KIND: FieldKind = FieldKind::String;
+    const BUILTIN: Option<BuiltinEncoder> = BuiltinEncoder::YES;
     #[inline]
     fn write(&self, w: &mut FieldWriter<'_>) {
         w.str(self);
@@ -400,6 +475,7 @@ impl FieldValue for String {
 impl<T: FieldValue + ?Sized> FieldValue for &T {
     const KIND: FieldKind = T::KIND;
     const CONTENT: Option<ContentType> = T::CONTENT;
+    const BUILTIN: Option<BuiltinEncoder> = T::BUILTIN;
     #[inline]
     fn write(&self, w: &mut FieldWriter<'_>) {
         (**self).write(w);
@@ -408,6 +484,7 @@ impl<T: FieldValue + ?Sized> FieldValue for &T {
 
 impl FieldValue for Option<&str> {
     const KIND: FieldKind = FieldKind::String;
+    const BUILTIN: Option<BuiltinEncoder> = BuiltinEncoder::YES;
     #[inline]
     fn write(&self, w: &mut FieldWriter<'_>) {
         w.opt_str(*self);
@@ -416,6 +493,7 @@ impl FieldValue for Option<&str> {
 
 impl FieldValue for Option<String> {
     const KIND: FieldKind = FieldKind::String;
+    const BUILTIN: Option<BuiltinEncoder> = BuiltinEncoder::YES;
     #[inline]
     fn write(&self, w: &mut FieldWriter<'_>) {
         w.opt_str(self.as_deref());
@@ -426,6 +504,7 @@ impl FieldValue for Option<String> {
 impl FieldValue for Duration {
     const KIND: FieldKind = FieldKind::I64;
     const CONTENT: Option<ContentType> = Some(ContentType::TimespanNanos);
+    const BUILTIN: Option<BuiltinEncoder> = BuiltinEncoder::YES;
     #[inline]
     fn write(&self, w: &mut FieldWriter<'_>) {
         w.int(i64::try_from(self.as_nanos()).unwrap_or(i64::MAX));
@@ -436,6 +515,7 @@ impl FieldValue for Duration {
 impl FieldValue for SystemTime {
     const KIND: FieldKind = FieldKind::I64;
     const CONTENT: Option<ContentType> = Some(ContentType::TimestampMillis);
+    const BUILTIN: Option<BuiltinEncoder> = BuiltinEncoder::YES;
     #[inline]
     fn write(&self, w: &mut FieldWriter<'_>) {
         let ms = match self.duration_since(UNIX_EPOCH) {
@@ -457,6 +537,7 @@ mod tests {
             enc: RecordSink::begin(&mut buf, Err(1)),
             epoch: 0,
             own_thread: 0,
+            refs: None,
         };
         let before = w.enc.position();
         v.write(&mut w);

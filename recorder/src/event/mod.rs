@@ -1,10 +1,13 @@
 //! Event types and committing events.
 
+pub(crate) mod check;
 pub mod commit;
 pub mod descriptor;
 pub mod dynamic;
 pub mod field;
+pub(crate) mod refs;
 pub(crate) mod registry;
+pub(crate) mod scratch;
 pub(crate) mod sink;
 pub(crate) mod spread;
 #[cfg(not(flightrec_loom))]

@@ -286,7 +286,7 @@ impl Registry {
         {
             let inner = self.inner.lock();
             if let Some((id, m)) = &inner.encoded
-                && *id == metadata_id(inner.types.len())
+                && *id == metadata_id(inner.types.len(), context_ids())
             {
                 return (m.clone(), *id);
             }
@@ -302,7 +302,9 @@ impl Registry {
     /// the number of registered types (which identifies it).
     pub(crate) fn metadata(&self) -> (Metadata, u64) {
         let types = self.types();
-        let mut m = Metadata::builtin();
+        // The samples with `contextId` while the recorder writes it.
+        let context_ids = context_ids();
+        let mut m = Metadata::builtin_for(context_ids);
         for ty in &types {
             let desc = ty.describe(ty.id());
             if let Err(e) = m.add(desc) {
@@ -311,15 +313,24 @@ impl Registry {
                 debug_assert!(false, "registered type rejected by metadata: {e}");
             }
         }
-        (m, metadata_id(types.len()))
+        (m, metadata_id(types.len(), context_ids))
     }
 }
 
-/// The id of the metadata describing the built-in types and the first
-/// `types` registered ones: types are only ever added, so their count
-/// identifies the metadata.
-fn metadata_id(types: usize) -> u64 {
-    types as u64 + 1
+/// Whether the samples carry `contextId` ([`crate::labels`]): never in the
+/// loom models, which have no labels.
+fn context_ids() -> bool {
+    #[cfg(not(flightrec_loom))]
+    return crate::labels::in_samples();
+    #[cfg(flightrec_loom)]
+    false
+}
+
+/// The id of the metadata describing the built-in types (the samples with
+/// `contextId` if `context_ids`) and the first `types` registered ones:
+/// types are only ever added, so their count identifies the metadata.
+fn metadata_id(types: usize, context_ids: bool) -> u64 {
+    types as u64 + 1 + (u64::from(context_ids) << 32)
 }
 
 /// `ty`'s `enabled`, `stackTrace` and, for a duration type, `threshold`

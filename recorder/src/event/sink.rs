@@ -143,6 +143,35 @@ impl<'a> RecordSink<'a> {
         sink
     }
 
+    /// Starts a run of bare field values at the start of `buf`, with no
+    /// record header: an event's fields encoded into the thread's scratch,
+    /// before its write section (see [`crate::event::scratch`]). Closed by
+    /// [`fields_len`](Self::fields_len), never by `finish`.
+    pub(crate) fn begin_fields(buf: &'a mut [u8]) -> Self {
+        Self {
+            fast_below: (buf.len() + 1).saturating_sub(SLACK),
+            buf,
+            pos: 0,
+        }
+    }
+
+    /// The bytes written since [`begin_fields`](Self::begin_fields), or
+    /// `None` if they did not fit.
+    pub(crate) fn fields_len(&self) -> Option<usize> {
+        (self.pos != OVERFLOWED).then_some(self.pos)
+    }
+
+    /// Rewrites the nine bytes at `at`, written by `put_varint_fixed9`
+    /// before the position, as the padded varint of `v`; nothing if the
+    /// sink overflowed (its record is dropped anyway).
+    pub(crate) fn rewrite_fixed9(&mut self, at: usize, v: u64) {
+        if self.pos != OVERFLOWED
+            && let Some(dst) = self.buf.get_mut(at..at + MAX_VARINT_LEN)
+        {
+            dst.copy_from_slice(&encode_varint_fixed9(v));
+        }
+    }
+
     /// Starts an event record: the size slot and type id, the start time
     /// (see [`put_start`](Self::put_start)), the duration if any, and the
     /// thread and stack-trace keys. When the header and keys are

@@ -37,7 +37,15 @@
 //!   beside the JFR in an upload.
 //!
 //! Samples (`jdk.ExecutionSample`, `jdk.CPUTimeSample`) carry the id in
-//! their `contextId` field, the field Pyroscope's JFR parser reads.
+//! their `contextId` field, the field Pyroscope's JFR parser reads, in a
+//! recording that started with labels in samples on: Pyroscope's events
+//! ([`crate::sampler::set_pyroscope_events`]), a Pyroscope upload, or
+//! [`set_in_samples`]. The field is not the JDK's: readers that read the
+//! samples field by field in the JDK's order (async-profiler's converter)
+//! misread the records that have it, so without one of these the samples
+//! are the JDK's, field for field. The choice is made when the recorder
+//! starts and holds until it stops (a chunk's metadata and its records
+//! agree); see `docs/pyroscope-events.md`.
 //!
 //! Opening a scope is control-path work: it takes the table's lock and may
 //! allocate (a new string or set); it never touches the commit path.
@@ -58,8 +66,41 @@ pub(crate) use published::context_of;
 use std::cell::RefCell;
 use std::marker::PhantomData;
 
+use crate::sync::{AtomicBool, Ordering};
+
 /// A thread's label set: (key, value) string ids, sorted by key id.
 type Set = Vec<(i64, i64)>;
+
+/// Asked for by [`set_in_samples`].
+static ASKED: AtomicBool = AtomicBool::new(false);
+
+/// Whether the running recorder's samples carry `contextId` (latched at
+/// its start, [`latch_for_recording`]).
+static IN_SAMPLES: AtomicBool = AtomicBool::new(false);
+
+/// Makes the samples of recordings started from now on carry `contextId`
+/// (the label set of the sampled thread), or not. Off by default, on
+/// anyway while Pyroscope's events are on or a recording uploads to
+/// Pyroscope. A running recording keeps the layout it started with.
+pub fn set_in_samples(on: bool) {
+    ASKED.store(on, Ordering::Relaxed);
+}
+
+/// Fixes, as the recorder starts, whether its samples carry `contextId`:
+/// if [`set_in_samples`] asked for it or `pyroscope` (Pyroscope's events
+/// or an upload are on). Returns the choice.
+pub(crate) fn latch_for_recording(pyroscope: bool) -> bool {
+    let on = pyroscope || ASKED.load(Ordering::Relaxed);
+    IN_SAMPLES.store(on, Ordering::Relaxed);
+    on
+}
+
+/// Whether the running recorder's samples carry `contextId`: the metadata
+/// declares the field and the sampler writes it.
+#[inline]
+pub(crate) fn in_samples() -> bool {
+    IN_SAMPLES.load(Ordering::Relaxed)
+}
 
 /// What a thread knows about its own labels.
 #[derive(Debug, Default)]

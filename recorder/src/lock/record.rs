@@ -32,9 +32,8 @@ use crate::recording::loss::LossCause;
 use crate::sync::{AtomicU64, Ordering};
 use crate::{clock, runtime};
 
-/// Keys of the lock classes; far from the frame tables' (counted from 1),
-/// the timed sites' (`1 << 40`) and the panic classes' (`1 << 41`).
-const CLASS_KEY_BASE: u64 = 1 << 44;
+/// Keys of the lock classes: a range of their own (`cpool::keys`).
+const CLASS_KEY_BASE: u64 = crate::cpool::keys::LOCK_CLASSES;
 
 /// The JDK's default threshold of both types.
 const DEFAULT_THRESHOLD: std::time::Duration = std::time::Duration::from_millis(20);

@@ -37,7 +37,9 @@
 //! Invariant: every thread that appears after the first listing gets one
 //! `jdk.ThreadStart` before its `jdk.ThreadEnd`, and every thread seen gets
 //! at most one `jdk.ThreadEnd`; a thread's key is marked exited only after
-//! its `jdk.ThreadEnd` is committed.
+//! its `jdk.ThreadEnd` is committed, and the chunk of a `jdk.ThreadEnd`
+//! defines the thread it names (a key pruned since the thread marked
+//! itself exited is defined again).
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -274,7 +276,7 @@ impl Lifecycle {
                 .key_for_tid(tid as i64, || format!("thread-{tid}"))
         });
         if end {
-            write_thread_end(rt, key);
+            write_thread_end(rt, key, tid, &k.name);
         }
         rt.threads.exited(key, rt.epoch.load(Ordering::Acquire));
     }
@@ -310,12 +312,18 @@ pub(crate) fn write_thread_start(rt: &Runtime, key: u64, parent: Option<Parent>)
     });
 }
 
-/// `jdk.ThreadEnd`: ts, eventThread, thread.
-pub(crate) fn write_thread_end(rt: &Runtime, key: u64) {
+/// `jdk.ThreadEnd`: ts, eventThread, thread. A thread that emitted marks
+/// its key exited itself (its thread-local destructor), and the key may be
+/// pruned chunks before this poll sees the thread gone: it is defined again
+/// ([`ThreadRegistry::tags_or_restore`]), so the event's chunk holds the
+/// thread it names (`tid`, `name`).
+///
+/// [`ThreadRegistry::tags_or_restore`]: crate::cpool::threads::ThreadRegistry::tags_or_restore
+pub(crate) fn write_thread_end(rt: &Runtime, key: u64, tid: u64, name: &str) {
     let ticks = clock::ticks();
-    let tags = rt.threads.tags_of(key);
+    let tags = rt.threads.tags_or_restore(key, tid as i64, name);
     let refs = BuiltinRefs {
-        thread: tags.as_deref(),
+        thread: Some(&tags),
         ..BuiltinRefs::default()
     };
     emit_with(TypeId::THREAD_END, ticks, refs, |e, _| {

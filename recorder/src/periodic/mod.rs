@@ -2,7 +2,8 @@
 //! `endChunk`, or an interval such as `1 s`), for the built-in system events
 //! ([`system`]) and for user event types registered with
 //! [`add_periodic_event`]. They run on recorder-owned threads, never on the
-//! program's threads.
+//! program's threads; user closures each on a thread of their own
+//! ([`calls`]), so none can hold up the recorder or the other tasks.
 //!
 //! # The thread
 //!
@@ -50,10 +51,13 @@
 //! to be scheduled. The built-in tasks' state ([`system::SystemEvents`]) is
 //! shared under a mutex that the periodic thread holds only while it runs a
 //! built-in task (file reads, never a wait on the recorder), so the
-//! rotation waits at most for one such task. User closures run without it.
-//! A user closure that, run at a chunk edge, asks the recorder thread for
-//! something (a flush, a rotation) gets an error instead of waiting for
-//! itself.
+//! rotation waits at most for one such task. User closures run on their
+//! own threads ([`calls`]): the edge posts their calls, runs the built-in
+//! tasks, then waits for the calls at most [`calls::EDGE_WAIT`]; a call
+//! still running then is abandoned and counted, its events landing in a
+//! later chunk. A user closure that, run at a chunk edge, asks the recorder
+//! thread for something (a flush, a rotation) gets an error instead of
+//! waiting for a rotation that waits for it.
 //!
 //! Events go through the same commit path as every other event (user
 //! closures commit with the event API; built-in events through
@@ -62,12 +66,15 @@
 //! whatever makes a chunk include the constants its events reference
 //! applies to them too.
 //!
-//! Invariant: a task runs only on the periodic or the recorder thread, only
-//! while a recording runs, and at most once per due time or chunk edge:
-//! events of a periodic type are never committed by a program thread, an
-//! edge's events land in the chunk of that edge, and none land after the
-//! stop.
+//! Invariant: a built-in task runs only on the periodic or the recorder
+//! thread, a user task only on its own thread ([`calls`]); each only while
+//! a recording runs, and at most once per due time or chunk edge: events of
+//! a periodic type are never committed by a program thread, an edge's
+//! events land in the chunk of that edge unless its call was abandoned
+//! (counted), and none land after the stop. No thread of the recorder waits
+//! for user code past a deadline.
 
+pub(crate) mod calls;
 pub(crate) mod emit;
 pub(crate) mod lifecycle;
 pub(crate) mod procfs;
@@ -111,7 +118,7 @@ pub const MIN_PERIOD: Duration = Duration::from_millis(1);
 struct UserTask {
     ty: &'static EventType,
     default_period: Period,
-    run: Arc<dyn Fn() + Send + Sync>,
+    run: calls::Closure,
 }
 
 fn user_tasks() -> &'static Mutex<Vec<UserTask>> {
@@ -127,9 +134,13 @@ fn user_tasks() -> &'static Mutex<Vec<UserTask>> {
 /// events of `ty` (or any other type) with the event API.
 ///
 /// A second registration for the same type replaces the first. The closure
-/// should return quickly: it delays the other periodic events, and one with
-/// an `endChunk`, `beginChunk` or `everyChunk` period runs on the recorder
-/// thread during a rotation, which waits for it.
+/// runs on a thread of its own ([`calls`]), one call at a time: one that
+/// blocks delays neither the other periodic events nor the recorder. A
+/// rotation (and the stop) waits for the `endChunk`, `beginChunk` and
+/// `everyChunk` calls at most [`calls::EDGE_WAIT`]; a call still running
+/// then is abandoned (its events land in a later chunk), and a call due
+/// while the previous one still runs is skipped, both counted as
+/// [`LossCause::CallbackOverdue`](crate::LossCause::CallbackOverdue).
 pub fn add_periodic_event(
     ty: &'static EventType,
     default_period: Period,
@@ -162,7 +173,10 @@ pub fn remove_periodic_event(ty: &'static EventType) -> bool {
     let mut tasks = user_tasks().lock();
     let before = tasks.len();
     tasks.retain(|t| !std::ptr::eq(t.ty, ty));
-    before != tasks.len()
+    let removed = before != tasks.len();
+    drop(tasks);
+    calls::forget(ty);
+    removed
 }
 
 /// True if `event` is a periodic type (built-in or registered by the
@@ -188,12 +202,22 @@ struct Requests {
     stop: Option<String>,
     /// Something to look at now (settings, a new task).
     poke: bool,
+    /// The thread's body returned.
+    finished: bool,
 }
 
 #[derive(Debug)]
 struct Control {
     requests: Mutex<Requests>,
     cv: Condvar,
+}
+
+impl Control {
+    /// The thread is done (its last round ran, or it panicked).
+    fn finish(&self) {
+        self.requests.lock().finished = true;
+        self.cv.notify_all();
+    }
 }
 
 struct Running {
@@ -260,6 +284,7 @@ pub(crate) fn start(rt: &'static Runtime) {
             // A panic ends the periodic thread, not the recording.
             let _role = RoleThread::enter(Role::Periodic);
             let _ = panic_guard::catch(Place::RecorderThread, || state.run(&c));
+            c.finish();
         });
     if let Ok(thread) = spawned {
         let parents = r.replace(Running {
@@ -276,18 +301,40 @@ pub(crate) fn start(rt: &'static Runtime) {
     }
 }
 
+/// How long the stop waits for the periodic thread's last round: its user
+/// calls are bounded by [`calls::EDGE_WAIT`], the rest is file reads.
+const LAST_ROUND_WAIT: Duration = Duration::from_millis(1500);
+
 /// Stops the thread after its last round (end-of-chunk tasks, then
-/// `jdk.Shutdown` with `reason`) and waits for it.
+/// `jdk.Shutdown` with `reason`) and waits for it, at most
+/// [`LAST_ROUND_WAIT`] (a thread not done by then is left to finish on its
+/// own: the stop, at exit too, never hangs on it), and never on itself.
 pub(crate) fn shutdown(reason: &str) {
     let taken = running().lock().take();
     let Some(r) = taken else { return };
-    if r.pid != std::process::id() {
+    if r.pid != std::process::id() || r.thread.thread().id() == std::thread::current().id() {
         std::mem::forget(r.thread);
         return;
     }
-    r.control.requests.lock().stop = Some(reason.to_owned());
+    let deadline = Instant::now() + LAST_ROUND_WAIT;
+    let mut q = r.control.requests.lock();
+    q.stop = Some(reason.to_owned());
     r.control.cv.notify_all();
-    let _ = r.thread.join();
+    while !q.finished {
+        let now = Instant::now();
+        if now >= deadline {
+            break;
+        }
+        q = r.control.cv.wait_for(q, deadline - now);
+    }
+    let finished = q.finished;
+    drop(q);
+    if finished {
+        let _ = r.thread.join();
+    } else {
+        eprintln!("flightrec: the periodic thread's last round is late; the stop goes on");
+        std::mem::forget(r.thread);
+    }
 }
 
 /// The sampler saw threads start or end: poll the thread list now (and
@@ -322,14 +369,30 @@ fn at_edge(edge: When) {
         return;
     };
     let settings = registry().settings.load();
+    let deadline = Instant::now() + calls::EDGE_WAIT;
     let _ = AT_EDGE.try_with(|f| f.set(true));
-    chunk_edge(&system, &settings, edge);
+    let posted = chunk_edge(&system, &settings, edge);
+    calls::wait_all(posted, deadline);
     let _ = AT_EDGE.try_with(|f| f.set(false));
 }
 
-/// Runs every enabled task whose period is `edge` or `everyChunk`, on the
-/// calling thread; the built-in ones under `system`'s lock.
-fn chunk_edge(system: &Mutex<system::SystemEvents>, settings: &Settings, edge: When) {
+/// Runs every enabled built-in task whose period is `edge` or
+/// `everyChunk` on the calling thread, under `system`'s lock, and posts
+/// the user tasks' calls to their lanes ([`calls`]): the caller waits for
+/// the tickets returned, until its deadline.
+fn chunk_edge(
+    system: &Mutex<system::SystemEvents>,
+    settings: &Settings,
+    edge: When,
+) -> Vec<calls::Ticket> {
+    // Posted first: they run while the built-in tasks do.
+    let mut posted = Vec::new();
+    for (ty, period, run) in user_snapshot() {
+        let p = effective_user_period(settings, ty, period);
+        if hits(p, edge) && ty.is_enabled() {
+            posted.extend(calls::post(ty, &run, true));
+        }
+    }
     for (i, b) in table::BUILTIN.iter().enumerate() {
         if let Some(p) = b.effective_period(settings)
             && hits(p, edge)
@@ -337,12 +400,7 @@ fn chunk_edge(system: &Mutex<system::SystemEvents>, settings: &Settings, edge: W
             system.lock().run(i, settings);
         }
     }
-    for (ty, period, run) in user_snapshot() {
-        let p = effective_user_period(settings, ty, period);
-        if hits(p, edge) && ty.is_enabled() {
-            run_user(&*run);
-        }
-    }
+    posted
 }
 
 /// One task's schedule.
@@ -437,9 +495,14 @@ impl Periodic {
             // first round.
             if !self.begun {
                 self.begun = true;
-                chunk_edge(&self.system, &settings, When::Begin);
+                let posted = chunk_edge(&self.system, &settings, When::Begin);
+                calls::wait_all(posted, now + calls::EDGE_WAIT);
             }
             if let Some(reason) = stop {
+                // One deadline for the user calls still running and the
+                // last chunk's: the stop waits for none of them longer.
+                let deadline = Instant::now() + calls::EDGE_WAIT;
+                let mut posted = calls::running();
                 // A last value of every interval event, so the recording
                 // ends with the figures at its stop.
                 for (i, b) in table::BUILTIN.iter().enumerate() {
@@ -447,7 +510,9 @@ impl Periodic {
                         self.system.lock().run(i, &settings);
                     }
                 }
-                chunk_edge(&self.system, &settings, When::End);
+                posted.extend(chunk_edge(&self.system, &settings, When::End));
+                calls::wait_all(posted, deadline);
+                calls::close_all();
                 self.system.lock().shutdown(&reason);
                 return;
             }
@@ -506,8 +571,10 @@ impl Periodic {
             };
             let s = &mut self.user[idx].1;
             if let Some(due) = step(s, when, now) {
+                // Not waited for: a call that blocks holds up only its own
+                // task (its next calls are skipped until it returns).
                 if ty.is_enabled() {
-                    run_user(&*run);
+                    drop(calls::post(ty, &run, false));
                 }
                 next = next.min(due);
             } else if s.when.is_some() {
@@ -573,14 +640,8 @@ fn effective_user_period(settings: &Settings, ty: &EventType, default: Period) -
         .unwrap_or(default)
 }
 
-/// Runs a user's periodic closure: a panic in it is caught, reported once,
-/// counted, and the other tasks go on (the closure runs again next period).
-fn run_user(run: &(dyn Fn() + Send + Sync)) {
-    let _ = panic_guard::catch(Place::PeriodicCallback, run);
-}
-
 #[allow(clippy::type_complexity)]
-fn user_snapshot() -> Vec<(&'static EventType, Period, Arc<dyn Fn() + Send + Sync>)> {
+fn user_snapshot() -> Vec<(&'static EventType, Period, calls::Closure)> {
     user_tasks()
         .lock()
         .iter()

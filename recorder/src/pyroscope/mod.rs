@@ -29,11 +29,15 @@
 //!   by the queue, dropped after its tries) is recorded as a
 //!   `flightrec.PyroscopeUpload` event, so the chunks that did not reach
 //!   Pyroscope are counted in the recording itself.
-//! * **Stop.** After the recorder thread has finished the last chunk (and
-//!   queued it), the stop gives the uploader until
-//!   [`PyroscopeConfig::stop_timeout`] to send what is queued; what is left
-//!   then is dropped and reported on stderr (the file is complete by
-//!   then, so it cannot hold that count).
+//! * **Stop.** Before the last chunk is closed, the uploader gets until
+//!   [`PyroscopeConfig::stop_timeout`] to settle every chunk closed so
+//!   far; a server that has not answered by then has everything left (and
+//!   the last chunk, never sent) counted and recorded dropped, in the
+//!   totals and in the still-open last chunk. Otherwise, after the
+//!   recorder thread has finished the last chunk (and queued it), the stop
+//!   gives the uploader until the stop timeout again to send it; what is
+//!   left then is dropped, counted in the totals and reported on stderr
+//!   (the file is complete by then, so it cannot hold that count).
 //!
 //! Invariant: every chunk the recorder finishes while an uploader runs is
 //! either in one successful upload or counted as dropped exactly once.
@@ -104,6 +108,21 @@ pub(crate) fn chunk_finished(
     }
 }
 
+/// Recording `id` is about to close its last chunk: its uploader settles
+/// what was closed so far, or (a server that does not answer by the stop
+/// timeout) everything left is counted and recorded dropped while the
+/// last chunk is open (see [`upload`]).
+pub(crate) fn before_last_chunk(id: u64) {
+    let up = UPLOADERS
+        .lock()
+        .iter()
+        .find(|(i, _)| *i == id)
+        .map(|(_, u)| Arc::clone(u));
+    if let Some(up) = up {
+        up.before_last_chunk();
+    }
+}
+
 /// Recording `id` stopped (its last chunk queued): lets its uploader send
 /// what is queued within its stop timeout, then ends it. Returns what it
 /// did over the recording, if it had one.
@@ -113,7 +132,30 @@ pub(crate) fn finish(id: u64) -> Option<UploadTotals> {
         let at = ups.iter().position(|(i, _)| *i == id)?;
         ups.remove(at).1
     };
-    Some(up.finish())
+    let totals = up.finish();
+    let mut done = FINISHED.lock();
+    if done.len() >= KEPT_FINISHED {
+        done.remove(0);
+    }
+    done.push((id, totals));
+    Some(totals)
+}
+
+/// The totals of the last stopped uploaders, by recording id.
+static FINISHED: Mutex<Vec<(u64, UploadTotals)>> = Mutex::new(Vec::new());
+/// How many stopped recordings' totals [`finished_totals`] keeps.
+const KEPT_FINISHED: usize = 16;
+
+/// What the uploader of a stopped recording (`Recording::id`) did in all,
+/// once its stop returned: chunks uploaded, dropped (each for a reason
+/// recorded in a `flightrec.PyroscopeUpload` event) and failed requests.
+/// `None` if it had no uploader or is not among the last 16 stopped.
+pub fn finished_totals(recording_id: u64) -> Option<UploadTotals> {
+    FINISHED
+        .lock()
+        .iter()
+        .find(|(i, _)| *i == recording_id)
+        .map(|(_, t)| *t)
 }
 
 /// What recording `id`'s uploader has done so far.

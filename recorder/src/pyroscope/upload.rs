@@ -21,9 +21,22 @@
 //! configurable); any other answer, a redirect included (none is ever
 //! followed, so none can lead to another host), drops the batch.
 //!
+//! # A server that does not answer
+//!
+//! Before the recording's last chunk is closed, [`Uploader::before_last_chunk`]
+//! gives the uploader until the stop timeout to settle what was closed so
+//! far. If it is still waiting on the server then, the stopping thread
+//! counts everything queued, unreported or in flight as `dropped: stop
+//! deadline` (with the reason), and also the last chunk, which is then
+//! never sent; each is recorded as a `flightrec.PyroscopeUpload` event
+//! while the last chunk is still open, so the file holds them. So with a
+//! hung server, chunks uploaded + dropped = chunks closed, in
+//! [`UploadTotals`] and in the file alike.
+//!
 //! Invariant: each batch ends in exactly one outcome (uploaded or
 //! dropped), counted in [`UploadTotals`] and, while the recording runs,
-//! written as one event.
+//! written as one event; [`Queue::settle`] decides whose outcome counts
+//! when the stop abandons a batch in flight.
 
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -108,9 +121,45 @@ impl Uploader {
         Ok(up)
     }
 
-    /// Recorder thread: queues a finished chunk (never waits).
+    /// Recorder thread: queues a finished chunk (never waits). After the
+    /// stop gave up on the server, the chunk is counted dropped instead
+    /// (its event was recorded by [`before_last_chunk`](Self::before_last_chunk)).
     pub(crate) fn offer(&self, chunk: Chunk) {
-        self.queue.push(chunk);
+        if !self.queue.push(chunk) {
+            self.totals.chunks_dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The recording is about to close its last chunk: waits (up to the
+    /// stop timeout) for the uploader to settle every chunk closed so far.
+    /// If it does not, counts them all dropped, and the last chunk too,
+    /// recording the events while the last chunk is still open.
+    pub(crate) fn before_last_chunk(&self) {
+        let deadline = Instant::now() + self.config.stop_timeout;
+        if self.queue.wait_idle(deadline) {
+            return;
+        }
+        let a = self.queue.abandon();
+        let why = format!(
+            "the server did not answer within the stop timeout ({:?})",
+            self.config.stop_timeout
+        );
+        let parts = [
+            ("dropped: queue full", a.unreported, None),
+            ("dropped: stop deadline", a.in_flight, Some(why.as_str())),
+            ("dropped: stop deadline", a.queued, Some(why.as_str())),
+        ];
+        for (outcome, d, error) in parts {
+            if d.chunks > 0 {
+                self.totals
+                    .chunks_dropped
+                    .fetch_add(d.chunks, Ordering::Relaxed);
+                record(outcome, d.chunks, d.bytes, 0, 0, error);
+            }
+        }
+        // The last chunk, closed next, is never sent: `offer` counts it.
+        let last = format!("{why}; the last chunk is not sent");
+        record("dropped: stop deadline", 1, 0, 0, 0, Some(&last));
     }
 
     /// Recorder thread: a finished chunk could not be read back.
@@ -137,7 +186,9 @@ impl Uploader {
         self.queue.stop(deadline);
         let grace = deadline + Duration::from_millis(500);
         let mut done = self.done.lock();
-        while !*done {
+        // Given up already: everything is counted, the thread may still
+        // wait on the server; it ends by itself.
+        while !*done && !self.queue.given_up() {
             let now = Instant::now();
             if now >= grace {
                 eprintln!(
@@ -166,6 +217,7 @@ impl Uploader {
         loop {
             let (batch, dropped, stopping) = self.queue.take();
             if dropped.chunks > 0 {
+                // Taken from the queue under its lock: ours to count.
                 self.totals
                     .chunks_dropped
                     .fetch_add(dropped.chunks, Ordering::Relaxed);
@@ -240,6 +292,9 @@ impl Uploader {
                     status = resp.status().as_u16();
                     error = None;
                     if (200..300).contains(&status) {
+                        if !self.queue.settle() {
+                            return; // the stop counted it dropped
+                        }
                         let t = &self.totals;
                         t.uploads.fetch_add(1, Ordering::Relaxed);
                         t.chunks_uploaded
@@ -304,6 +359,9 @@ impl Uploader {
         status: u16,
         error: Option<&str>,
     ) {
+        if !self.queue.settle() {
+            return; // the stop counted it dropped
+        }
         let bytes: usize = batch.iter().map(|c| c.bytes.len()).sum();
         self.totals
             .chunks_dropped

@@ -14,7 +14,9 @@
 //! `filename` in a missing or unwritable directory fails the start, naming
 //! the path and why. Settings for an event type that never registered
 //! while recording are named on stderr at the stop (a type may register
-//! after the start, and then gets its settings). An invalid option string is reported on stderr (naming
+//! after the start, and then gets its settings). A child that inherits
+//! `FLIGHTREC` writes its own file (`-<pid>` before the extension; see
+//! `exec_child.rs`). An invalid option string is reported on stderr (naming
 //! the option and why) and nothing is started; programs that want the error
 //! call [`start_from_env`] themselves.
 //!
@@ -34,6 +36,7 @@ use crate::recording::config::builder::{RecordingConfig, StartError};
 use crate::recording::config::options::{self, OptionError, StartOptions};
 use crate::recording::handle::Recording;
 use crate::recording::outcome::{RecordingError, RecordingSummary};
+use crate::recording::shutdown;
 use crate::sync::{AtomicU64, Ordering};
 
 /// The automatic recordings, each with whether it writes its file at exit
@@ -146,9 +149,13 @@ pub(crate) fn expand_filename(
 /// its `delay`, on a background thread). Returns whether one was started or
 /// scheduled.
 pub fn start_from_env() -> Result<bool, AutoStartError> {
-    let Some(opts) = options::from_env().map_err(AutoStartError::Options)? else {
+    let Some(mut opts) = options::from_env().map_err(AutoStartError::Options)? else {
         return Ok(false);
     };
+    // A child that inherited `FLIGHTREC` writes its own file.
+    opts.filename = opts
+        .filename
+        .map(|f| crate::recording::exec_child::own_filename(&f));
     start_first(&opts)?;
     Ok(true)
 }
@@ -187,6 +194,9 @@ pub(crate) fn start_with(
     opts: &StartOptions,
     config: RecordingConfig,
 ) -> Result<Option<u64>, AutoStartError> {
+    if let Some(on) = opts.sample_own_threads {
+        crate::sampler::set_sample_own_threads(on);
+    }
     if let Some(signal) = opts.signal {
         crate::sampler::set_signal(signal).map_err(|e| {
             AutoStartError::Options(OptionError::BadSignal {
@@ -354,14 +364,27 @@ fn take_and_stop(id: Option<u64>, write: bool) -> Option<Result<RecordingSummary
     })
 }
 
+/// Stops every automatic recording as the process ends (writing the files
+/// of those with `dumponexit`): on the shutdown thread, at exit or on a
+/// terminating signal (see [`crate::recording::shutdown`]).
+fn stop_at_exit() {
+    while stop(None, false).is_some() {}
+}
+
 extern "C" fn at_exit() {
     // Never unwind into libc.
-    let _ = std::panic::catch_unwind(|| while stop(None, false).is_some() {});
+    let _ = std::panic::catch_unwind(|| shutdown::at_exit(stop_at_exit));
 }
 
 fn register_exit_handler() {
     static ONCE: crate::sync::Once = crate::sync::Once::new();
     ONCE.call_once(|| {
+        if let Err(e) = shutdown::start(stop_at_exit) {
+            eprintln!(
+                "flightrec: no shutdown thread ({e}): the file is written at exit, \
+                 not on SIGTERM, SIGHUP or SIGINT"
+            );
+        }
         // SAFETY: `at_exit` is a plain `extern "C" fn()` that catches panics;
         // atexit only stores the pointer.
         unsafe { libc::atexit(at_exit) };
@@ -374,6 +397,8 @@ extern "C" fn autostart() {
         return;
     }
     let _ = std::panic::catch_unwind(|| {
+        // SAFETY: before `main`: no other thread reads the environment.
+        unsafe { crate::recording::exec_child::mark_root() };
         if let Err(e) = start_from_env() {
             eprintln!("flightrec: {e}");
         }

@@ -35,6 +35,7 @@ use std::io::{self, Write as _};
 
 use chunk_writer::constants::{frame_type, thread_state, write_simple_string};
 use chunk_writer::encode::Sink;
+use chunk_writer::header::HEADER_LEN;
 use chunk_writer::record::{begin_record, end_record};
 use chunk_writer::{Checkpoint, ChunkEnd, ChunkStart, ChunkWriter, TypeId};
 
@@ -76,6 +77,26 @@ pub(crate) struct ChunkAssembler {
     pending: (u64, u64),
     /// Event records drained into this chunk so far.
     records: u64,
+    /// The chunk as its last successful flush left it on disk: its length
+    /// and its header marked finished (what a chunk that fails later is
+    /// cut back to; see `recorder_thread::write_error`).
+    last_good: Option<(u64, [u8; HEADER_LEN])>,
+}
+
+/// What a chunk whose file failed can be cut back to: see
+/// [`ChunkAssembler::salvage_point`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SalvagePoint {
+    /// The chunk's epoch.
+    pub(crate) epoch: u64,
+    /// Wall clock at the chunk's start.
+    pub(crate) start_nanos: i64,
+    /// Events and bytes written since the last successful flush: lost.
+    pub(crate) pending: (u64, u64),
+    /// Event records drained into the chunk in all.
+    pub(crate) records: u64,
+    /// The length and the finished header of the last successful flush.
+    pub(crate) last_good: Option<(u64, [u8; HEADER_LEN])>,
 }
 
 impl ChunkAssembler {
@@ -108,6 +129,7 @@ impl ChunkAssembler {
             scratch: Vec::new(),
             pending: (0, 0),
             records: 0,
+            last_good: None,
         })
     }
 
@@ -224,7 +246,22 @@ impl ChunkAssembler {
             .flush_header((now.wall_nanos - self.start.wall_nanos).max(0))?;
         losses.commit(report);
         self.pending = (0, 0);
+        let mut header = *self.writer.header();
+        header.state = chunk_writer::header::STATE_FINISHED;
+        self.last_good = Some((self.writer.len(), header.to_bytes()));
         Ok(())
+    }
+
+    /// What the chunk's file can be cut back to if writing it fails now
+    /// (the state of its last successful flush), and what that loses.
+    pub(crate) fn salvage_point(&self) -> SalvagePoint {
+        SalvagePoint {
+            epoch: self.epoch,
+            start_nanos: self.start.wall_nanos,
+            pending: self.pending,
+            records: self.records,
+            last_good: self.last_good,
+        }
     }
 
     /// Events (and bytes) written since the last successful flush, which a

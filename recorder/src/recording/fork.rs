@@ -10,11 +10,17 @@
 //! # Handlers (`pthread_atfork`, installed by the first recording)
 //!
 //! * *prepare* (parent, before the copy): takes every lock of the runtime,
-//!   in the order the code nests them: physical recorder → sampler control → registry → slots →
-//!   threads → stack shards → pool. The copy therefore sees no lock held by
-//!   a thread that will not exist in the child.
+//!   in the order the code nests them: start/stop turn → physical recorder
+//!   → sampler control → registry → slots → threads → stack shards → pool.
+//!   The copy therefore sees no lock held by a thread that will not exist
+//!   in the child. Each is held only for moments, never across a wait for
+//!   the recorder thread (a start or stop holds its *turn*, a flag under
+//!   the turn's lock, not the lock itself; see
+//!   [`crate::recording::physical`]), so a `fork()` never waits for a
+//!   stop or a rotation to finish.
 //! * *parent*: releases them.
-//! * *child* (the only thread): turns recording off (every type disabled),
+//! * *child* (the only thread): frees the start/stop turn (its holder, if
+//!   any, is a parent thread), turns recording off (every type disabled),
 //!   empties every buffer into the free list (the parent's events are the
 //!   parent's to write), marks every other thread exited and closes their
 //!   write sections, forgets the parent's recorder, sampler thread and membarrier

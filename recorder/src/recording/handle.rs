@@ -31,7 +31,7 @@ use crate::recording::config::settings::{SettingError, Settings};
 use crate::recording::loss::LossCounts;
 use crate::recording::member::Member;
 use crate::recording::outcome::{RecordingError, RecordingSummary};
-use crate::recording::physical::{PHYSICAL, Physical};
+use crate::recording::physical::{PHYSICAL, Physical, Turn};
 use crate::recording::recorder_thread::{Command, Recorder};
 use crate::recording::repository::Repository;
 use crate::recording::statistics::{RecorderStatistics, Role, RoleThread};
@@ -99,9 +99,16 @@ impl Recording {
         clock::init();
         crate::recording::fork::install();
         membarrier::register();
-        let mut physical = PHYSICAL.lock();
-        if let Some(p) = physical.as_mut() {
-            return Self::join(p, config);
+        // Held for the whole start (a rotation, when others record); the
+        // recorder itself is locked only for moments, so a `fork()`
+        // meanwhile does not wait (see `crate::recording::physical`).
+        let _turn = Turn::take();
+        let running = PHYSICAL.lock().as_ref().map(|p| {
+            let name_taken = config.name.as_deref().and_then(|n| p.named(n));
+            (p.commands.clone(), p.rt, name_taken)
+        });
+        if let Some((commands, rt, name_taken)) = running {
+            return Self::join(commands, rt, name_taken, config);
         }
         let reg = registry();
         if !reg.claim_recording() {
@@ -111,6 +118,12 @@ impl Recording {
             reg.apply(Settings::new(), false);
             e
         };
+        // Whether the samples carry `contextId`, for the recorder's life.
+        #[cfg(feature = "pyroscope")]
+        let uploads = config.pyroscope.is_some();
+        #[cfg(not(feature = "pyroscope"))]
+        let uploads = false;
+        crate::labels::latch_for_recording(crate::sampler::pyroscope_events() || uploads);
         let rt = runtime::init(
             config.thread_buffer_size,
             config.buffer_blocks(),
@@ -157,13 +170,12 @@ impl Recording {
         crate::recording::panics::start();
         crate::periodic::start(rt);
         crate::attach::control::started(id, &config, &tx, rt);
-        *physical = Some(Physical {
+        *PHYSICAL.lock() = Some(Physical {
             commands: tx,
             thread,
             rt,
             members: vec![(id, config.name.clone())],
         });
-        drop(physical);
         if let Err(e) = crate::attach::start(config.attach) {
             eprintln!("flightrec: attach: {e}");
         }
@@ -177,18 +189,24 @@ impl Recording {
         })
     }
 
-    /// Starts a recording beside the running ones.
-    fn join(p: &mut Physical, config: RecordingConfig) -> Result<Recording, StartError> {
+    /// Starts a recording beside the running ones (the caller holds the
+    /// turn): `commands` reach their recorder thread, `name_taken` is the
+    /// running recording with the new one's name, if any.
+    fn join(
+        commands: mpsc::Sender<Command>,
+        rt: &'static Runtime,
+        name_taken: Option<u64>,
+        config: RecordingConfig,
+    ) -> Result<Recording, StartError> {
         let config = config.effective();
         if let Some(name) = &config.name
-            && let Some(id) = p.named(name)
+            && let Some(id) = name_taken
         {
             return Err(StartError::NameInUse {
                 name: name.clone(),
                 id,
             });
         }
-        let rt = p.rt;
         let id = active_recording::next_id();
         let member = Member::new(id, config.clone(), rt.losses.snapshot());
         #[cfg(feature = "pyroscope")]
@@ -198,8 +216,7 @@ impl Recording {
             path: PathBuf::from("<recorder thread>"),
             source: io::Error::other("the recorder thread has stopped"),
         };
-        let added = p
-            .commands
+        let added = commands
             .send(Command::Add {
                 member: Box::new(member),
                 reply: tx,
@@ -221,8 +238,10 @@ impl Recording {
         registry().add_live(id, config.settings.clone());
         crate::sampler::reconcile();
         crate::periodic::wake();
-        crate::attach::control::started(id, &config, &p.commands, rt);
-        p.members.push((id, config.name.clone()));
+        crate::attach::control::started(id, &config, &commands, rt);
+        if let Some(p) = PHYSICAL.lock().as_mut() {
+            p.members.push((id, config.name.clone()));
+        }
         if let Err(e) = crate::attach::start(config.attach) {
             eprintln!("flightrec: attach: {e}");
         }
@@ -414,17 +433,27 @@ impl Recording {
             // A copy in a forked child: the thread is the parent's.
             return Err(RecordingError::InForkedChild);
         }
+        // While its last chunk is open (and before the lock: this may wait
+        // up to the stop timeout), the uploader settles or its losses are
+        // recorded in that chunk.
+        #[cfg(feature = "pyroscope")]
+        crate::pyroscope::before_last_chunk(self.id);
+        // Held for the whole stop; the recorder is locked only for moments
+        // (see `crate::recording::physical`).
+        let _turn = Turn::take();
         let mut physical = PHYSICAL.lock();
         let Some(p) = physical.as_mut() else {
             return Err(RecordingError::RecorderGone);
         };
         let (tx, rx) = mpsc::channel();
         if p.members.iter().any(|(i, _)| *i != self.id) {
+            let (commands, rt) = (p.commands.clone(), p.rt);
             // Others record on: the chunk ends (its last, with the
             // end-of-chunk events its settings select, such as
             // jdk.MethodTiming), its file is written, then the union of the
             // others applies.
             p.members.retain(|(i, _)| *i != self.id);
+            drop(physical);
             crate::attach::control::stopped(self.id);
             let stop = Command::Stop {
                 id: self.id,
@@ -432,8 +461,8 @@ impl Recording {
                 last: false,
                 reply: tx,
             };
-            let sent = p.commands.send(stop);
-            p.rt.pool.wake_for_command();
+            let sent = commands.send(stop);
+            rt.pool.wake_for_command();
             let result = match sent {
                 Ok(()) => rx.recv().unwrap_or(Err(RecordingError::RecorderGone)),
                 Err(_) => Err(RecordingError::RecorderGone),
@@ -447,6 +476,7 @@ impl Recording {
             return result;
         }
         let p = physical.take().expect("checked above");
+        drop(physical);
         // Periodic events first: their last round (end-of-chunk events,
         // jdk.Shutdown) lands in the last chunk, and none lands after it.
         crate::periodic::shutdown(reason);

@@ -40,7 +40,7 @@ use chunk_writer::record::{begin_record, end_record};
 
 use crate::sync::{AtomicU64, Ordering};
 
-const N_CAUSES: usize = 13;
+const N_CAUSES: usize = 18;
 
 /// Why an event was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -79,6 +79,30 @@ pub enum LossCause {
     /// A sampled allocation was not tracked for leak profiling: its bucket
     /// of the leak table was full. Counts allocations, not lost events.
     LeakNotTracked,
+    /// A periodic event's closure (`add_periodic_event`) was still running
+    /// when a chunk edge or the stop stopped waiting for it (abandoned: it
+    /// finishes on its own thread, its events in a later chunk), or when
+    /// its next call came (skipped). Counts calls, not events.
+    CallbackOverdue,
+    /// Committed while the last recording stopped, after its last chunk
+    /// closed: the writer passed its type's enabled check before the stop
+    /// turned the type off, and no chunk was left to take the event.
+    RecordingStopped,
+    /// A CPU-time sample was not taken: the program set its own
+    /// disposition for the sampling signal and no other signal was free
+    /// (estimated from the thread's CPU time; also in
+    /// `jdk.CPUTimeSamplesLost`).
+    SamplingSignalTaken,
+    /// A CPU-time sample was not taken: the thread blocked the sampling
+    /// signal (estimated from its CPU time; also in
+    /// `jdk.CPUTimeSamplesLost`).
+    SamplingSignalBlocked,
+    /// An encoder the recorder does not own (a user's `FieldValue::write`
+    /// or `Event::write_fields`, a `commit_fields` writer) wrote something
+    /// other than one well-formed value of each declared field kind: too
+    /// little, too much, or bytes of another kind. The event was dropped
+    /// before it reached the thread's buffer.
+    InvalidEncoding,
     /// The event was in the oldest chunk of a recording kept in memory
     /// (`disk(false)`), dropped to keep its chunks within
     /// `memory_size`; the drops its chunk reported count again here, as
@@ -101,6 +125,11 @@ impl LossCause {
         Self::LabelsDropped,
         Self::AllocationSampleDropped,
         Self::LeakNotTracked,
+        Self::CallbackOverdue,
+        Self::RecordingStopped,
+        Self::SamplingSignalTaken,
+        Self::SamplingSignalBlocked,
+        Self::InvalidEncoding,
         Self::Evicted,
     ];
 
@@ -121,6 +150,13 @@ impl LossCause {
             Self::LeakNotTracked => {
                 "allocation not tracked for leaks: leak table full (counts allocations)"
             }
+            Self::CallbackOverdue => {
+                "periodic callback overdue: abandoned or skipped (counts calls)"
+            }
+            Self::RecordingStopped => "committed after the recording's last chunk closed",
+            Self::SamplingSignalTaken => "CPU sample lost: the program took the sampling signal",
+            Self::SamplingSignalBlocked => "CPU sample lost: the thread blocks the sampling signal",
+            Self::InvalidEncoding => "fields written do not match the event type",
             Self::Evicted => "evicted: oldest in-memory chunk dropped at memory_size",
         }
     }
@@ -135,6 +171,7 @@ impl LossCause {
                 | Self::ThreadNotSampled
                 | Self::LabelsDropped
                 | Self::LeakNotTracked
+                | Self::CallbackOverdue
         )
     }
 

@@ -1,6 +1,6 @@
 //! Recordings: the handle a program holds, the recorder thread and the
 //! chunks it assembles, the repository of chunk files, loss accounting,
-//! and the process hooks (autostart, fork, panics) around them.
+//! and the process hooks (autostart, shutdown, fork, panics) around them.
 
 #[cfg(not(flightrec_loom))]
 mod active_recording;
@@ -10,6 +10,8 @@ pub mod autostart;
 pub(crate) mod chunk;
 pub(crate) mod chunk_out;
 pub mod config;
+#[cfg(not(flightrec_loom))]
+pub(crate) mod exec_child;
 pub(crate) mod files;
 #[cfg(not(flightrec_loom))]
 pub(crate) mod fork;
@@ -30,6 +32,8 @@ pub(crate) mod physical;
 #[cfg(not(flightrec_loom))]
 pub(crate) mod recorder_thread;
 pub mod repository;
+#[cfg(not(flightrec_loom))]
+pub(crate) mod shutdown;
 pub(crate) mod stale;
 #[cfg(not(flightrec_loom))]
 pub(crate) mod statistics;

@@ -29,6 +29,26 @@ pub enum RecordingError {
         /// The OS error.
         source: io::Error,
     },
+    /// Chunk data could not be written (disk full, an I/O error). The
+    /// recording went on in memory, up to its `max_memory`, and wrote again
+    /// once it could; what it could not write is counted lost
+    /// ([`LossCause::WriteError`](crate::LossCause::WriteError), and
+    /// [`LossCause::PoolExhausted`](crate::LossCause::PoolExhausted) for
+    /// events that found no buffer meanwhile) in `lost` and in the file's
+    /// `flightrec.EventsLost` and `jdk.DataLoss` events. Returned by
+    /// `stop()` of a recording that met such an error (with what it wrote
+    /// in `summary`), and by calls made while writing is failing.
+    WriteFailed {
+        /// The chunk file whose write failed first.
+        path: PathBuf,
+        /// The first OS error.
+        source: io::Error,
+        /// Events dropped over the recording so far, by cause.
+        lost: Box<LossCounts>,
+        /// What the stop wrote, if it got that far (`None` for other calls,
+        /// or if the destination could not be written either).
+        summary: Option<Box<RecordingSummary>>,
+    },
     /// The recorder thread is gone (it could not be reached).
     RecorderGone,
     /// Called in a forked child on a recording of the parent: recording is
@@ -46,6 +66,24 @@ impl std::fmt::Display for RecordingError {
         match self {
             Self::Failed { context, source } => write!(f, "recording stopped: {context}: {source}"),
             Self::Dump { path, source } => write!(f, "cannot write {}: {source}", path.display()),
+            Self::WriteFailed {
+                path,
+                source,
+                lost,
+                summary,
+            } => {
+                write!(
+                    f,
+                    "cannot write {}: {source}; {} events lost ({} unwritten), counted in the file",
+                    path.display(),
+                    lost.total_events(),
+                    lost.events(crate::LossCause::WriteError),
+                )?;
+                match summary.as_ref().and_then(|s| s.destination.as_ref()) {
+                    Some(d) => write!(f, "; the recording was written to {}", d.display()),
+                    None => Ok(()),
+                }
+            }
             Self::RecorderGone => f.write_str("the recorder thread has stopped"),
             Self::InForkedChild => {
                 f.write_str("this recording belongs to the parent process (called after fork)")
@@ -60,7 +98,9 @@ impl std::fmt::Display for RecordingError {
 impl std::error::Error for RecordingError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Self::Failed { source, .. } | Self::Dump { source, .. } => Some(source),
+            Self::Failed { source, .. }
+            | Self::Dump { source, .. }
+            | Self::WriteFailed { source, .. } => Some(source),
             Self::RecorderGone | Self::InForkedChild | Self::FromChunkEdge => None,
         }
     }

@@ -63,9 +63,8 @@ const MACHINERY_DEPTH: usize = 32;
 /// Deepest stack a panic event keeps.
 const MAX_FRAMES: usize = 128;
 
-/// Keys of the panic classes; far from the frame tables' (counted from 1)
-/// and the timed sites' (`1 << 40`).
-const CLASS_KEY_BASE: u64 = 1 << 41;
+/// Keys of the panic classes: a range of their own (`cpool::keys`).
+const CLASS_KEY_BASE: u64 = crate::cpool::keys::PANIC_CLASSES;
 
 /// The panic locations seen, each a class.
 static CLASSES: NamedClasses = NamedClasses::new(CLASS_KEY_BASE);

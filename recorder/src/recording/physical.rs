@@ -10,21 +10,26 @@
 //!
 //! The first start creates it, the last stop ends it; starts and stops in
 //! between only rotate (see [`crate::recording::member`]) and re-apply the union of
-//! the live recordings' settings (see [`crate::recording::config::union`]). [`PHYSICAL`] is
-//! held for the whole of a start or a stop, so they are serialised; the
-//! recorder thread never takes it. A `fork()` takes it (as the runtime's
-//! other locks) and the child forgets the parent's recorder: its own first
-//! start creates a new one.
+//! the live recordings' settings (see [`crate::recording::config::union`]).
+//! Starts and stops are serialised by a [`Turn`], held for the whole of
+//! one (a start's rotation, a stop's last chunk and file); [`PHYSICAL`]
+//! itself is locked only for moments (to read or change it), never while
+//! waiting for the recorder thread, which never takes either. A `fork()`
+//! takes [`PHYSICAL`] and the turn's short lock (as the runtime's other
+//! locks), so it never waits for a start, a stop or a rotation to finish;
+//! the child forgets the parent's recorder and frees the turn (its holder
+//! does not exist there): its own first start creates a new recorder.
 //!
-//! Invariant: [`PHYSICAL`] holds a recorder exactly while some recording
-//! is live, and `members` lists the live recordings, in start order.
+//! Invariant: [`PHYSICAL`] holds a recorder from the end of the first
+//! start to the beginning of the last stop, and `members` lists the live
+//! recordings, in start order; only the holder of the turn changes it.
 
 use crate::sync::mpsc;
 use std::thread::JoinHandle;
 
 use crate::recording::recorder_thread::Command;
 use crate::runtime::Runtime;
-use crate::sync::Mutex;
+use crate::sync::{Condvar, Mutex};
 
 /// The running recorder, if any recording is live.
 pub(crate) static PHYSICAL: Mutex<Option<Physical>> = Mutex::new(None);
@@ -49,13 +54,44 @@ impl Physical {
     }
 }
 
+/// Whether a start or a stop holds the turn.
+static TURN: Mutex<bool> = Mutex::new(false);
+/// Signalled when the turn is given back.
+static TURN_FREE: Condvar = Condvar::new();
+
+/// The right to start or stop a recording (one at a time), given back on
+/// drop.
+#[derive(Debug)]
+pub(crate) struct Turn(());
+
+impl Turn {
+    /// Waits for the turn: until no other start or stop runs.
+    pub(crate) fn take() -> Self {
+        let mut busy = TURN.lock();
+        while *busy {
+            busy = TURN_FREE.wait_for(busy, std::time::Duration::from_millis(100));
+        }
+        *busy = true;
+        Turn(())
+    }
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        *TURN.lock() = false;
+        TURN_FREE.notify_all();
+    }
+}
+
 /// A way to the recorder thread, if one runs.
 pub(crate) fn sender() -> Option<(mpsc::Sender<Command>, &'static Runtime)> {
     PHYSICAL.lock().as_ref().map(|p| (p.commands.clone(), p.rt))
 }
 
-/// Holds [`PHYSICAL`] across a `fork()`.
+/// Holds the turn's lock and [`PHYSICAL`] across a `fork()` (each only
+/// ever held for moments).
 pub(crate) fn fork_lock() {
+    crate::sync::fork_lock(&TURN);
     crate::sync::fork_lock(&PHYSICAL);
 }
 
@@ -67,12 +103,20 @@ pub(crate) fn fork_lock() {
 /// Called in the child between [`fork_lock`] and [`fork_unlock`], with no
 /// other thread running.
 pub(crate) unsafe fn forget_in_child() {
-    // SAFETY: the caller's contract: the lock is held for us and we are
+    // SAFETY: the caller's contract: the locks are held for us and we are
     // the only thread.
-    let p = unsafe { crate::sync::fork_data(&PHYSICAL) };
+    let (p, busy) = unsafe {
+        (
+            crate::sync::fork_data(&PHYSICAL),
+            crate::sync::fork_data(&TURN),
+        )
+    };
     if let Some(p) = p.take() {
         std::mem::forget(p);
     }
+    // The parent thread that held the turn (a start or stop in progress)
+    // does not exist here.
+    *busy = false;
 }
 
 /// Releases what [`fork_lock`] holds.
@@ -81,6 +125,9 @@ pub(crate) unsafe fn forget_in_child() {
 ///
 /// Called once after [`fork_lock`] on the same thread.
 pub(crate) unsafe fn fork_unlock() {
-    // SAFETY: the caller's contract.
-    unsafe { crate::sync::fork_unlock(&PHYSICAL) }
+    // SAFETY: the caller's contract; reverse order of `fork_lock`.
+    unsafe {
+        crate::sync::fork_unlock(&PHYSICAL);
+        crate::sync::fork_unlock(&TURN);
+    }
 }

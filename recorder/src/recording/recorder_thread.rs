@@ -79,6 +79,8 @@
 //! make every drain resume where the last stopped, and after step 3 no block
 //! of epoch *e* can grow.
 
+mod write_error;
+
 use crate::sync::mpsc;
 use std::io::{self, Seek, Write};
 use std::path::{Path, PathBuf};
@@ -100,7 +102,7 @@ use crate::recording::loss::{LossCause, LossReporter};
 use crate::recording::member::{Member, Stream};
 use crate::recording::outcome::{RecordingError, RecordingSummary};
 use crate::recording::panic_guard::{self, Place};
-use crate::recording::repository::{ChunkFile, Repository};
+use crate::recording::repository::{AtStop, ChunkFile, Repository};
 use crate::runtime::Runtime;
 use crate::sync::Ordering;
 
@@ -205,6 +207,12 @@ pub(crate) struct Recorder {
     /// Bytes and event records of the chunks finished so far (for
     /// `crate::recording::statistics`).
     finished: (u64, u64),
+    /// Write errors: a stall while writing fails (see [`write_error`]).
+    write_errors: write_error::WriteErrors,
+    /// The last stop is finishing the chunks: no seal flips the epoch and
+    /// no block is handed out for an epoch after the last chunk's (see
+    /// [`Recorder::finish_through`]).
+    closing: bool,
 }
 
 impl Recorder {
@@ -228,7 +236,12 @@ impl Recorder {
             losses,
             finished: (0, 0),
             staging: None,
+            write_errors: Default::default(),
+            closing: false,
         };
+        // A block refused to a writer at the last stop of an earlier
+        // recording is handed out again.
+        rt.pool.reopen();
         r.members_changed();
         r.open_chunk()?;
         r.publish_statistics();
@@ -255,7 +268,9 @@ impl Recorder {
     fn arm_rotation(&self) {
         let pool = &self.rt.pool;
         match &self.chunk {
-            Some((c, _)) if self.failure.is_none() && self.close_at != u64::MAX => {
+            Some((c, _))
+                if self.failure.is_none() && !self.closing && self.close_at != u64::MAX =>
+            {
                 let len = c.len();
                 pool.arm(
                     c.epoch(),
@@ -276,9 +291,9 @@ impl Recorder {
         // The chunk holds the epoch after the last one closed (a writer's
         // seal may have flipped past it already: the next step rotates), or
         // the current one for the first chunk.
+        // Kept until the chunk is open: a stall reopens it (`write_error`).
         let epoch = self
             .next_epoch
-            .take()
             .unwrap_or_else(|| self.rt.epoch.load(Ordering::Acquire));
         // Every chunk before this one is finished.
         self.rt.pool.chunks_finished_before(epoch);
@@ -294,6 +309,7 @@ impl Recorder {
         // Before every sample of the chunk, as Pyroscope's parser needs it.
         crate::sampler::pyroscope::write_event_setting(&mut first, ticks);
         chunk.write_records(&first)?;
+        self.next_epoch = None;
         self.chunk = Some((chunk, path));
         self.chunk_opened = Instant::now();
         self.arm_rotation();
@@ -354,12 +370,14 @@ impl Recorder {
             // emitting threads then have the CPU to themselves between
             // batches, and the pool's other three quarters absorb the bursts.
             let mut pending = None;
+            // A stall drains nothing: the sealed blocks wait (`write_error`).
+            let stalled = self.write_errors.stalled();
             let drain_due = {
                 let mut q = self.rt.pool.full_queue();
                 let wake_at = self.rt.pool.wake_at();
                 let sleep = self.until_next_timer();
                 let due = |q: &std::collections::VecDeque<_>| {
-                    BufferPool::drain_due(q, wake_at)
+                    (!stalled && BufferPool::drain_due(q, wake_at))
                         || self.rt.pool.rotation_due()
                         || self.flipped_past_chunk()
                 };
@@ -406,6 +424,9 @@ impl Recorder {
                 self.discard_all();
                 continue;
             }
+            if !self.retry_writing(&mut frames, false, false) {
+                continue;
+            }
             let flush_due = self.last_flush.elapsed() >= self.stream.flush_interval;
             if flush_due {
                 self.last_flush = Instant::now();
@@ -430,6 +451,9 @@ impl Recorder {
     fn until_next_timer(&self) -> Duration {
         if self.failure.is_some() {
             return self.stream.flush_interval;
+        }
+        if let Some(retry) = self.write_errors.until_retry() {
+            return retry;
         }
         let flush = self
             .stream
@@ -507,6 +531,7 @@ impl Recorder {
 
     /// Handles one command; true when the thread should exit.
     fn command(&mut self, cmd: Command, frames: &mut FrameTables) -> bool {
+        self.retry_for(&cmd, frames);
         match cmd {
             Command::Flush(reply) => {
                 self.last_flush = Instant::now();
@@ -515,7 +540,7 @@ impl Recorder {
                 false
             }
             Command::Rotate(reply) => {
-                let r = self.checked(|me| me.rotate(false, frames), "rotating");
+                let r = self.checked(|me| me.finish_through(false, frames), "rotating");
                 let _ = reply.send(r);
                 false
             }
@@ -528,7 +553,7 @@ impl Recorder {
                 reply,
             } => {
                 let r = self
-                    .checked(|me| me.rotate(false, frames), "rotating for a dump")
+                    .checked(|me| me.finish_through(false, frames), "rotating for a dump")
                     .and_then(|()| {
                         self.write_file(id, &path, from, to, max_size)
                             .map(drop)
@@ -558,16 +583,20 @@ impl Recorder {
             } => {
                 registry().apply(Settings::clone(&registry().settings.load()), false);
                 let r = self
-                    .checked(|me| me.rotate(true, frames), "finishing the last chunk")
+                    .checked(
+                        |me| me.finish_through(true, frames),
+                        "finishing the last chunk",
+                    )
                     .and_then(|()| self.summary(id, write));
+                let r = self.stop_result(r);
                 // No chunk open: seals neither wake nor flip.
                 self.rt.pool.disarm();
                 // Every member goes (normally the one left).
                 for mut m in std::mem::take(&mut self.members) {
                     let written = m.id == id && write && m.config.destination.is_some();
                     let keep = m.config.keep_repository || self.repo.keeps();
-                    self.repo
-                        .release_at_stop(&mut m.chunks, keep || !(written && r.is_ok()));
+                    let at = AtStop::of(written, r.is_ok());
+                    self.repo.release_at_stop(&mut m.chunks, keep, at);
                 }
                 self.repo.close();
                 registry().clear_live();
@@ -610,16 +639,22 @@ impl Recorder {
         write: bool,
         frames: &mut FrameTables,
     ) -> Result<RecordingSummary, RecordingError> {
-        let rotated = self.checked(|me| me.finish_chunk(false, frames), "rotating for a stop");
+        let rotated = self.checked(
+            |me| me.finish_through_epoch(me.rt.epoch.load(Ordering::SeqCst), frames),
+            "rotating for a stop",
+        );
         let r = rotated.and_then(|()| self.summary(id, write));
+        let r = self.stop_result(r);
         if let Some(at) = self.members.iter().position(|m| m.id == id) {
             let mut m = self.members.remove(at);
-            let written = write && m.config.destination.is_some() && r.is_ok();
-            let keep = m.config.keep_repository || !written;
-            self.repo.release_at_stop(&mut m.chunks, keep);
+            let written = write && m.config.destination.is_some();
+            let at = AtStop::of(written, r.is_ok());
+            self.repo
+                .release_at_stop(&mut m.chunks, m.config.keep_repository, at);
         }
         self.members_changed();
         if self.failure.is_none()
+            && !self.write_errors.stalled()
             && let Err(e) = self.open_next()
         {
             self.fail("opening the next chunk", e);
@@ -637,9 +672,15 @@ impl Recorder {
         if let Some(fail) = &self.failure {
             return Err(fail.to_error());
         }
+        if let Some(e) = self.stall_error() {
+            return Err(e);
+        }
         f(self).map_err(|e| {
             self.fail(context, e);
-            self.failure.as_ref().expect("just set").to_error()
+            match &self.failure {
+                Some(f) => f.to_error(),
+                None => self.stall_error().expect("a write error stalls"),
+            }
         })
     }
 
@@ -692,12 +733,12 @@ impl Recorder {
         })
     }
 
-    /// Stops the recording after an I/O error: no type stays enabled, the
-    /// events still buffered are counted lost, the chunk is abandoned (its
-    /// last flushed state stays readable through recovery).
+    /// After an I/O error: the chunk is cut back to its last flush and
+    /// the recording goes on in memory until writing works again (see
+    /// [`write_error`]).
     #[cold]
     fn fail(&mut self, context: &str, e: io::Error) {
-        self.fail_with(context, e, LossCause::WriteError);
+        self.write_failed(context, e);
     }
 
     /// [`fail`](Self::fail), counting the events still buffered under `cause`.
@@ -788,6 +829,51 @@ impl Recorder {
         Ok(())
     }
 
+    /// Finishes every chunk up to the current epoch's and, unless `last`,
+    /// opens the next: every event committed before the command that asks
+    /// for it is then in a finished chunk. Usually one chunk; more when a
+    /// writer's seal flipped the epoch past the open chunk's (at its hard
+    /// size mark) and this thread has not caught up yet.
+    ///
+    /// With `last` (the last stop) the epoch moves only with this thread's
+    /// own flips from here on (the pool is disarmed first, under its lock,
+    /// so no seal flips after the current epoch is read), and the pool
+    /// hands out no block for the epoch after the last chunk's: a writer
+    /// that passed its enabled check before the stop turned its type off
+    /// and opens its section after the last flip drops its event, counted
+    /// as [`LossCause::RecordingStopped`], instead of leaving it in a block
+    /// no chunk will drain.
+    fn finish_through(&mut self, last: bool, frames: &mut FrameTables) -> io::Result<()> {
+        if last {
+            self.closing = true;
+            self.rt.pool.disarm();
+        }
+        // SeqCst, after the command's receipt: a write section that
+        // committed before the command was sent loaded this epoch or an
+        // earlier one.
+        let epoch = self.rt.epoch.load(Ordering::SeqCst);
+        self.finish_through_epoch(epoch, frames)?;
+        if !last {
+            self.open_next()?;
+        }
+        Ok(())
+    }
+
+    /// Finishes the open chunk and each later one up to the chunk of
+    /// `epoch`, opening each next one but the last (the caller opens it, or
+    /// none at the last stop): every event of `epoch` or before is then
+    /// in a finished chunk.
+    fn finish_through_epoch(&mut self, epoch: u64, frames: &mut FrameTables) -> io::Result<()> {
+        loop {
+            let open = self.chunk_mut()?.epoch();
+            if open >= epoch {
+                return self.finish_chunk(self.closing, frames);
+            }
+            self.finish_chunk(false, frames)?;
+            self.open_next()?;
+        }
+    }
+
     /// Opens the next chunk and runs its beginning-of-chunk events.
     fn open_next(&mut self) -> io::Result<()> {
         self.open_chunk()?;
@@ -811,7 +897,12 @@ impl Recorder {
         // finished (constants carry the tags of three epochs; the pool's
         // flip limit keeps a seal from flipping further until this chunk
         // is finished).
-        let next = (!last && close_at != u64::MAX).then_some((close_at, flip_at));
+        let next = (!last && !self.closing && close_at != u64::MAX).then_some((close_at, flip_at));
+        if last {
+            // No block of the epoch the flip below opens is handed out:
+            // no chunk of this recording will drain it (see `finish_through`).
+            rt.pool.close_from(open + 1);
+        }
         let old = rotation::rotate(rt, open, next, &mut ChunkSink(self.chunk_mut()?))?;
         self.next_epoch = Some(old + 1);
         let (chunk, path) = self
@@ -821,6 +912,8 @@ impl Recorder {
         let start_nanos = chunk.start_nanos();
         let records = chunk.records();
         self.evict_over_memory_size(chunk.len());
+        // What a failure from here on cuts the chunk back to.
+        self.write_errors.ending = Some((path.clone(), chunk.salvage_point()));
         let mut file = chunk.finish(self.rt, frames, last, &mut self.losses)?;
         // The chunk's constants are written: its epoch's tag word may be
         // reused, so a seal may flip one epoch further.
@@ -841,6 +934,7 @@ impl Recorder {
         let seq = self
             .repo
             .add_finished(chunk, self.members.len(), records, reported);
+        self.write_errors.ending = None;
         #[cfg(feature = "pyroscope")]
         self.offer_to_uploaders(seq, start_nanos, end_nanos, size);
         for m in &mut self.members {

@@ -24,12 +24,20 @@
 //!   write bit; otherwise [`Repository::create`] fails with
 //!   [`StartError::UnsafeRepository`] naming the path and the
 //!   [`RepositoryProblem`].
+//! * The directory is opened once (`O_DIRECTORY | O_NOFOLLOW`), checked
+//!   through that descriptor (`fstat`), and every chunk is created, read
+//!   and removed through it (`openat`, `unlinkat`): if its path or a parent
+//!   of it is renamed or replaced during the recording, chunks still go
+//!   into the directory that was checked, never into the swapped-in one.
 //! * Chunk files are opened `O_CREAT | O_EXCL | O_NOFOLLOW`, mode `0600`.
 //! * Files written outside the repository (the destination at stop, dumps,
 //!   [`assemble`]'s output) are written by
 //!   [`write_private_file`](crate::recording::files::write_private_file):
-//!   into a new `0600` file beside the destination (`O_EXCL | O_NOFOLLOW`), synced,
-//!   then renamed over the destination. A symbolic link planted at the
+//!   only over nothing or a regular file or link of the effective user (a
+//!   device, FIFO, socket, directory or another user's file is refused
+//!   with a [`DestinationProblem`] and left as it was), into a new `0600`
+//!   file beside the destination (`O_EXCL | O_NOFOLLOW`), synced, then
+//!   renamed over the destination. A symbolic link planted at the
 //!   destination is replaced, never followed.
 //!
 //! # Retention and clean-up
@@ -47,8 +55,12 @@
 //! destination is written, the recording lets go of its chunks, and the
 //! last stop removes the directory if this repository created it and
 //! nothing is left in it, unless the user asked to keep the repository
-//! (`keep_repository`, `preserve-repository=true`). A recording without a
-//! destination keeps its chunk files on disk: they are the only copy.
+//! (`keep_repository`, `preserve-repository=true`). A recording whose
+//! destination could not be written keeps its chunk files (the only copy);
+//! so does one without a destination in a repository the user named. In
+//! the default repository a recording stopped without a destination lets
+//! its chunks go (as the JDK discards a recording stopped without a file),
+//! so every recording, `jcmd`'s included, leaves no directory behind.
 //!
 //! # In memory (`disk=false`)
 //!
@@ -84,13 +96,14 @@ use std::ffi::{CString, OsStr};
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use crate::recording::config::builder::RepositoryProblem;
 use crate::recording::config::builder::StartError;
-use crate::recording::files::{chunk_file_name, euid, open_options};
+pub use crate::recording::files::DestinationProblem;
+use crate::recording::files::{Dir, chunk_file_name, euid};
 use crate::recording::loss::LossCounts;
 use crate::recording::stale;
 
@@ -116,6 +129,9 @@ pub struct ChunkFile {
 pub(crate) struct Repository {
     /// The directory; empty while chunks are kept in memory only.
     dir: PathBuf,
+    /// The directory, held open: chunks are created, read and removed
+    /// through it.
+    handle: Option<Dir>,
     /// The chunk files kept in memory, by their `memory:` names (a second
     /// descriptor of each, read with `pread` by dumps).
     memory: HashMap<PathBuf, File>,
@@ -130,6 +146,34 @@ pub(crate) struct Repository {
     created: bool,
     /// The user asked to keep chunks and directory after the stop.
     keep: bool,
+    /// The directory is the default one (`mkdtemp` under the temp
+    /// directory): nobody else knows its name, so at a stop its chunks go
+    /// even when no destination was written, unless kept.
+    temporary: bool,
+}
+
+/// What became of a stopping recording's destination, for
+/// [`Repository::release_at_stop`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AtStop {
+    /// Its destination was written: the chunks are copied.
+    Written,
+    /// It has no destination, or was stopped without writing it.
+    NotWritten,
+    /// Writing its destination failed: the chunks are the only copy.
+    WriteFailed,
+}
+
+impl AtStop {
+    /// From whether a destination was to be written and whether the stop
+    /// succeeded.
+    pub(crate) fn of(to_write: bool, ok: bool) -> Self {
+        match (to_write, ok) {
+            (false, _) => Self::NotWritten,
+            (true, true) => Self::Written,
+            (true, false) => Self::WriteFailed,
+        }
+    }
 }
 
 /// A finished chunk and how many recordings hold it.
@@ -164,9 +208,18 @@ impl Repository {
     /// the directory the user named; see the module docs for what is
     /// refused. `keep` leaves it in place at stop.
     pub(crate) fn create(dir: Option<&Path>, keep: bool) -> Result<Self, StartError> {
+        let temporary = dir.is_none();
         let (dir, created) = match dir {
             None => {
                 let temp = std::env::temp_dir();
+                // Once per program image, before it makes any of its own.
+                #[cfg(not(flightrec_loom))]
+                {
+                    static ONCE: crate::sync::Once = crate::sync::Once::new();
+                    ONCE.call_once(|| {
+                        stale::remove_own_leftovers(&temp);
+                    });
+                }
                 stale::print_hint(&stale::default_repositories(&temp), &temp);
                 let dir =
                     make_temp_dir(&default_template(&temp)).map_err(|source| StartError::Io {
@@ -187,7 +240,7 @@ impl Repository {
             },
         };
         // Checked also when just created: another user may have raced us.
-        check_private_dir(&dir)?;
+        let handle = open_private_dir(&dir)?;
         if !created {
             stale::print_hint(
                 &stale::chunks_in(&dir).into_iter().collect::<Vec<_>>(),
@@ -196,12 +249,14 @@ impl Repository {
         }
         Ok(Self {
             dir,
+            handle: Some(handle),
             memory: HashMap::new(),
             in_memory: 0,
             finished: BTreeMap::new(),
             next_seq: 0,
             created,
             keep,
+            temporary,
         })
     }
 
@@ -209,12 +264,14 @@ impl Repository {
     pub(crate) fn in_memory() -> Self {
         Self {
             dir: PathBuf::new(),
+            handle: None,
             memory: HashMap::new(),
             in_memory: 0,
             finished: BTreeMap::new(),
             next_seq: 0,
             created: false,
             keep: false,
+            temporary: false,
         }
     }
 
@@ -229,8 +286,10 @@ impl Repository {
     pub(crate) fn add_dir(&mut self, dir: Option<&Path>, keep: bool) -> Result<(), StartError> {
         let made = Self::create(dir, keep)?;
         self.dir = made.dir;
+        self.handle = made.handle;
         self.created = made.created;
         self.keep = made.keep;
+        self.temporary = made.temporary;
         Ok(())
     }
 
@@ -254,14 +313,9 @@ impl Repository {
             crate::stream::memory::publish(&path, &file);
             return Ok((path, file));
         }
-        let path = self.dir.join(chunk_file_name(start_nanos));
-        let file = open_options()
-            .write(true)
-            .read(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)?;
-        Ok((path, file))
+        let name = chunk_file_name(start_nanos);
+        let file = self.held()?.create_new(OsStr::new(&name))?;
+        Ok((self.dir.join(name), file))
     }
 
     /// Records a finished chunk file, held by `holders` recordings, with
@@ -380,8 +434,13 @@ impl Repository {
                 list.pop_front();
                 continue;
             };
-            let too_old =
-                max_age.is_some_and(|a| now_nanos - oldest.end_nanos > a.as_nanos() as i64);
+            // Saturating: an age beyond i64 nanoseconds (`200000d`,
+            // `Duration::MAX`) keeps everything rather than wrapping
+            // negative and dropping all but the newest.
+            let too_old = max_age.is_some_and(|a| {
+                now_nanos.saturating_sub(oldest.end_nanos)
+                    > i64::try_from(a.as_nanos()).unwrap_or(i64::MAX)
+            });
             let too_big = max_size.is_some_and(|m| total > m);
             if !too_old && !too_big {
                 break;
@@ -409,7 +468,8 @@ impl Repository {
             match self.memory.get(&c.path) {
                 Some(f) => copy_at(f, c.size, out)?,
                 None => {
-                    let mut f = open_options().read(true).open(&c.path)?;
+                    let name = c.path.file_name().unwrap_or_default();
+                    let mut f = self.held()?.open_read(name)?;
                     io::copy(&mut (&mut f).take(c.size), out)?;
                 }
             }
@@ -459,11 +519,18 @@ impl Repository {
         chosen
     }
 
-    /// A recording stops: it lets go of the chunks of `list`. With
-    /// `keep_files` (on disk, the recording was not written elsewhere or
-    /// the user asked to keep the repository), chunk files on disk stay:
-    /// they are the only copy.
-    pub(crate) fn release_at_stop(&mut self, list: &mut VecDeque<u64>, keep_files: bool) {
+    /// A recording stops: it lets go of the chunks of `list`. Its chunk
+    /// files on disk stay when the user asked to keep the repository
+    /// (`keep`), when writing its destination failed (they are the only
+    /// copy), or when nothing was written and the repository is one the
+    /// user named; in the default repository (a temporary directory nobody
+    /// else knows) an unwritten recording's chunks go, as the JDK discards
+    /// a recording stopped without a file.
+    pub(crate) fn release_at_stop(&mut self, list: &mut VecDeque<u64>, keep: bool, at: AtStop) {
+        let keep_files = keep
+            || self.keep
+            || at == AtStop::WriteFailed
+            || (at == AtStop::NotWritten && !self.temporary);
         for seq in list.drain(..) {
             let on_disk = self
                 .chunk(seq)
@@ -486,8 +553,16 @@ impl Repository {
             .retain(|_, h| !memory.contains_key(&h.chunk.path));
         self.in_memory = 0;
         if self.has_dir() && self.created && !self.keep && self.finished.is_empty() {
-            // Fails, harmlessly, if someone else put files there.
-            let _ = fs::remove_dir(&self.dir);
+            // Only if the path still names the directory we held (not one
+            // swapped in); fails, harmlessly, if someone else put files
+            // there.
+            let ours = self.handle.as_ref().and_then(|h| h.stat_self().ok());
+            let there = Dir::open(&self.dir, true).and_then(|d| d.stat_self());
+            if let (Some(a), Ok(b)) = (ours, there)
+                && (a.dev, a.ino) == (b.dev, b.ino)
+            {
+                let _ = fs::remove_dir(&self.dir);
+            }
         }
     }
 
@@ -498,13 +573,42 @@ impl Repository {
 }
 
 impl Repository {
+    /// A chunk file being written that failed (see
+    /// `recorder_thread::write_error`), opened again to be cut back to its
+    /// last flush: a new descriptor of the file, for writing.
+    pub(crate) fn reopen_unfinished(&self, path: &Path) -> io::Result<File> {
+        match self.memory.get(path) {
+            Some(f) => f.try_clone(),
+            // Through the held directory, as every chunk is.
+            None => {
+                let name = path
+                    .file_name()
+                    .ok_or_else(|| io::Error::other("a chunk path without a file name"))?;
+                self.held()?.open_write(name)
+            }
+        }
+    }
+
+    /// Deletes a chunk file that was never finished (nothing of it could be
+    /// kept after a write error).
+    pub(crate) fn discard_unfinished(&mut self, path: &Path) {
+        self.remove(path);
+    }
+
     /// Deletes a chunk file (on disk) or frees it (in memory).
     fn remove(&mut self, path: &Path) {
         if self.memory.remove(path).is_some() {
             crate::stream::memory::withdraw(path);
-        } else {
-            let _ = fs::remove_file(path);
+        } else if let (Some(h), Some(name)) = (&self.handle, path.file_name()) {
+            let _ = h.unlink(name);
         }
+    }
+
+    /// The directory held open.
+    fn held(&self) -> io::Result<&Dir> {
+        self.handle
+            .as_ref()
+            .ok_or_else(|| io::Error::other("the repository has no directory"))
     }
 }
 
@@ -556,37 +660,45 @@ fn make_temp_dir(template: &Path) -> io::Result<PathBuf> {
     Ok(PathBuf::from(OsStr::from_bytes(&bytes)))
 }
 
-/// Whether `dir` may be used as a repository: a real directory (not a
-/// symbolic link), owned by the effective uid, not writable by group or
-/// others.
-pub(crate) fn check_private_dir(dir: &Path) -> Result<(), StartError> {
-    let meta = fs::symlink_metadata(dir).map_err(|source| StartError::Io {
+/// Opens `dir` as a repository if it may be one: a real directory (not a
+/// symbolic link: opened `O_NOFOLLOW`), owned by the effective uid, not
+/// writable by group or others, checked on the descriptor that is then
+/// used for every chunk.
+pub(crate) fn open_private_dir(dir: &Path) -> Result<Dir, StartError> {
+    let unsafe_dir = |problem| StartError::UnsafeRepository {
+        path: dir.to_path_buf(),
+        problem,
+    };
+    let handle = match Dir::open(dir, true) {
+        Ok(h) => h,
+        Err(source) => {
+            // Name what is there, if it is a link or not a directory.
+            return Err(match fs::symlink_metadata(dir) {
+                Ok(m) if m.file_type().is_symlink() => unsafe_dir(RepositoryProblem::SymbolicLink),
+                Ok(m) if !m.is_dir() => unsafe_dir(RepositoryProblem::NotADirectory),
+                _ => StartError::Io {
+                    path: dir.to_path_buf(),
+                    source,
+                },
+            });
+        }
+    };
+    let st = handle.stat_self().map_err(|source| StartError::Io {
         path: dir.to_path_buf(),
         source,
     })?;
-    let problem = if meta.file_type().is_symlink() {
-        Some(RepositoryProblem::SymbolicLink)
-    } else if !meta.is_dir() {
-        Some(RepositoryProblem::NotADirectory)
-    } else if meta.uid() != euid() {
-        Some(RepositoryProblem::ForeignOwner {
-            owner: meta.uid(),
+    if st.uid != euid() {
+        return Err(unsafe_dir(RepositoryProblem::ForeignOwner {
+            owner: st.uid,
             euid: euid(),
-        })
-    } else if meta.mode() & 0o022 != 0 {
-        Some(RepositoryProblem::Writable {
-            mode: meta.mode() & 0o7777,
-        })
-    } else {
-        None
-    };
-    match problem {
-        Some(problem) => Err(StartError::UnsafeRepository {
-            path: dir.to_path_buf(),
-            problem,
-        }),
-        None => Ok(()),
+        }));
     }
+    if st.mode & 0o022 != 0 {
+        return Err(unsafe_dir(RepositoryProblem::Writable {
+            mode: st.mode & 0o7777,
+        }));
+    }
+    Ok(handle)
 }
 
 #[cfg(all(test, not(flightrec_loom)))]
@@ -667,13 +779,13 @@ mod tests {
                 0,
                 LossCounts::default(),
             );
-            repo.release_at_stop(&mut VecDeque::from([seq]), false);
+            repo.release_at_stop(&mut VecDeque::from([seq]), false, AtStop::Written);
             assert!(!path.exists());
             repo.close();
             assert!(!repo.dir().exists(), "{}", repo.dir().display());
         }
-        // Kept when asked, or when nothing was written elsewhere.
-        for keep in [true, false] {
+        // Kept when asked, or when the destination failed.
+        for (keep, at) in [(true, AtStop::NotWritten), (false, AtStop::WriteFailed)] {
             let mut repo = Repository::create(None, keep).unwrap();
             let (path, _f) = repo.create_chunk(42, true).unwrap();
             let chunk = ChunkFile {
@@ -683,11 +795,38 @@ mod tests {
                 size: 0,
             };
             let seq = repo.add_finished(chunk, 1, 0, LossCounts::default());
-            repo.release_at_stop(&mut VecDeque::from([seq]), true);
+            repo.release_at_stop(&mut VecDeque::from([seq]), false, at);
             repo.close();
             assert!(path.exists() && repo.dir().is_dir());
             fs::remove_dir_all(repo.dir()).unwrap();
         }
+        // Nothing written: the default repository goes, a named one stays.
+        let mut repo = Repository::create(None, false).unwrap();
+        let (path, _f) = repo.create_chunk(42, true).unwrap();
+        let c = ChunkFile {
+            path: path.clone(),
+            start_nanos: 42,
+            end_nanos: 43,
+            size: 0,
+        };
+        let seq = repo.add_finished(c, 1, 0, LossCounts::default());
+        repo.release_at_stop(&mut VecDeque::from([seq]), false, AtStop::NotWritten);
+        repo.close();
+        assert!(!repo.dir().exists());
+        let base = scratch("named_unwritten");
+        let mut repo = Repository::create(Some(&base.join("r")), false).unwrap();
+        let (path, _f) = repo.create_chunk(42, true).unwrap();
+        let c = ChunkFile {
+            path: path.clone(),
+            start_nanos: 42,
+            end_nanos: 43,
+            size: 0,
+        };
+        let seq = repo.add_finished(c, 1, 0, LossCounts::default());
+        repo.release_at_stop(&mut VecDeque::from([seq]), false, AtStop::NotWritten);
+        repo.close();
+        assert!(path.exists());
+        fs::remove_dir_all(&base).unwrap();
     }
 
     #[test]
@@ -772,8 +911,48 @@ mod tests {
         repo.concat_into(&mut out, &list, None, None, None).unwrap();
         assert_eq!(out, b"secondthird");
         assert_eq!(repo.memory.len(), 2);
-        repo.release_at_stop(&mut list, true);
+        repo.release_at_stop(&mut list, false, AtStop::NotWritten);
         assert!(repo.memory.is_empty());
+    }
+
+    #[test]
+    fn an_age_beyond_i64_nanoseconds_keeps_every_chunk() {
+        let mut repo = Repository::in_memory();
+        let mut list = VecDeque::new();
+        for i in 0..4i64 {
+            let (path, mut f) = repo.create_chunk(i, true).unwrap();
+            f.write_all(b"x").unwrap();
+            let c = ChunkFile {
+                path,
+                start_nanos: i * 1_000_000_000,
+                end_nanos: (i + 1) * 1_000_000_000,
+                size: 1,
+            };
+            list.push_back(repo.add_finished(c, 1, 0, LossCounts::default()));
+        }
+        let now = 3_600_000_000_000;
+        for age in [
+            Duration::from_secs(200_000 * 86_400),
+            Duration::from_secs(u64::MAX),
+            Duration::MAX,
+        ] {
+            assert!(
+                repo.apply_retention(&mut list, now, Some(age), None)
+                    .is_empty()
+            );
+            assert!(
+                repo.apply_retention(&mut list, i64::MAX, Some(age), None)
+                    .is_empty()
+            );
+            assert_eq!(list.len(), 4, "{age:?}");
+        }
+        // An age that fits still drops the old ones, never the newest.
+        assert_eq!(
+            repo.apply_retention(&mut list, now, Some(Duration::from_secs(1)), None)
+                .len(),
+            3
+        );
+        repo.release_at_stop(&mut list, false, AtStop::Written);
     }
 
     #[test]
@@ -800,11 +979,11 @@ mod tests {
         repo.apply_retention(&mut a, 10, None, Some(1));
         assert_eq!(a, [s1]);
         assert_eq!(repo.memory.len(), 2);
-        repo.release_at_stop(&mut a, false);
+        repo.release_at_stop(&mut a, false, AtStop::Written);
         assert!(repo.chunk(s1).is_some(), "b still holds chunk 1");
         let mut out = Vec::new();
         assert_eq!(repo.concat_into(&mut out, &b, None, None, None).unwrap(), 2);
-        repo.release_at_stop(&mut b, false);
+        repo.release_at_stop(&mut b, false, AtStop::Written);
         assert!(repo.memory.is_empty() && repo.finished.is_empty());
     }
 

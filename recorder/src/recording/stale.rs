@@ -8,10 +8,17 @@
 //! looked at: the default repositories under the temp directory
 //! (`flightrec-<pid>-XXXXXX`, owned by this user) when a recording starts
 //! with the default repository, and the chunk files of a named repository
-//! that already exists. Each gets one stderr line naming the directory and
-//! `recorder::assemble(dir, out)`.
+//! that already exists. However many there are, one stderr line names the
+//! first, counts the others and names `recorder::assemble(dir, out)`.
 //!
-//! Invariant: only reads; nothing here removes or opens for writing.
+//! A default repository named for this very process's pid that this image
+//! did not make was left by an earlier image of the same process that
+//! `exec`ed (exit handlers do not run across `exec`): nothing can finish
+//! its chunks, and [`remove_own_leftovers`] removes it.
+//!
+//! Invariant: nothing here opens for writing; only the chunk files of this
+//! pid in a default repository of this pid and user, and then that
+//! directory, are ever removed.
 
 use std::fs;
 use std::io;
@@ -96,28 +103,99 @@ pub(crate) fn default_repositories(temp: &Path) -> Vec<Stale> {
     found
 }
 
-/// The stderr line naming a stale repository.
-pub(crate) fn hint(s: &Stale) -> String {
-    format!(
-        "flightrec: {} holds chunks of process {}, which has exited; \
+/// The stderr line naming stale repositories: one line however many there
+/// are (the first one named, the others counted).
+pub(crate) fn hint(stale: &[Stale], under: &Path) -> Option<String> {
+    let first = stale.first()?;
+    let more = match stale.len() - 1 {
+        0 => String::new(),
+        1 => format!(" (and 1 more such directory in {})", under.display()),
+        n => format!(" (and {n} more such directories in {})", under.display()),
+    };
+    Some(format!(
+        "flightrec: {} holds chunks of process {}, which has exited{more}; \
          recorder::assemble(dir, out) turns them into one .jfr file",
-        s.dir.display(),
-        s.pid
-    )
+        first.dir.display(),
+        first.pid
+    ))
 }
 
-/// Prints one line per stale repository (at most three, then a count).
+/// Prints [`hint`]'s one line, if anything is stale.
 pub(crate) fn print_hint(stale: &[Stale], under: &Path) {
-    for s in stale.iter().take(3) {
-        eprintln!("{}", hint(s));
+    if let Some(line) = hint(stale, under) {
+        eprintln!("{line}");
     }
-    if stale.len() > 3 {
-        eprintln!(
-            "flightrec: and {} more such directories in {}",
-            stale.len() - 3,
-            under.display()
-        );
+}
+
+/// Default repositories under `temp` named for this very process
+/// (`flightrec-<own pid>-XXXXXX`, owned by this user) and made since this
+/// process started: an earlier program image of this process made them and
+/// then `exec`ed (a shell or a version-manager shim under `LD_PRELOAD` +
+/// `FLIGHTREC`), which skips every exit handler. No process can finish
+/// those chunks any more, so they are removed (this pid's chunk files,
+/// then the directory if it is empty). One made before this process
+/// started belonged to an earlier process with the same pid: it is left
+/// for [`default_repositories`]' notice. Called before this image makes a
+/// repository of its own. Returns how many directories were removed.
+pub(crate) fn remove_own_leftovers(temp: &Path) -> usize {
+    let Some(started) = process_start_secs() else {
+        return 0;
+    };
+    let own = std::process::id();
+    let Ok(entries) = fs::read_dir(temp) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for e in entries.filter_map(Result::ok) {
+        let name = e.file_name();
+        if name.to_str().and_then(default_dir_pid) != Some(own) {
+            continue;
+        }
+        let path = e.path();
+        let Ok(meta) = e.metadata() else { continue }; // does not follow links
+        // `mtime` moves with every chunk; `ctime` too. One second of slack
+        // for the start time's rounding.
+        if !meta.is_dir() || meta.uid() != euid() || meta.mtime() + 1 < started {
+            continue;
+        }
+        let Ok(dir) = crate::recording::files::Dir::open(&path, true) else {
+            continue;
+        };
+        for c in fs::read_dir(&path)
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+        {
+            let n = c.file_name();
+            if n.to_str().and_then(chunk_name_pid) == Some(own) {
+                let _ = dir.unlink(&n);
+            }
+        }
+        if fs::remove_dir(&path).is_ok() {
+            removed += 1;
+        }
     }
+    removed
+}
+
+/// When this process started (seconds since the epoch): the boot time
+/// (`/proc/stat` `btime`) plus its start in clock ticks after boot
+/// (`/proc/self/stat` field 22). `exec` keeps both.
+fn process_start_secs() -> Option<i64> {
+    let stat = fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name, which is in parentheses.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let ticks: i64 = rest.split(' ').nth(19)?.parse().ok()?;
+    let boot: i64 = fs::read_to_string("/proc/stat")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))?
+        .trim()
+        .parse()
+        .ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1);
+    Some(boot + ticks / hz)
 }
 
 #[cfg(all(test, not(flightrec_loom)))]
@@ -186,9 +264,17 @@ mod tests {
                 pid: dead
             }]
         );
-        let hint = hint(&found[0]);
+        let hint = hint(&found, &base).unwrap();
         assert!(hint.contains(&stale.display().to_string()), "{hint}");
         assert!(hint.contains("recorder::assemble(dir, out)"), "{hint}");
+        // Many: still one line, the rest counted.
+        let many = vec![found[0].clone(); 19];
+        let line = super::hint(&many, &base).unwrap();
+        assert!(
+            !line.contains('\n') && line.contains("and 18 more"),
+            "{line}"
+        );
+        assert_eq!(super::hint(&[], &base), None);
         // A named repository holding an exited process's chunks.
         assert_eq!(chunks_in(&own).map(|s| s.pid), Some(dead));
         assert_eq!(chunks_in(&empty), None);
@@ -198,6 +284,37 @@ mod tests {
         )
         .unwrap();
         assert_eq!(chunks_in(&empty), None);
+        fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn an_earlier_image_of_this_process_leaves_nothing() {
+        let base = scratch("own_leftovers");
+        let own = std::process::id();
+        let left = base.join(format!("flightrec-{own}-AbC123"));
+        let old = base.join(format!("flightrec-{own}-Old000"));
+        let other = base.join(format!("flightrec-{own}-Other0"));
+        for d in [&left, &old, &other] {
+            fs::create_dir(d).unwrap();
+            fs::write(d.join(chunk_file_name(7)), b"FLR\0").unwrap();
+        }
+        // Someone else's file in it: the directory stays, that file too.
+        fs::write(other.join("notes.txt"), b"x").unwrap();
+        // Made before this process started: an earlier holder of the pid.
+        let c = std::ffi::CString::new(old.as_os_str().as_encoded_bytes()).unwrap();
+        let times = [libc::timespec {
+            tv_sec: 1000,
+            tv_nsec: 0,
+        }; 2];
+        // SAFETY: `c` and `times` are valid for the call.
+        let r = unsafe { libc::utimensat(libc::AT_FDCWD, c.as_ptr(), times.as_ptr(), 0) };
+        assert_eq!(r, 0);
+        assert!(process_start_secs().is_some());
+        assert_eq!(remove_own_leftovers(&base), 1);
+        assert!(!left.exists());
+        assert!(old.join(chunk_file_name(7)).exists());
+        assert!(other.join("notes.txt").exists());
+        assert!(!other.join(chunk_file_name(7)).exists());
         fs::remove_dir_all(&base).unwrap();
     }
 }

@@ -363,8 +363,13 @@ pub(crate) fn exiting(born: Born) {
         CREDIT.store(credit as u64, Ordering::Relaxed);
     }
     let overrun = (per_signal / period as i64).saturating_sub(1) as u32;
-    let signal = SIGNAL.load(Ordering::Relaxed) as i32;
     while credit >= per_signal {
+        // The signal the timers send now, read before each send: never one
+        // the program has taken since (see `claim`; 0 while disarmed).
+        let signal = super::claim::armed();
+        if signal == 0 || signal != SIGNAL.load(Ordering::Relaxed) as i32 {
+            break;
+        }
         credit = CREDIT.fetch_sub(per_signal as u64, Ordering::Relaxed) as i64 - per_signal;
         if credit < 0 {
             // Another thread took it first.

@@ -133,6 +133,9 @@ pub(crate) struct SamplerConfig {
     /// Wall-clock sampling interval, if enabled.
     pub(crate) wall: Option<Duration>,
     pub(crate) signal: i32,
+    /// Sample flightrec's own threads too (see
+    /// [`super::set_sample_own_threads`]).
+    pub(crate) own_threads: bool,
 }
 
 impl SamplerConfig {
@@ -147,6 +150,7 @@ impl SamplerConfig {
                 _ => DEFAULT_WALL_PERIOD,
             }),
             signal,
+            own_threads: false,
         }
     }
 

@@ -23,6 +23,32 @@
 //! tags the sampled thread and the sample's stack with the epoch of the
 //! chunk the event lands in; the thread never samples itself.
 //!
+//! # flightrec's own threads
+//!
+//! Unless [`super::set_sample_own_threads`] asks for them, a thread named
+//! `flightrec-*` (the recorder, periodic, attach, allocation, Pyroscope,
+//! stream threads: they all are) is not sampled: at its first drain that
+//! has samples, its name is read; if it is one of ours, its samples are
+//! dropped uncounted (they are not the program's), its timers deleted and
+//! it is not attached again. Its CPU time stays in
+//! `flightrec.RecorderStatistics`.
+//!
+//! # The program's signals
+//!
+//! The timers send the signal [`claim::choose`] gives: the configured one
+//! unless the program took it. When the program takes the armed signal
+//! (found by the interposers at once, or by this thread when it arms and
+//! at every pass), the timers are rebuilt on another signal, or left
+//! disarmed when no signal is free; then every pass writes each thread's
+//! CPU time since the last as lost samples (`jdk.CPUTimeSamplesLost` and
+//! [`LossCause::SamplingSignalTaken`]). A thread that blocks the signal
+//! gets no sample: every [`PER_SIGNAL_EVERY`], a thread that ran three
+//! periods without a CPU-time signal has its blocked mask read; while it
+//! blocks the signal its timer is deleted (so its pending signal, which
+//! would stand for every expiry since, is dropped) and its CPU time is
+//! written as lost ([`LossCause::SamplingSignalBlocked`]); once it
+//! unblocks, it is armed again.
+//!
 //! # Cadence
 //!
 //! Each pass is a wakeup of this thread, which on a busy machine preempts a
@@ -57,6 +83,7 @@ use chunk_writer::record::EventEncoder;
 
 use super::Sampler;
 use super::birth;
+use super::claim;
 use super::config::{self, SamplerConfig};
 use super::cpu_timer_linux::{ThreadTimers, TimerClock};
 use super::pyroscope;
@@ -92,9 +119,18 @@ struct Tracked {
     /// with the thread's epoch tags, which its samples set.
     key: Option<(u64, Arc<ThreadTags>)>,
     bounds_tries: u8,
-    /// The thread's CPU time when lost samples were last counted, while a
-    /// foreign handler holds the signal.
+    /// The thread's CPU time when lost samples were last counted, while
+    /// the timers are disarmed (the program took the signal).
     foreign_cpu_seen: Option<u64>,
+    /// Whether its name was checked for one of flightrec's own.
+    own_checked: bool,
+    /// One of flightrec's own threads: its samples are dropped.
+    discard: bool,
+    /// Its CPU time and CPU-time signals at the last blocked-signal check.
+    blocked_seen: Option<(u64, u64)>,
+    /// It blocked the sampling signal at the last check (its CPU timer is
+    /// deleted meanwhile).
+    blocked: bool,
 }
 
 /// The sampler thread's state.
@@ -124,8 +160,15 @@ pub(crate) struct Consumer {
     /// Threads not sampled because every slot was taken (each counted
     /// once, as [`LossCause::ThreadNotSampled`]; forgotten when they exit).
     untracked: std::collections::HashSet<u64>,
-    /// Another handler took the sampling signal: see [`Consumer::foreign_handler`].
-    foreign: bool,
+    /// The signal the timers send (`None`: disarmed, or sampling off).
+    signal: Option<i32>,
+    /// CPU sampling is on but no signal was free: see
+    /// [`Consumer::count_disarmed`].
+    disarmed: bool,
+    /// flightrec's own threads, not sampled (forgotten when they exit).
+    excluded: std::collections::HashSet<u64>,
+    /// The disarmed state was said on stderr.
+    warned_disarmed: bool,
     /// Each tracked thread's CPU time and CPU-time signals at the last
     /// look, and when that was (for [`birth::publish`]).
     per_signal_seen: HashMap<u64, (u64, u64)>,
@@ -164,7 +207,10 @@ impl Consumer {
             pass_merged: u32::MAX,
             tids: Vec::new(),
             untracked: std::collections::HashSet::new(),
-            foreign: false,
+            signal: None,
+            disarmed: false,
+            excluded: std::collections::HashSet::new(),
+            warned_disarmed: false,
             per_signal_seen: HashMap::new(),
             per_signal_at: Instant::now(),
         }
@@ -221,6 +267,7 @@ impl Consumer {
         self.thread_watch = None;
         self.cpu = None;
         self.wall = None;
+        claim::set_armed(0);
         let tids: Vec<u64> = self.tracked.keys().copied().collect();
         for tid in tids {
             self.release(tid);
@@ -252,10 +299,17 @@ impl Consumer {
         if discover {
             self.discover();
         }
-        if let Some(c) = self.config.as_ref().filter(|c| c.cpu.is_some())
-            && !signal::is_installed(c.signal)
+        if let Some(s) = self.signal
+            && (claim::is_claimed(s) || !signal::is_installed(s))
+            && let Some(c) = self.config.clone()
         {
-            self.foreign_handler(c.signal);
+            // The program took the signal (its `sigaction` through the
+            // interposer, or a handler found in place of ours): move.
+            claim::mark(s);
+            self.configure(c);
+        }
+        if self.disarmed {
+            self.count_disarmed();
         }
         let mut tids = std::mem::take(&mut self.tids);
         tids.clear();
@@ -270,34 +324,31 @@ impl Consumer {
         }
         if self.per_signal_at.elapsed() >= PER_SIGNAL_EVERY {
             self.measure_per_signal();
+            self.check_blocked();
         }
         self.tids = tids;
     }
 
-    /// The program installed its own handler for the sampling signal after
-    /// ours: every CPU-time signal goes to it. Says so once on stderr, and
-    /// writes, per thread, the samples its timer delivered there as
-    /// `jdk.CPUTimeSamplesLost`: an estimate, the thread's CPU time since
-    /// the last pass over the sampling period (the timers run on CPU time).
-    /// Ours is not put back: the signal is the program's now.
+    /// CPU sampling is on, but the program took the sampling signal and no
+    /// other was free: writes, per thread, the samples its timer would
+    /// have taken as `jdk.CPUTimeSamplesLost` (and
+    /// [`LossCause::SamplingSignalTaken`]): an estimate, the thread's CPU
+    /// time since the last pass over the sampling period (the timers run
+    /// on CPU time).
     #[cold]
-    fn foreign_handler(&mut self, signal: i32) {
-        let Some(period) = self.cpu.as_ref().map(|t| t.period().as_nanos() as u64) else {
+    fn count_disarmed(&mut self) {
+        let Some(period) = self.config.as_ref().and_then(|c| c.cpu).map(|t| {
+            let cpus = crate::sync::available_parallelism().map_or(1, |n| n.get());
+            config::cpu_period(t, cpus).as_nanos() as u64
+        }) else {
             return;
         };
-        // Its signals would go to the program's handler too.
-        self.thread_watch = None;
-        if !self.foreign {
-            self.foreign = true;
-            eprintln!(
-                "flightrec: another handler was installed for signal {signal}, which CPU \
-                 sampling uses; its samples are lost from now on (counted as \
-                 jdk.CPUTimeSamplesLost). Choose another signal with `signal=`."
-            );
-        }
         let tids: Vec<u64> = self.tracked.keys().copied().collect();
         for tid in tids {
             let cpu = threads::cpu_time_ns(tid);
+            if self.exclude_own(tid) {
+                continue;
+            }
             let Some(t) = self.tracked.get_mut(&tid) else {
                 continue;
             };
@@ -316,30 +367,60 @@ impl Consumer {
                     ..BuiltinRefs::default()
                 };
                 write_lost(lost, refs, *key);
+                rt.losses
+                    .record_many(LossCause::SamplingSignalTaken, lost, 0);
             }
         }
     }
 
     fn configure(&mut self, config: SamplerConfig) {
-        if config.any() {
-            let _ = signal::install(config.signal);
+        if self
+            .config
+            .as_ref()
+            .is_some_and(|c| c.own_threads != config.own_threads)
+        {
+            self.excluded.clear();
+            for t in self.tracked.values_mut() {
+                t.own_checked = false;
+            }
         }
-        let cpus = crate::sync::available_parallelism().map_or(1, |n| n.get());
-        // Dropping the old timers deletes them.
-        self.cpu = config.cpu.map(|t| {
-            ThreadTimers::new(
-                TimerClock::ThreadCpu,
-                config::cpu_period(t, cpus),
-                config.signal,
-            )
-        });
-        self.wall = config
-            .wall
-            .map(|p| ThreadTimers::new(TimerClock::Wall, p, config.signal));
+        // The old timers go first (dropping deletes them): none may fire
+        // on a signal the program is taking (see `claim`).
+        self.cpu = None;
+        self.wall = None;
         self.thread_watch = None;
-        if config.any() {
+        claim::set_armed(0);
+        let signal = if config.any() {
+            self.choose_signal(config.signal)
+        } else {
+            None
+        };
+        self.signal = signal;
+        self.disarmed = config.cpu.is_some() && signal.is_none();
+        if self.disarmed && !self.warned_disarmed {
+            self.warned_disarmed = true;
+            eprintln!(
+                "flightrec: the program set its own disposition for signal {}, which CPU \
+                 sampling used, and no real-time signal is free to move to; CPU samples are \
+                 lost from now on (counted as jdk.CPUTimeSamplesLost).",
+                config.signal
+            );
+        }
+        for t in self.tracked.values_mut() {
+            t.foreign_cpu_seen = None;
+            t.blocked_seen = None;
+            t.blocked = false;
+        }
+        if let Some(signal) = signal {
+            let cpus = crate::sync::available_parallelism().map_or(1, |n| n.get());
+            self.cpu = config.cpu.map(|t| {
+                ThreadTimers::new(TimerClock::ThreadCpu, config::cpu_period(t, cpus), signal)
+            });
+            self.wall = config
+                .wall
+                .map(|p| ThreadTimers::new(TimerClock::Wall, p, signal));
             let value = signal::encode(wake::WATCH_INDEX, 0, SampleKind::CpuTime);
-            self.thread_watch = ThreadWatch::new(config.signal, value);
+            self.thread_watch = ThreadWatch::new(signal, value);
         }
         let tracked: Vec<(u64, usize, u64)> = self
             .tracked
@@ -350,16 +431,37 @@ impl Consumer {
             self.arm(tid, index, generation);
         }
         birth::keep_hook();
-        if let Some(t) = &self.cpu {
-            birth::publish_config(config.signal, t.period());
+        if let (Some(t), Some(signal)) = (&self.cpu, signal) {
+            birth::publish_config(signal, t.period());
         }
         self.per_signal_seen.clear();
-        birth::set_active(config.any());
+        birth::set_active(signal.is_some());
         self.config = Some(config);
         self.merged = 1;
         // Threads may have started while sampling was off: list them now.
         self.threads = threads::Watch::new();
         self.write_settings();
+    }
+
+    /// The signal to arm on (see [`claim`]), published as armed, with our
+    /// handler installed; `None` (said once on stderr) when the program
+    /// took every usable one.
+    fn choose_signal(&mut self, preferred: i32) -> Option<i32> {
+        // Each round that loses a race to a claim leaves one more signal
+        // claimed: at most 64 rounds.
+        for _ in 0..=64 {
+            let s = claim::choose(preferred)?;
+            if !claim::set_armed(s) {
+                claim::set_armed(0);
+                continue;
+            }
+            if signal::install(s).is_ok() {
+                return Some(s);
+            }
+            claim::set_armed(0);
+            claim::mark(s);
+        }
+        None
     }
 
     fn arm(&mut self, tid: u64, index: usize, generation: u64) -> bool {
@@ -392,7 +494,10 @@ impl Consumer {
             .copied()
             .collect();
         let fresh = now.iter().any(|t| {
-            *t != self.own_tid && !self.tracked.contains_key(t) && !self.untracked.contains(t)
+            *t != self.own_tid
+                && !self.tracked.contains_key(t)
+                && !self.untracked.contains(t)
+                && !self.excluded.contains(t)
         });
         if fresh || !gone.is_empty() {
             // The thread-start poll hears of it now, not at its next round.
@@ -402,6 +507,7 @@ impl Consumer {
             self.release(tid);
         }
         self.untracked.retain(|tid| now.contains(tid));
+        self.excluded.retain(|tid| now.contains(tid));
         for tid in now {
             let _ = self.track(tid);
         }
@@ -439,11 +545,88 @@ impl Consumer {
         }
     }
 
+    /// Threads that block the sampling signal (module docs): one that ran
+    /// three periods without a CPU-time signal has its blocked mask read;
+    /// while it blocks the signal its timer is deleted and its CPU time
+    /// written as lost samples, and once it unblocks it is armed again.
+    /// Every [`PER_SIGNAL_EVERY`].
+    fn check_blocked(&mut self) {
+        let (Some(signal), Some(period)) = (self.signal, self.cpu.as_ref().map(|t| t.period()))
+        else {
+            return;
+        };
+        let period = (period.as_nanos() as u64).max(1);
+        let mask = 1u64 << (signal - 1);
+        let tids: Vec<u64> = self.tracked.keys().copied().collect();
+        for tid in tids {
+            if self.exclude_own(tid) {
+                continue;
+            }
+            let Some(cpu) = threads::cpu_time_ns(tid) else {
+                continue;
+            };
+            let Some(t) = self.tracked.get_mut(&tid) else {
+                continue;
+            };
+            let Some(slot) = self.slots.get(t.index) else {
+                continue;
+            };
+            if t.discard {
+                continue;
+            }
+            let signals = slot.cpu_signals.load(Ordering::Relaxed);
+            let Some((cpu0, signals0)) = t.blocked_seen.replace((cpu, signals)) else {
+                continue;
+            };
+            let ran = cpu.saturating_sub(cpu0);
+            if !t.blocked && (signals != signals0 || ran < 3 * period) {
+                continue;
+            }
+            let blocks = threads::blocked_signals(tid).is_some_and(|b| b & mask != 0);
+            let (index, generation) = (t.index, t.generation);
+            if !blocks {
+                if t.blocked {
+                    t.blocked = false;
+                    if let Some(timers) = &mut self.cpu {
+                        let value = signal::encode(index, generation, SampleKind::CpuTime);
+                        let _ = timers.attach(tid, value);
+                    }
+                }
+                continue;
+            }
+            if !t.blocked {
+                t.blocked = true;
+                // Its pending signal (one for every expiry since it
+                // blocked) goes with the timer: counted below instead.
+                if let Some(timers) = &mut self.cpu {
+                    timers.detach(tid);
+                }
+            }
+            let lost = ran / period;
+            // Keep the remainder for the next check.
+            t.blocked_seen = Some((cpu0 + lost * period, signals));
+            if lost > 0 {
+                let rt = self.rt;
+                let (key, tags) = t.key.get_or_insert_with(|| register(rt, tid));
+                let refs = BuiltinRefs {
+                    thread: Some(tags),
+                    ..BuiltinRefs::default()
+                };
+                write_lost(lost, refs, *key);
+                rt.losses
+                    .record_many(LossCause::SamplingSignalBlocked, lost, 0);
+            }
+        }
+    }
+
     /// Attaches a slot and timers to `tid`, unless it is tracked already.
     /// Returns its CPU-time signal value and slot index if it has a CPU
     /// timer (for [`birth`]).
     fn track(&mut self, tid: u64) -> Option<(u64, usize)> {
-        if !self.config.as_ref().is_some_and(|c| c.any()) || tid == self.own_tid {
+        if !self.config.as_ref().is_some_and(|c| c.any())
+            || tid == self.own_tid
+            || self.excluded.contains(&tid)
+        {
             return None;
         }
         if !self.tracked.contains_key(&tid) {
@@ -464,6 +647,10 @@ impl Consumer {
             }
             return;
         };
+        let signals = self
+            .slots
+            .get(index)
+            .map_or(0, |s| s.cpu_signals.load(Ordering::Relaxed));
         self.tracked.insert(
             tid,
             Tracked {
@@ -472,6 +659,12 @@ impl Consumer {
                 key: None,
                 bounds_tries: 0,
                 foreign_cpu_seen: None,
+                own_checked: false,
+                discard: false,
+                // From its attach on: a thread that blocks the signal from
+                // its start is found at the first check.
+                blocked_seen: threads::cpu_time_ns(tid).map(|cpu| (cpu, signals)),
+                blocked: false,
             },
         );
         if !self.arm(tid, index, generation) {
@@ -506,11 +699,47 @@ impl Consumer {
         }
     }
 
+    /// True if `tid` is one of flightrec's own threads and they are not
+    /// sampled (module docs): its samples are dropped from now on, and it
+    /// is released and not attached again.
+    fn exclude_own(&mut self, tid: u64) -> bool {
+        if self.config.as_ref().is_none_or(|c| c.own_threads) {
+            return false;
+        }
+        let Some(t) = self.tracked.get_mut(&tid) else {
+            return false;
+        };
+        if t.own_checked {
+            return t.discard;
+        }
+        t.own_checked = true;
+        if !threads::comm(tid).is_some_and(|n| n.starts_with("flightrec-")) {
+            return false;
+        }
+        t.discard = true;
+        self.excluded.insert(tid);
+        self.release(tid);
+        true
+    }
+
     fn drain(&mut self, tid: u64) {
+        let slots = self.slots;
         let Some(t) = self.tracked.get(&tid) else {
             return;
         };
-        let Some(slot) = self.slots.get(t.index) else {
+        let Some(slot) = slots.get(t.index) else {
+            return;
+        };
+        if t.discard {
+            // SAFETY: this thread is the only consumer of every queue.
+            unsafe { slot.queue.drain(|_| {}) };
+            slot.queue.take_lost();
+            return;
+        }
+        if !t.own_checked && slot.queue.len() > 0 && self.exclude_own(tid) {
+            return;
+        }
+        let Some(t) = self.tracked.get(&tid) else {
             return;
         };
         let mut key = t.key.clone();
@@ -684,10 +913,13 @@ fn register(rt: &Runtime, tid: u64) -> (u64, Arc<ThreadTags>) {
 }
 
 /// `jdk.CPUTimeSample`: ts, stackTrace, eventThread, failed,
-/// samplingPeriod (ticks), biased, contextId. The period covers the expiries the
-/// signal stands for (1 + overruns): the CPU time the sample represents.
+/// samplingPeriod (ticks), biased, and contextId while labels are in the
+/// samples ([`crate::labels::in_samples`]). The period covers the expiries
+/// the signal stands for (1 + overruns): the CPU time the sample
+/// represents.
 fn write_cpu_sample(s: &RawSample, refs: BuiltinRefs<'_>, thread: u64, period_ticks: i64) -> bool {
     let period_ticks = period_ticks.saturating_mul(1 + i64::from(s.overrun));
+    let context = crate::labels::in_samples();
     emit_builtin(refs, |buf, stack| {
         let mut e = EventEncoder::begin(buf, TypeId::CPU_TIME_SAMPLE);
         e.put_i64(s.ticks);
@@ -696,14 +928,18 @@ fn write_cpu_sample(s: &RawSample, refs: BuiltinRefs<'_>, thread: u64, period_ti
         e.put_bool(s.failed);
         e.put_i64(period_ticks);
         e.put_bool(false);
-        e.put_i64(s.context as i64);
+        if context {
+            e.put_i64(s.context as i64);
+        }
         e.finish()
     })
 }
 
-/// `jdk.ExecutionSample`: ts, sampledThread, stackTrace, state, contextId.
-/// CPU-time samples are always `STATE_RUNNABLE`.
+/// `jdk.ExecutionSample`: ts, sampledThread, stackTrace, state, and
+/// contextId while labels are in the samples. CPU-time samples are always
+/// `STATE_RUNNABLE`.
 fn write_execution_sample(s: &RawSample, refs: BuiltinRefs<'_>, thread: u64) -> bool {
+    let context = crate::labels::in_samples();
     let state = if s.running || s.kind == SampleKind::CpuTime {
         thread_state::RUNNABLE.0
     } else {
@@ -715,7 +951,9 @@ fn write_execution_sample(s: &RawSample, refs: BuiltinRefs<'_>, thread: u64) -> 
         e.put_varint(thread);
         e.put_varint(stack);
         e.put_varint(state);
-        e.put_i64(s.context as i64);
+        if context {
+            e.put_i64(s.context as i64);
+        }
         e.finish()
     })
 }

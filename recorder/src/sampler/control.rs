@@ -37,12 +37,27 @@ fn control() -> &'static Mutex<Option<Running>> {
 /// The sampling signal (default `SIGPROF`).
 static SIGNAL: AtomicU64 = AtomicU64::new(libc::SIGPROF as u64);
 
+/// Whether flightrec's own threads are sampled (default: not).
+static SAMPLE_OWN: AtomicBool = AtomicBool::new(false);
+
 /// The configuration the current settings ask for.
 fn current() -> SamplerConfig {
-    SamplerConfig::from_settings(
+    let mut c = SamplerConfig::from_settings(
         &registry().settings.load(),
         SIGNAL.load(Ordering::Relaxed) as i32,
-    )
+    );
+    c.own_threads = SAMPLE_OWN.load(Ordering::Relaxed);
+    c
+}
+
+/// Samples flightrec's own threads too (`true`), or not (`false`, the
+/// default): the recorder, sampler, periodic, attach, allocation,
+/// Pyroscope and stream threads (every thread named `flightrec-*`). Their
+/// CPU time is in `flightrec.RecorderStatistics` either way. Takes effect
+/// at the sampler's next pass. `FLIGHTREC`'s `sample-own-threads=BOOL`.
+pub fn set_sample_own_threads(on: bool) {
+    SAMPLE_OWN.store(on, Ordering::Relaxed);
+    super::wake::BELL.ring();
 }
 
 /// Sets the signal the timers send (default `SIGPROF`); a handler already
@@ -113,6 +128,8 @@ pub(crate) unsafe fn fork_unlock(in_child: bool) {
         // SAFETY: the caller's contract: the lock is held for us and we
         // are the only thread.
         let running = unsafe { crate::sync::fork_data(control()) }.take();
+        // No timer of the parent's is armed here.
+        super::claim::forget_armed();
         // Joining or detaching a thread of the parent is undefined here.
         std::mem::forget(running);
     }

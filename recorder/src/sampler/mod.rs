@@ -8,6 +8,7 @@
 //!   built outside it, with validated stack reads.
 //! * `queue`: preallocated per-thread sample rings and the slot table.
 //! * `threads`: finding every thread of the process.
+//! * `claim`: leaving a signal the program sets a disposition for.
 //! * `birth`: attaching a thread as it starts (`pthread_create` hook,
 //!   feature `thread-hook`).
 //! * `consumer`: the sampler thread, from queues to `jdk.CPUTimeSample`,
@@ -23,6 +24,8 @@
 
 #[cfg(not(flightrec_loom))]
 pub(crate) mod birth;
+#[cfg(not(flightrec_loom))]
+pub(crate) mod claim;
 mod config;
 #[cfg(not(flightrec_loom))]
 mod consumer;
@@ -47,11 +50,11 @@ pub use config::{
     signal_allowed,
 };
 #[cfg(not(flightrec_loom))]
-pub use control::set_signal;
-#[cfg(not(flightrec_loom))]
 pub(crate) use control::{fork_lock, fork_unlock};
 #[cfg(not(flightrec_loom))]
 pub(crate) use control::{reconcile, shutdown};
+#[cfg(not(flightrec_loom))]
+pub use control::{set_sample_own_threads, set_signal};
 #[cfg(not(flightrec_loom))]
 pub use pyroscope::{pyroscope_events, pyroscope_sample_rate, set_pyroscope_events};
 

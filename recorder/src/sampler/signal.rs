@@ -82,7 +82,7 @@ pub(crate) fn install(signal: i32) -> io::Result<()> {
     let Some(prev_cell) = PREVIOUS.get(signal as usize).filter(|_| signal > 0) else {
         return Err(io::Error::from_raw_os_error(libc::EINVAL));
     };
-    let ours = on_signal as *const () as usize;
+    let ours = handler_address();
     if crate::signals::query(signal)?.sa_sigaction == ours {
         return Ok(());
     }
@@ -96,12 +96,16 @@ pub(crate) fn install(signal: i32) -> io::Result<()> {
     Ok(())
 }
 
+/// The address of the sampling handler, as `sa_sigaction` holds it.
+pub(crate) fn handler_address() -> libc::sighandler_t {
+    on_signal as *const () as usize
+}
+
 /// True if our handler is the one installed for `signal` now (a query:
 /// nothing changes). A program that installs its own handler after ours
 /// takes every sample signal from then on.
 pub(crate) fn is_installed(signal: i32) -> bool {
-    crate::signals::query(signal)
-        .is_ok_and(|current| current.sa_sigaction == on_signal as *const () as usize)
+    crate::signals::query(signal).is_ok_and(|current| current.sa_sigaction == handler_address())
 }
 
 /// The part of `siginfo_t` a POSIX timer fills (Linux, 64-bit).

@@ -246,6 +246,30 @@ pub(crate) fn cpu_time_ns(tid: u64) -> Option<u64> {
     Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
+/// The signals thread `tid` of this process blocks now (`SigBlk` of its
+/// `/proc/self/task/TID/status`; bit `s - 1` for signal `s`), `None` once
+/// it exited.
+pub(crate) fn blocked_signals(tid: u64) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("SigBlk:"))?;
+    u64::from_str_radix(line.trim(), 16).ok()
+}
+
+/// The signals some thread of the process blocks now (module docs of
+/// [`super::claim`]: a signal a thread blocks may be one it waits for with
+/// `sigwait` or a `signalfd`). A thread that blocks every real-time signal
+/// says nothing of any one of them: the C library's `pthread_create` blocks
+/// all signals while a thread starts, and helper threads block all
+/// signals to be left alone.
+pub(crate) fn blocked_by_any() -> u64 {
+    let realtime = (libc::SIGRTMIN()..=libc::SIGRTMAX()).fold(0u64, |m, s| m | 1 << (s - 1));
+    list()
+        .into_iter()
+        .filter_map(blocked_signals)
+        .filter(|b| b & realtime != realtime)
+        .fold(0, |all, b| all | b)
+}
+
 /// The kernel's name for thread `tid` (what `pthread_setname_np` and Rust's
 /// `Builder::name` set, up to 15 bytes).
 pub(crate) fn name(tid: u64) -> String {
@@ -344,6 +368,29 @@ mod tests {
             .expect("listed");
         assert!(!later.contains(&tid));
         assert!(watch.poll(t0 + BACKSTOP).is_some(), "relisted when due");
+    }
+
+    #[test]
+    fn a_blocked_signal_shows_in_the_threads_mask() {
+        let tid = crate::sync::os_thread_id() as u64;
+        // SAFETY: valid sigsets for pthread_sigmask on this thread.
+        let old = unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGURG);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+            old
+        };
+        let blocked = blocked_signals(tid).expect("own status");
+        // SAFETY: restores the mask saved above.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+        assert_ne!(blocked & 1 << (libc::SIGURG - 1), 0, "{blocked:x}");
+        assert_eq!(
+            blocked_signals(tid).expect("own status") & 1 << (libc::SIGURG - 1),
+            0
+        );
+        assert_eq!(blocked_signals(u64::MAX >> 1), None);
     }
 
     #[test]

@@ -37,6 +37,18 @@
 //!   clean-up removed chunks it never saw. A stream that must see every
 //!   event of a recording on disk keeps the repository
 //!   (`keep_repository(true)`).
+//! * **A writer that is gone**: on a repository of another process, the
+//!   stream reads the chunks' names for the writer's pid (see [`writer`]);
+//!   once that process no longer exists (killed, crashed), the stream reads
+//!   what the chunks hold up to their last flush and ends with
+//!   [`StreamError::WriterGone`]. Nothing new written for
+//!   [`idle_end`](EventStream::idle_end) with a chunk unfinished ends it
+//!   too ([`StreamError::Idle`]): a recorder flushes every second, even
+//!   when no event comes.
+//! * **Not a file**: [`EventStream::open_file`] and the chunk files of a
+//!   repository are opened without blocking and read only if they are
+//!   regular files, never past their size ([`StreamError::NotAFile`] for a
+//!   FIFO, a device, a directory; see [`files`]).
 //! * **Callbacks** run on the streaming thread; one that panics is caught,
 //!   reported to `on_error` ([`StreamError::CallbackPanicked`]) and the
 //!   stream goes on.
@@ -53,7 +65,9 @@
 //! reported.
 
 mod event;
+mod files;
 pub(crate) mod memory;
+mod writer;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -68,6 +82,7 @@ use chunk_writer::header::{ChunkHeader, HEADER_LEN};
 use chunk_writer::reader::{ChunkFollower, ReadError, read_recording};
 
 pub use event::{Frame, RecordedEvent};
+pub use files::FileKind;
 
 use crate::sync::{Arc, AtomicBool, Ordering};
 
@@ -115,6 +130,33 @@ pub enum StreamError {
         /// The repository.
         dir: PathBuf,
     },
+    /// The file given to [`EventStream::open_file`], or a `.jfr` entry of a
+    /// repository, is not a regular file (a FIFO, a device, a directory):
+    /// it is not read (see `stream::files`).
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is.
+        kind: FileKind,
+    },
+    /// The process writing the followed repository is gone (killed, or
+    /// crashed) with its recording unfinished: the stream delivered what
+    /// the chunks held up to their last flush and ended.
+    WriterGone {
+        /// The repository.
+        dir: PathBuf,
+        /// The writer's process id (from its chunk files' names).
+        pid: u32,
+    },
+    /// Nothing new was written to the followed repository for
+    /// [`idle_end`](EventStream::idle_end) while a chunk was still
+    /// unfinished: the stream ended.
+    Idle {
+        /// The repository.
+        dir: PathBuf,
+        /// How long it waited.
+        idle: Duration,
+    },
     /// The recording keeps its chunks in memory (`disk(false)`): nothing to
     /// follow on disk. (No longer returned: such a recording is followed
     /// through its in-memory chunks.)
@@ -141,6 +183,20 @@ impl fmt::Display for StreamError {
             Self::FinalChunkUnread { dir } => write!(
                 f,
                 "the recording in {} ended before the stream read its final chunk: chunks it never saw were removed",
+                dir.display()
+            ),
+            Self::NotAFile { path, kind } => {
+                write!(f, "{} is {kind}, not a regular file: not read", path.display())
+            }
+            Self::WriterGone { dir, pid } => write!(
+                f,
+                "the process writing {} (pid {pid}) is gone with its recording unfinished; \
+                 its chunks were read up to their last flush",
+                dir.display()
+            ),
+            Self::Idle { dir, idle } => write!(
+                f,
+                "nothing new in {} for {idle:?} with a chunk unfinished: the stream ended",
                 dir.display()
             ),
             Self::InMemoryRecording => f.write_str(
@@ -299,8 +355,10 @@ impl EventStream {
         self
     }
 
-    /// For a stream on a directory: end after this long with every chunk
-    /// finished and nothing new.
+    /// For a stream on a directory: end after this long with nothing new
+    /// (2 s by default). With every chunk finished the stream simply ends
+    /// (reporting [`StreamError::FinalChunkUnread`] if none was flagged
+    /// final); with a chunk unfinished it ends with [`StreamError::Idle`].
     pub fn idle_end(&mut self, d: Duration) -> &mut Self {
         self.idle_end = d;
         self
@@ -325,7 +383,7 @@ impl EventStream {
         match &self.source {
             Source::File(path) => {
                 let path = path.clone();
-                match std::fs::read(&path) {
+                match files::read_regular(&path) {
                     Ok(bytes) => match read_recording(&bytes) {
                         Ok(file) => {
                             for chunk in &file.chunks {
@@ -336,7 +394,7 @@ impl EventStream {
                         }
                         Err(error) => self.error(StreamError::Read { path, error }),
                     },
-                    Err(error) => self.error(StreamError::Io { path, error }),
+                    Err(e) => self.open_failed(path, e),
                 }
             }
             Source::Repository(dir) => {
@@ -371,6 +429,7 @@ impl EventStream {
             // listed after it stopped are all there will be.
             let stopped =
                 self.recording_pid.is_some() && !crate::event::registry::registry().is_recording();
+            let bytes_before = self.summary.bytes_read;
             let listed = match self.list(dir) {
                 Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -391,6 +450,13 @@ impl EventStream {
                 }
             };
             let names: Vec<PathBuf> = listed.iter().map(|(p, _)| p.clone()).collect();
+            // Looked at before the chunks are read: what a writer gone now
+            // wrote is all read in this round (see `stream::writer`).
+            let writer_gone = match (&self.source, self.recording_pid) {
+                (Source::Repository(_), None) => writer::writer_pid(&names)
+                    .filter(|&pid| pid != std::process::id() && writer::gone(pid)),
+                _ => None,
+            };
             done.retain(|d| names.contains(d));
             self.report_vanished(&mut open, &names);
             // Listed chunks, then those no longer listed that the stream
@@ -441,9 +507,29 @@ impl EventStream {
             }
             if progressed {
                 self.flushed();
+            }
+            if progressed || self.summary.bytes_read != bytes_before {
+                // A flush with no events still shows the writer is there.
                 idle_since = Instant::now();
             }
             if closed || (saw_final && all_finished) {
+                return;
+            }
+            if let Some(pid) = writer_gone {
+                self.error(StreamError::WriterGone {
+                    dir: dir.to_owned(),
+                    pid,
+                });
+                return;
+            }
+            if self.recording_pid.is_none()
+                && !all_finished
+                && idle_since.elapsed() >= self.idle_end
+            {
+                self.error(StreamError::Idle {
+                    dir: dir.to_owned(),
+                    idle: self.idle_end,
+                });
                 return;
             }
             // Stopped (or, for a directory, quiet) without a final chunk in
@@ -482,17 +568,16 @@ impl EventStream {
         let opened;
         let file = match &chunk.file {
             Some(f) => f,
-            None => match File::open(path) {
-                Ok(f) => {
+            None => match files::open_regular(path, false) {
+                Ok((f, _)) => {
                     opened = f;
                     &opened
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Step::Gone,
-                Err(error) => {
-                    self.error(StreamError::Io {
-                        path: path.to_owned(),
-                        error,
-                    });
+                Err(files::OpenError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return Step::Gone;
+                }
+                Err(e) => {
+                    self.open_failed(path.to_owned(), e);
                     return Step::Skip;
                 }
             },
@@ -518,6 +603,22 @@ impl EventStream {
             return Step::Again;
         };
         let held = chunk.follower.len();
+        // Never more than the file holds: a header may claim any size.
+        let available = file.metadata().map_or(0, |m| m.len());
+        if size as u64 > available {
+            if !finished {
+                return Step::Again;
+            }
+            self.error(StreamError::Read {
+                path: path.to_owned(),
+                error: ReadError::BadChunkSize {
+                    at: 0,
+                    size: header.chunk_size,
+                    available,
+                },
+            });
+            return Step::Skip;
+        }
         if size > held {
             // Only the part past what is held: the bytes before the size a
             // published header gives never change.
@@ -591,6 +692,14 @@ impl EventStream {
         for e in panics {
             self.error(e);
         }
+    }
+
+    /// Reports a file that could not be opened for reading.
+    fn open_failed(&mut self, path: PathBuf, e: files::OpenError) {
+        self.error(match e {
+            files::OpenError::NotAFile(kind) => StreamError::NotAFile { path, kind },
+            files::OpenError::Io(error) => StreamError::Io { path, error },
+        });
     }
 
     fn error(&mut self, e: StreamError) {

@@ -43,7 +43,7 @@ use crate::runtime;
 use crate::sync::Ordering;
 
 /// The first key of the sites' constants (see the module docs).
-pub(crate) const SITE_KEY_BASE: u64 = 1 << 40;
+pub(crate) const SITE_KEY_BASE: u64 = crate::cpool::keys::TIMED_SITES;
 const STRIDE: u64 = 8;
 
 /// The first frame of a trace's stack: this, or'ed with the site index.

@@ -414,7 +414,9 @@ fn check_destination(path: &std::path::Path) -> Result<(), StartError> {
     if r != 0 {
         return Err(bad(std::io::Error::last_os_error()));
     }
-    Ok(())
+    // A device, FIFO, socket, directory or another user's file there is
+    // refused now rather than at the stop.
+    crate::recording::files::check_destination(path).map_err(bad)
 }
 
 /// Why a recording could not start.
@@ -451,7 +453,11 @@ pub enum StartError {
     /// is not sampled, ...).
     Setting(crate::recording::config::settings::SettingError),
     /// The destination file could not be written at the stop: its
-    /// directory is missing, is no directory, or is not writable.
+    /// directory is missing, is no directory, or is not writable, or the
+    /// path names something that is not replaced (a device, a FIFO, a
+    /// socket, a directory, another user's file: the source is then an
+    /// `InvalidInput` error holding a
+    /// [`DestinationProblem`](crate::repository::DestinationProblem)).
     Destination {
         /// The destination.
         path: PathBuf,

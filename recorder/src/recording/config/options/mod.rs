@@ -38,6 +38,7 @@
 //! | `repository`     | DIR                           | where chunks are kept |
 //! | `preserve-repository` | BOOL                     | keep the chunks after the file is written |
 //! | `signal`         | SIGNAL                        | the sampling signal (`SIGPROF`, `SIGRTMIN+3`, a number) |
+//! | `sample-own-threads` | BOOL                      | sample flightrec's own `flightrec-*` threads too (default `false`) |
 //! | `method-timing`  | FILTER                        | JEP 520: time the instrumented functions it selects (joined with `jdk.MethodTiming#filter`) |
 //! | `method-trace`   | FILTER                        | JEP 520: trace them (joined with `jdk.MethodTrace#filter`) |
 //! | `attach`         | `true`, `false` or `lazy`     | answer `jcmd` on the attach socket, from the start or (`lazy`) from the first `jcmd`'s SIGQUIT (default `false`; see `crate::attach`) |

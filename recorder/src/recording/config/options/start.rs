@@ -56,6 +56,9 @@ pub struct StartOptions {
     /// `signal=NAME|NUMBER`: the sampling signal (see
     /// [`crate::sampler::parse_signal`]).
     pub signal: Option<i32>,
+    /// `sample-own-threads=BOOL`: sample flightrec's own threads too (see
+    /// [`crate::sampler::set_sample_own_threads`]).
+    pub sample_own_threads: Option<bool>,
     /// `attach=true|false|lazy`: answer the JDK's `jcmd` on the HotSpot
     /// attach socket, from the start or (`lazy`) from the first `jcmd`'s
     /// SIGQUIT (see [`crate::attach`]).
@@ -87,6 +90,7 @@ enum Key {
     Repository,
     PreserveRepository,
     Signal,
+    SampleOwnThreads,
     MethodTiming,
     MethodTrace,
     Attach,
@@ -114,6 +118,7 @@ impl Key {
             "repository" => Key::Repository,
             "preserve-repository" => Key::PreserveRepository,
             "signal" => Key::Signal,
+            "sample-own-threads" => Key::SampleOwnThreads,
             "method-timing" => Key::MethodTiming,
             "method-trace" => Key::MethodTrace,
             "attach" => Key::Attach,
@@ -150,6 +155,7 @@ pub fn parse(text: &str) -> Result<StartOptions, OptionError> {
         disk: None,
         dump_on_exit: None,
         signal: None,
+        sample_own_threads: None,
         attach: None,
         #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
         pyroscope: None,
@@ -249,6 +255,7 @@ pub fn parse(text: &str) -> Result<StartOptions, OptionError> {
                     }
                 })?);
             }
+            Key::SampleOwnThreads => o.sample_own_threads = Some(boolean(name, value)?),
             Key::Repository => o.repository = Some(value.into()),
             Key::PreserveRepository => o.preserve_repository = Some(boolean(name, value)?),
             Key::MethodTiming => filters.push((name, "jdk.MethodTiming", value)),
@@ -419,6 +426,10 @@ mod tests {
         assert_eq!(o.flush_interval, Some(ms(500)));
         assert_eq!(o.repository.as_deref(), Some(Path::new("/var/tmp/repo")));
         assert_eq!(o.preserve_repository, Some(true));
+        assert_eq!(o.sample_own_threads, None);
+        let own = parse("sample-own-threads=true").unwrap();
+        assert_eq!(own.sample_own_threads, Some(true));
+        assert!(parse("sample-own-threads=yes").is_err());
         assert_eq!(o.settings, parse("settings=default").unwrap().settings);
     }
 

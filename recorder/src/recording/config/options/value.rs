@@ -23,6 +23,7 @@ pub(super) const KEYS: &[&str] = &[
     "repository",
     "preserve-repository",
     "signal",
+    "sample-own-threads",
     "method-timing",
     "method-trace",
     "attach",

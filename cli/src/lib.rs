@@ -1,0 +1,23 @@
+//! The `flightrec` command's library: reading any JFR recording one chunk
+//! at a time, and what the command makes of it.
+//!
+//! * [`recording`]: opening a file (regular files only) and walking its
+//!   chunks in bounded memory.
+//! * [`summary`], [`print`], [`metadata`], [`view`]: the facts `jfr` shows,
+//!   computed the JDK's way.
+//! * [`stacks`], [`profile`]: frames named as the JDK names them, folded
+//!   into weighted stacks per kind of profile.
+//! * [`flame`], [`convert`]: flame graphs, pprof, collapsed stacks,
+//!   Speedscope.
+
+pub mod convert;
+pub mod error;
+pub mod flame;
+pub mod metadata;
+pub mod print;
+pub mod profile;
+pub mod recording;
+pub mod stacks;
+pub mod summary;
+pub mod time;
+pub mod view;

@@ -1,0 +1,399 @@
+//! `flightrec`: look at any JFR recording without a JVM.
+//!
+//! Reads flightrec's files and HotSpot's alike, one chunk at a time (memory
+//! bounded by the largest chunk, not the file). Every failure is one line
+//! on standard error and exit status 2; what could be shown before a
+//! damaged chunk has been shown.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use regex::Regex;
+
+use flightrec_cli::error::CliError;
+use flightrec_cli::profile::{self, Select};
+use flightrec_cli::recording::Recording;
+use flightrec_cli::stacks::Kind;
+use flightrec_cli::{convert, flame, metadata, print, summary, view};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "flightrec",
+    version,
+    about = "Look at JFR recordings (flightrec's or the JDK's) without a JVM",
+    after_help = "Examples:\n  flightrec summary app.jfr\n  flightrec view cpu-time-hot-methods app.jfr\n  flightrec flame app.jfr -o app.html\n  flightrec convert app.jfr -o app.pb.gz"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Per event type, how many events and bytes (as `jfr summary`).
+    #[command(after_help = "Example:\n  flightrec summary app.jfr")]
+    Summary {
+        /// The recording.
+        file: PathBuf,
+    },
+    /// Every event, as text or JSON (as `jfr print`).
+    #[command(
+        after_help = "Examples:\n  flightrec print --events CPUTimeSample app.jfr\n  flightrec print --json --stack-depth 64 app.jfr > app.json"
+    )]
+    Print {
+        /// JSON shaped like `jfr print --json`.
+        #[arg(long)]
+        json: bool,
+        /// Only these event types, comma-separated (`jdk.` may be left out).
+        #[arg(long, value_delimiter = ',')]
+        events: Option<Vec<String>>,
+        /// Frames shown per stack trace.
+        #[arg(long, default_value_t = 5)]
+        stack_depth: usize,
+        /// The recording.
+        file: PathBuf,
+    },
+    /// The types the recording declares, with their fields.
+    #[command(after_help = "Example:\n  flightrec metadata app.jfr")]
+    Metadata {
+        /// The recording.
+        file: PathBuf,
+    },
+    /// A table such as `jfr view` prints; with no view, the list of views.
+    #[command(after_help = "Examples:\n  flightrec view\n  flightrec view hot-methods app.jfr")]
+    View {
+        /// The view (`flightrec view` lists them).
+        view: Option<String>,
+        /// The recording.
+        file: Option<PathBuf>,
+    },
+    /// An interactive flame graph (search, zoom, tooltips), SVG or HTML.
+    #[command(
+        after_help = "Examples:\n  flightrec flame app.jfr -o app.html\n  flightrec flame app.jfr --event alloc --reverse -o alloc.svg\n  flightrec flame app.jfr --event wall --state STATE_RUNNABLE --threads -o wall.html"
+    )]
+    Flame {
+        /// The recording.
+        file: PathBuf,
+        /// Output file: `.html` or `.svg`.
+        #[arg(short, long)]
+        output: PathBuf,
+        #[command(flatten)]
+        select: SelectArgs,
+        /// Icicle graph: roots at the top.
+        #[arg(long)]
+        reverse: bool,
+    },
+    /// A profile for other tools: pprof (`.pb.gz`), collapsed stacks
+    /// (`.collapsed`, `.txt`) or Speedscope (`.speedscope.json`).
+    #[command(
+        after_help = "Examples:\n  flightrec convert app.jfr -o app.pb.gz && go tool pprof -top app.pb.gz\n  flightrec convert app.jfr -o app.collapsed\n  flightrec convert app.jfr --event alloc -o alloc.speedscope.json"
+    )]
+    Convert {
+        /// The recording.
+        file: PathBuf,
+        /// Output file; its name says the format.
+        #[arg(short, long)]
+        output: PathBuf,
+        #[command(flatten)]
+        select: SelectArgs,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+struct SelectArgs {
+    /// cpu-time (default when present), wall, alloc, lock, method-timing,
+    /// or an event type with a stack trace (e.g. jdk.JavaExceptionThrow).
+    #[arg(long)]
+    event: Option<String>,
+    /// A root frame per thread.
+    #[arg(long)]
+    threads: bool,
+    /// Wall-clock samples in this thread state only (e.g. STATE_RUNNABLE).
+    #[arg(long)]
+    state: Option<String>,
+    /// Only events from this long after the recording's start (e.g. 10s,
+    /// 500ms, 2m).
+    #[arg(long)]
+    from: Option<String>,
+    /// Only events before this long after the recording's start.
+    #[arg(long)]
+    to: Option<String>,
+    /// Only stacks with a frame matching this regular expression.
+    #[arg(long)]
+    include: Option<String>,
+    /// No stack with a frame matching this regular expression.
+    #[arg(long)]
+    exclude: Option<String>,
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    match run(cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // A closed pipe (`| head`) is not an error worth a word.
+            if let CliError::Output { source, .. } = &e
+                && source.kind() == io::ErrorKind::BrokenPipe
+            {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("flightrec: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn stdout() -> BufWriter<io::StdoutLock<'static>> {
+    BufWriter::new(io::stdout().lock())
+}
+
+fn run(command: Command) -> Result<(), CliError> {
+    match command {
+        Command::Summary { file } => {
+            let mut out = stdout();
+            summary::run(&mut Recording::open(&file)?, &mut out)?;
+            flush(&mut out, Path::new("-"))
+        }
+        Command::Print {
+            json,
+            events,
+            stack_depth,
+            file,
+        } => {
+            let opts = print::Options {
+                json,
+                events: events.map(|v| v.into_iter().collect()),
+                stack_depth,
+            };
+            let mut out = stdout();
+            print::run(&mut Recording::open(&file)?, &opts, &mut out)?;
+            flush(&mut out, Path::new("-"))
+        }
+        Command::Metadata { file } => {
+            let mut out = stdout();
+            metadata::run(&mut Recording::open(&file)?, &mut out)?;
+            flush(&mut out, Path::new("-"))
+        }
+        Command::View { view, file } => {
+            let mut out = stdout();
+            match (view, file) {
+                (None, _) => {
+                    let mut s = String::from("Views:\n");
+                    for (name, title) in view::VIEWS {
+                        s.push_str(&format!("  {name:<24}{title}\n"));
+                    }
+                    s.push_str("\nExample: flightrec view hot-methods app.jfr\n");
+                    out.write_all(s.as_bytes())
+                        .map_err(|source| CliError::Output {
+                            path: "-".into(),
+                            source,
+                        })?;
+                }
+                (Some(_), None) => {
+                    return Err(CliError::Usage(
+                        "view: which recording? (flightrec view VIEW FILE)".into(),
+                    ));
+                }
+                (Some(v), Some(file)) => view::run(&mut Recording::open(&file)?, &v, &mut out)?,
+            }
+            flush(&mut out, Path::new("-"))
+        }
+        Command::Flame {
+            file,
+            output,
+            select,
+            reverse,
+        } => {
+            let html = match extension(&output) {
+                "html" | "htm" => true,
+                "svg" => false,
+                other => {
+                    return Err(CliError::Usage(format!(
+                        "flame: cannot tell the format of '{}' ('.{other}'): use .html or .svg",
+                        output.display()
+                    )));
+                }
+            };
+            let mut rec = Recording::open(&file)?;
+            let sel = select.resolve(&mut rec)?;
+            let profile = profile::collect(&mut rec, &sel)?;
+            let title = format!(
+                "{} — {}",
+                file.file_name()
+                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+                kind_name(profile.kind)
+            );
+            write_file(&output, |w| {
+                flame::write(&profile, select.threads, reverse, &title, html, w)
+            })?;
+            eprintln!(
+                "flightrec: {} events ({} stacks) drawn into {}",
+                profile.events,
+                profile.stacks.len(),
+                output.display()
+            );
+            Ok(())
+        }
+        Command::Convert {
+            file,
+            output,
+            select,
+        } => {
+            let name = output.to_string_lossy().to_ascii_lowercase();
+            let mut rec = Recording::open(&file)?;
+            let sel = select.resolve(&mut rec)?;
+            if name.ends_with(".pb.gz") || name.ends_with(".pprof") || name.ends_with(".pb") {
+                let start = rec.first_header()?.start_nanos;
+                let duration = rec.duration_nanos()?;
+                let profile = profile::collect(&mut rec, &sel)?;
+                write_file(&output, |w| {
+                    convert::pprof::write(&profile, duration, start, w)
+                })?;
+            } else if name.ends_with(".collapsed")
+                || name.ends_with(".txt")
+                || name.ends_with(".folded")
+            {
+                let profile = profile::collect(&mut rec, &sel)?;
+                write_file(&output, |w| {
+                    convert::collapsed::write(&profile, select.threads, w)
+                })?;
+            } else if name.ends_with(".speedscope.json") || name.ends_with(".json") {
+                let profile = profile::collect(&mut rec, &sel)?;
+                let title = file
+                    .file_name()
+                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+                write_file(&output, |w| {
+                    convert::speedscope::write(&profile, select.threads, &title, w)
+                })?;
+            } else {
+                return Err(CliError::Usage(format!(
+                    "convert: cannot tell the format of '{}': name it .pb.gz (pprof), .collapsed or .speedscope.json",
+                    output.display()
+                )));
+            }
+            Ok(())
+        }
+    }
+}
+
+impl SelectArgs {
+    fn resolve(&self, rec: &mut Recording) -> Result<Select, CliError> {
+        let (kind, type_name) = match &self.event {
+            None => (None, None),
+            Some(e) => {
+                let (k, t) = Kind::parse(e);
+                (Some(k), t)
+            }
+        };
+        let regex = |flag: &str, s: &Option<String>| {
+            s.as_deref()
+                .map(|r| {
+                    Regex::new(r).map_err(|e| {
+                        // The regex crate explains over several lines; its
+                        // last one says what is wrong.
+                        let e = e.to_string();
+                        let why = e
+                            .lines()
+                            .last()
+                            .unwrap_or_default()
+                            .trim_start_matches("error: ");
+                        CliError::Usage(format!(
+                            "--{flag}: '{r}' is not a regular expression: {why}"
+                        ))
+                    })
+                })
+                .transpose()
+        };
+        let (from, to) = if self.from.is_some() || self.to.is_some() {
+            let start = rec.first_header()?.start_nanos;
+            let at = |flag: &str, s: &Option<String>| {
+                s.as_deref()
+                    .map(|d| {
+                        parse_duration(d)
+                            .map(|n| start.saturating_add(n))
+                            .ok_or_else(|| {
+                                CliError::Usage(format!(
+                                    "--{flag}: '{d}' is not a duration such as 10s, 500ms or 2m"
+                                ))
+                            })
+                    })
+                    .transpose()
+            };
+            (at("from", &self.from)?, at("to", &self.to)?)
+        } else {
+            (None, None)
+        };
+        Ok(Select {
+            kind,
+            type_name,
+            state: self.state.clone(),
+            from,
+            to,
+            include: regex("include", &self.include)?,
+            exclude: regex("exclude", &self.exclude)?,
+        })
+    }
+}
+
+/// `10s`, `500ms`, `2m`, `1h`, `250us`, `10ns` to nanoseconds.
+fn parse_duration(s: &str) -> Option<i64> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit() && c != '.')?;
+    let (num, unit) = s.split_at(split);
+    let v: f64 = num.parse().ok()?;
+    let scale = match unit {
+        "ns" => 1.0,
+        "us" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        "m" => 60e9,
+        "h" => 3600e9,
+        _ => return None,
+    };
+    Some((v * scale) as i64)
+}
+
+fn kind_name(k: Option<Kind>) -> &'static str {
+    match k {
+        Some(Kind::CpuTime) => "CPU time",
+        Some(Kind::Wall) => "wall clock",
+        Some(Kind::Alloc) => "allocated bytes",
+        Some(Kind::Lock) => "time blocked",
+        Some(Kind::MethodTiming) => "method timing",
+        Some(Kind::Type) | None => "events",
+    }
+}
+
+fn extension(p: &Path) -> &str {
+    p.extension().and_then(|e| e.to_str()).unwrap_or("")
+}
+
+fn flush(out: &mut dyn Write, path: &Path) -> Result<(), CliError> {
+    out.flush().map_err(|source| CliError::Output {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+fn write_file(
+    path: &Path,
+    body: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<(), CliError> {
+    let err = |source| CliError::Output {
+        path: path.to_owned(),
+        source,
+    };
+    let mut w = BufWriter::new(File::create(path).map_err(err)?);
+    body(&mut w).map_err(err)?;
+    w.flush().map_err(err)
+}
