@@ -24,9 +24,10 @@ use flightrec_testkit::{self as testkit, example_binary, run_example};
 
 /// The examples this file runs; `every_example_is_covered` keeps the list
 /// in step with `examples/`.
-const EXAMPLES: [&str; 12] = [
+const EXAMPLES: [&str; 13] = [
     "alloc_lock",
     "always_on",
+    "conservation_flood",
     "cpu_profile",
     "custom_events",
     "env_start",
@@ -93,6 +94,29 @@ fn every_example_is_covered() {
         .collect();
     let listed: BTreeSet<String> = EXAMPLES.iter().map(|s| s.to_string()).collect();
     assert_eq!(found, listed, "examples/ and this file's EXAMPLES differ");
+}
+
+#[test]
+fn conservation_flood_prints() {
+    let dir = testkit::temp_dir("prints-conservation_flood");
+    let printed = run_example(
+        "conservation_flood",
+        &[
+            "--threads",
+            "2",
+            "--events",
+            "20000",
+            "--runs",
+            "1",
+            "--keep",
+            "--dir",
+            dir.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(printed["ok"], true, "{printed}");
+    let path = dir.join("flood-0.jfr");
+    testkit::assert_prints(&path);
+    assert_eq!(printed["in_file"], printed["committed"], "{printed}");
 }
 
 #[test]

@@ -416,8 +416,53 @@ fn tabulate(
 }
 
 /// A fraction as `jfr view` prints a normalized value: `55.79%`.
+///
+/// Java's `String.format("%.2f")` rounds the shortest decimal that names
+/// the double half up, where Rust's `{:.2}` rounds the double's exact binary
+/// value: 39.795 is 39.80 to Java and 39.79 to Rust. So the digits are taken
+/// from the shortest form (Rust's `{}`) and rounded as Java does.
 fn fmt_pct(f: f64) -> String {
-    format!("{:.2}%", f * 100.0)
+    format!("{}%", round_half_up(f * 100.0, 2))
+}
+
+/// `v` with `places` decimals, rounded half up from its shortest decimal form.
+fn round_half_up(v: f64, places: usize) -> String {
+    if !v.is_finite() {
+        return format!("{v}");
+    }
+    let shortest = format!("{}", v.abs());
+    let (int, frac) = shortest.split_once('.').unwrap_or((&shortest, ""));
+    let mut digits: Vec<u8> = int
+        .bytes()
+        .chain(frac.bytes().chain(std::iter::repeat(b'0')).take(places))
+        .collect();
+    if frac.as_bytes().get(places).is_some_and(|&d| d >= b'5') {
+        let mut i = digits.len();
+        loop {
+            if i == 0 {
+                digits.insert(0, b'1');
+                break;
+            }
+            i -= 1;
+            if digits[i] == b'9' {
+                digits[i] = b'0';
+            } else {
+                digits[i] += 1;
+                break;
+            }
+        }
+    }
+    let split = digits.len() - places;
+    let (whole, decimals) = digits.split_at(split);
+    // Java keeps the sign of a negative value that rounds to zero: -0.00.
+    let sign = if v.is_sign_negative() { "-" } else { "" };
+    let whole = std::str::from_utf8(whole).unwrap_or("0");
+    let decimals = std::str::from_utf8(decimals).unwrap_or("");
+    if places == 0 {
+        format!("{sign}{whole}")
+    } else {
+        format!("{sign}{whole}.{decimals}")
+    }
 }
 
 /// Nanoseconds in the largest unit that keeps a whole part.
@@ -450,5 +495,24 @@ fn fmt_bytes(b: i64) -> String {
         format!("{b} bytes")
     } else {
         format!("{v:.1} {}", units[u])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{fmt_pct, round_half_up};
+
+    #[test]
+    fn percentages_round_as_java_formats_them() {
+        // 0.39795 * 100 is 39.795 in its shortest form and 39.79499... exactly.
+        assert_eq!(fmt_pct(0.39795), "39.80%");
+        assert_eq!(fmt_pct(0.2268), "22.68%");
+        assert_eq!(fmt_pct(0.0), "0.00%");
+        assert_eq!(fmt_pct(1.0), "100.00%");
+        assert_eq!(round_half_up(9.995, 2), "10.00");
+        assert_eq!(round_half_up(0.125, 2), "0.13");
+        assert_eq!(round_half_up(-0.001, 2), "-0.00");
+        assert_eq!(round_half_up(-2.5, 0), "-3");
+        assert_eq!(round_half_up(1e-7, 2), "0.00");
     }
 }

@@ -1,9 +1,8 @@
 //! Issue 12: a program that installs its own handler for the sampling
-//! signal after the recording started takes every CPU-time sample from then
-//! on. The sampler notices on its next pass, says so once on stderr, and
-//! writes the samples it loses as `jdk.CPUTimeSamplesLost` (estimated from
-//! each thread's CPU time over the sampling period), so the file does not
-//! claim "0 samples, 0 lost".
+//! signal after the recording started would take every CPU-time sample from then
+//! on. A Rust program has no interposed `sigaction`, so the sampler notices
+//! on its next pass and moves its timers to a free real-time signal: the
+//! program's handler gets at most that pass's signals, and sampling goes on.
 //!
 //! The scenario runs in a re-executed copy of this test binary, so its
 //! stderr can be read.
@@ -41,18 +40,17 @@ fn a_foreign_handler_is_reported_and_its_samples_counted() {
     let stdout = String::from_utf8_lossy(&run.stdout);
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(run.status.success(), "{stdout}\n{stderr}");
-    let said = stderr
-        .matches("another handler was installed for signal")
-        .count();
-    assert_eq!(said, 1, "said once:\n{stderr}");
     let foreign: u64 = stdout
         .lines()
         .find_map(|l| l.strip_prefix("foreign signals: "))
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or_else(|| panic!("no count in\n{stdout}"));
+    // The sampler's next pass (at most 250 ms, 25 periods of 10 ms) moves
+    // the timers to a free signal: the program's handler gets at most
+    // that pass's signals, far from the 150 of 1.5 s of CPU.
     assert!(
-        foreign >= 20,
-        "the foreign handler got the signals: {foreign}"
+        foreign <= 60,
+        "the program's handler kept getting the sampling signal: {foreign}\n{stderr}"
     );
 
     let events = flightrec_testkit::print_json(&out);
@@ -60,18 +58,12 @@ fn a_foreign_handler_is_reported_and_its_samples_counted() {
     let samples = events
         .iter()
         .filter(|e| e["type"] == "jdk.CPUTimeSample")
-        .count();
-    let lost: u64 = events
-        .iter()
-        .filter(|e| e["type"] == "jdk.CPUTimeSamplesLost")
-        .map(|e| e["values"]["lostSamples"].as_u64().unwrap())
-        .sum();
-    assert!(samples > 0, "sampled before the handler was replaced");
-    // An estimate from CPU time: within a factor of the signals the
-    // foreign handler counted (less the pass that noticed it).
+        .count() as u64;
+    // Sampling goes on after the program took SIGPROF: 1.9 s of CPU at
+    // 10 ms is 190 periods; well over the signals the handler took.
     assert!(
-        lost * 2 >= foreign && lost <= foreign * 2,
-        "lost {lost} against {foreign} signals taken by the foreign handler"
+        samples > foreign && samples >= 50,
+        "{samples} samples, {foreign} signals to the program's handler"
     );
 }
 

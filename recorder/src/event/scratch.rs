@@ -132,7 +132,7 @@ impl Drop for Lent {
                 false
             }
         });
-        if kept != Ok(true) {
+        if !matches!(kept, Ok(true)) {
             // The thread's guard released the cell meanwhile (thread exit).
             // SAFETY: `back` is this lend's box, held by nobody else.
             drop(unsafe { Box::from_raw(back) });
