@@ -41,7 +41,10 @@
 //! from a fraction of a second to seconds, so it is kept while new
 //! addresses come: [`Symbolizer::release_idle_objects`] lets go of it once
 //! a whole chunk needed no new address (a program whose code paths are
-//! known holds none of it). The per-address cache is measured
+//! known holds none of it). It is also bounded: the recorder gives the
+//! symbolizer what the constant pools' share of `max_memory` has left, and
+//! an object whose debug info would not fit is named from its ELF symbols
+//! alone (see [`debug_budget`](super::debug_budget)). The per-address cache is measured
 //! ([`Symbolizer::cache_bytes`], counted with the constant pools) and
 //! dropped by [`Symbolizer::trim_cache`] when it grows past the limit it is
 //! given.
@@ -68,6 +71,7 @@ use blazesym::Pid;
 use blazesym::symbolize::source::{Process, Source};
 use blazesym::symbolize::{CodeInfo, Input, Sym, Symbolized};
 
+use super::debug_budget::DebugInfoBudget;
 use super::names::{JfrName, has_path, jfr_name};
 
 /// One frame of a resolved address, in JFR's class/method model.
@@ -139,6 +143,8 @@ pub struct Symbolizer {
     /// `inner` looked something up since the last
     /// [`Self::release_idle_objects`].
     used: bool,
+    /// Which objects' debug info `inner` may read.
+    budget: DebugInfoBudget,
 }
 
 /// Estimated bytes of a cache entry besides its frames: the map's slot
@@ -198,7 +204,27 @@ impl Symbolizer {
             cache_bytes: 0,
             loaded: false,
             used: false,
+            budget: DebugInfoBudget::unlimited(),
         }
+    }
+
+    /// Limits the estimated bytes of the debug info read from now on (see
+    /// [`debug_budget`](super::debug_budget)); the objects of addresses
+    /// past it are named from their ELF symbols only (no inlined calls, no
+    /// lines). Without a limit every object's debug info is read.
+    pub fn set_debug_info_limit(&mut self, bytes: usize) {
+        self.budget.set_limit(bytes);
+    }
+
+    /// Estimated bytes of the debug info held now.
+    pub fn debug_info_bytes(&self) -> usize {
+        self.budget.held()
+    }
+
+    /// Objects named from their ELF symbols only, to stay within the
+    /// limit, since the last release.
+    pub fn objects_without_debug_info(&self) -> usize {
+        self.budget.denied()
     }
 
     fn fresh_inner() -> blazesym::symbolize::Symbolizer {
@@ -223,6 +249,7 @@ impl Symbolizer {
         if self.loaded && !self.used {
             self.inner = Self::fresh_inner();
             self.loaded = false;
+            self.budget.released();
         }
         self.used = false;
     }
@@ -265,24 +292,31 @@ impl Symbolizer {
         }
         self.used = true;
         self.loaded = true;
-        let Ok(results) = self
-            .inner
-            .symbolize(&process_source(true), Input::AbsAddr(&misses[..]))
-        else {
-            // Maps unreadable: answer `[unknown]` now, retry next time.
-            return;
-        };
-        let elf_names = self.elf_names(&misses, &results);
-        let resolved: Vec<(u64, Box<[ResolvedFrame]>)> = misses
-            .iter()
-            .zip(&results)
-            .map(|(&addr, result)| {
+        let (with_debug, without_debug) = self.budget.split(&misses);
+        let mut resolved: Vec<(u64, Box<[ResolvedFrame]>)> = Vec::with_capacity(misses.len());
+        for (addrs, debug_syms) in [(with_debug, true), (without_debug, false)] {
+            if addrs.is_empty() {
+                continue;
+            }
+            let Ok(results) = self
+                .inner
+                .symbolize(&process_source(debug_syms), Input::AbsAddr(&addrs[..]))
+            else {
+                // Maps unreadable: answer `[unknown]` now, retry next time.
+                continue;
+            };
+            let elf_names = if debug_syms {
+                self.elf_names(&addrs, &results)
+            } else {
+                HashMap::new()
+            };
+            resolved.extend(addrs.iter().zip(&results).map(|(&addr, result)| {
                 (
                     addr,
                     frames_of(result, elf_names.get(&addr).map(String::as_str)),
                 )
-            })
-            .collect();
+            }));
+        }
         self.cache_bytes += resolved
             .iter()
             .map(|(_, frames)| CACHE_SLOT + frames_bytes(frames))
