@@ -68,7 +68,7 @@ use std::fmt;
 use std::path::Path;
 
 use blazesym::Pid;
-use blazesym::symbolize::source::{Process, Source};
+use blazesym::symbolize::source::{Elf, Process, Source};
 use blazesym::symbolize::{CodeInfo, Input, Sym, Symbolized};
 
 use super::debug_budget::DebugInfoBudget;
@@ -292,9 +292,9 @@ impl Symbolizer {
         }
         self.used = true;
         self.loaded = true;
-        let (with_debug, without_debug) = self.budget.split(&misses);
+        let split = self.budget.split(&misses);
         let mut resolved: Vec<(u64, Box<[ResolvedFrame]>)> = Vec::with_capacity(misses.len());
-        for (addrs, debug_syms) in [(with_debug, true), (without_debug, false)] {
+        for (addrs, debug_syms) in [(split.with_debug, true), (split.symbols_only, false)] {
             if addrs.is_empty() {
                 continue;
             }
@@ -311,11 +311,24 @@ impl Symbolizer {
                 HashMap::new()
             };
             resolved.extend(addrs.iter().zip(&results).map(|(&addr, result)| {
-                (
-                    addr,
-                    frames_of(result, elf_names.get(&addr).map(String::as_str)),
-                )
+                let elf_name = elf_names.get(&addr).map(String::as_str);
+                (addr, frames_of(result, elf_name, None))
             }));
+        }
+        for separate in split.separate {
+            let mut elf = Elf::new(&separate.file);
+            elf.debug_syms = false;
+            let Ok(results) = self
+                .inner
+                .symbolize(&Source::Elf(elf), Input::VirtOffset(&separate.virt[..]))
+            else {
+                continue;
+            };
+            let module = Some(separate.module.as_str());
+            resolved.extend(
+                (separate.addrs.iter().zip(&results))
+                    .map(|(&addr, result)| (addr, frames_of(result, None, module))),
+            );
         }
         self.cache_bytes += resolved
             .iter()
@@ -368,13 +381,18 @@ fn process_source(debug_syms: bool) -> Source<'static> {
 }
 
 /// Expands one blazesym result to frames, innermost first; `elf_name`
-/// replaces a pathless DWARF name of the physical function.
-fn frames_of(result: &Symbolized<'_>, elf_name: Option<&str>) -> Box<[ResolvedFrame]> {
+/// replaces a pathless DWARF name of the physical function, `module` the
+/// name of the object blazesym read (a separate debug file's).
+fn frames_of(
+    result: &Symbolized<'_>,
+    elf_name: Option<&str>,
+    module: Option<&str>,
+) -> Box<[ResolvedFrame]> {
     let Symbolized::Sym(sym) = result else {
         return Box::new([ResolvedFrame::unknown()]);
     };
-    let module = module_name(sym);
-    let module = module.as_deref();
+    let own = module_name(sym);
+    let module = module.or(own.as_deref());
     // `sym.inlined` runs outermost first; each entry's code info is the
     // location inside that function, the last one's the address itself.
     let inlined =
