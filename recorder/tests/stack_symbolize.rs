@@ -203,3 +203,36 @@ fn symbolizer_moves_to_another_thread() {
     .unwrap();
     assert_eq!(methods, ("inner".to_owned(), "libc.so.6".to_owned()));
 }
+
+/// With no room for debug info, frames are named from symbol tables: the
+/// test's own functions by their full paths (no lines), and libc's
+/// internal `start_thread`, which only its separate debug file's symbol
+/// table names, when that file is installed.
+#[test]
+fn without_debug_info_frames_keep_their_names() {
+    let stack = std::thread::spawn(|| {
+        let mut out = [0u64; 64];
+        let len = outer(3, &mut out);
+        out[..len].to_vec()
+    })
+    .join()
+    .unwrap();
+    let mut symbolizer = Symbolizer::new();
+    symbolizer.set_debug_info_limit(0);
+    symbolizer.prefetch(&stack);
+    let frames: Vec<ResolvedFrame> = stack
+        .iter()
+        .flat_map(|&a| symbolizer.resolve(a).to_vec())
+        .collect();
+    let methods: Vec<&str> = frames.iter().map(|f| f.method.as_str()).collect();
+    for name in ["inner", "middle", "outer"] {
+        assert!(methods.contains(&name), "{name} in {frames:#?}");
+    }
+    assert!(frames.iter().all(|f| f.line.is_none() && !f.inlined), "{frames:#?}");
+    assert_eq!(symbolizer.debug_info_bytes(), 0);
+    assert!(symbolizer.objects_without_debug_info() >= 1);
+    let libc_debug = std::path::Path::new("/usr/lib/debug/.build-id").is_dir();
+    if libc_debug {
+        assert!(methods.contains(&"start_thread"), "{frames:#?}");
+    }
+}

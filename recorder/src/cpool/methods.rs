@@ -275,15 +275,19 @@ impl FrameTables {
         true
     }
 
-    /// Estimated bytes of the name tables (the symbolizer's per-address
-    /// cache aside: it is bounded by the code size of the process).
+    /// Estimated bytes of the name tables, the symbolizer's per-address
+    /// cache and the debug info it holds.
     pub(crate) fn bytes(&self) -> usize {
-        self.bytes
+        self.bytes + self.symbolizer.cache_bytes() + self.symbolizer.debug_info_bytes()
     }
 
-    /// Forgets the resolved frames of `released` stacks, then every name
-    /// no remaining stack uses (see the module docs).
+    /// A chunk is finished: the symbolizer lets go of its parsed objects
+    /// if it needed none during the chunk (see
+    /// [`Symbolizer::release_idle_objects`]); then the resolved frames of
+    /// `released` stacks go, and every name no remaining stack uses (see
+    /// the module docs).
     pub(crate) fn release(&mut self, released: &[u64]) {
+        self.symbolizer.release_idle_objects();
         if released.is_empty() {
             return;
         }
@@ -320,6 +324,16 @@ impl FrameTables {
         repo: &StackRepository,
         keys: &[u64],
     ) -> usize {
+        // The symbolizer's cache counts with the tables; past a quarter
+        // of the limit it starts again (addresses cost a lookup again).
+        self.symbolizer.trim_cache(repo.limit() / 4);
+        // Debug info gets what the pools' share has left (its own bytes
+        // count with the resolved frames, see `bytes`).
+        let others = repo
+            .held_bytes()
+            .saturating_sub(self.symbolizer.debug_info_bytes());
+        self.symbolizer
+            .set_debug_info_limit(repo.limit().saturating_sub(others));
         let (keys, gone): (Vec<u64>, Vec<u64>) =
             keys.iter().partition(|&&k| self.resolve_stack(repo, k));
         if !gone.is_empty() {

@@ -55,6 +55,16 @@ pub struct MemoryUse {
     pub constants_limit: usize,
     /// Stack traces interned now.
     pub stacks: usize,
+    /// Bytes of finished chunks kept in memory (recordings with
+    /// [`disk(false)`](crate::RecordingConfig::disk)), as of the last
+    /// chunk's end; the chunk being written adds at most a quarter of the
+    /// limit.
+    pub chunks_in_memory: u64,
+    /// The most this recording's chunks may take in memory, the one being
+    /// written included ([`RecordingConfig::memory_size`]; 0 on disk).
+    ///
+    /// [`RecordingConfig::memory_size`]: crate::RecordingConfig::memory_size
+    pub chunks_in_memory_limit: u64,
 }
 
 /// A running recording. Dropping it stops it (use [`stop`](Self::stop) to
@@ -74,6 +84,8 @@ pub struct Recording {
     /// parent's recorder thread.
     pid: u32,
     stopped: bool,
+    /// Its `memory_size` when kept in memory (`disk(false)`).
+    memory_bound: Option<u64>,
 }
 
 impl Recording {
@@ -173,6 +185,7 @@ impl Recording {
             repository,
             pid: std::process::id(),
             stopped: false,
+            memory_bound: config.memory_bound(),
         })
     }
 
@@ -238,6 +251,7 @@ impl Recording {
             repository,
             pid: std::process::id(),
             stopped: false,
+            memory_bound: config.memory_bound(),
         })
     }
 
@@ -336,6 +350,8 @@ impl Recording {
             constants: self.rt.stacks.held_bytes(),
             constants_limit: self.rt.stacks.limit(),
             stacks: self.rt.stacks.len(),
+            chunks_in_memory: crate::recording::statistics::in_memory(),
+            chunks_in_memory_limit: self.memory_bound.unwrap_or(0),
         }
     }
 

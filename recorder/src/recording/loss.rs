@@ -40,7 +40,7 @@ use chunk_writer::record::{begin_record, end_record};
 
 use crate::sync::{AtomicU64, Ordering};
 
-const N_CAUSES: usize = 17;
+const N_CAUSES: usize = 18;
 
 /// Why an event was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -106,6 +106,11 @@ pub enum LossCause {
     /// little, too much, or bytes of another kind. The event was dropped
     /// before it reached the thread's buffer.
     InvalidEncoding,
+    /// The event was in the oldest chunk of a recording kept in memory
+    /// (`disk(false)`), dropped to keep its chunks within
+    /// `memory_size`; the drops its chunk reported count again here, as
+    /// their reports went with it.
+    Evicted,
 }
 
 impl LossCause {
@@ -128,6 +133,7 @@ impl LossCause {
         Self::SamplingSignalTaken,
         Self::SamplingSignalBlocked,
         Self::InvalidEncoding,
+        Self::Evicted,
     ];
 
     /// The name written into the file.
@@ -154,6 +160,7 @@ impl LossCause {
             Self::SamplingSignalTaken => "CPU sample lost: the program took the sampling signal",
             Self::SamplingSignalBlocked => "CPU sample lost: the thread blocks the sampling signal",
             Self::InvalidEncoding => "fields written do not match the event type",
+            Self::Evicted => "evicted: oldest in-memory chunk dropped at memory_size",
         }
     }
 
@@ -216,6 +223,16 @@ impl LossCounts {
         }
         d
     }
+
+    /// These counts and `other`'s, added.
+    pub(crate) fn plus(&self, other: &LossCounts) -> LossCounts {
+        let mut d = *self;
+        for i in 0..N_CAUSES {
+            d.events[i] += other.events[i];
+            d.bytes[i] += other.bytes[i];
+        }
+        d
+    }
 }
 
 impl Losses {
@@ -261,6 +278,10 @@ pub(crate) struct LossReporter {
     /// Events and bytes written into the recording so far.
     written: (u64, u64),
     block_size: u64,
+    /// Counts to report again (see [`Self::carry`]).
+    carried: LossCounts,
+    /// What the reports in the current chunk said.
+    in_chunk: LossCounts,
 }
 
 /// One report, encoded but not yet known to have reached the file.
@@ -269,6 +290,10 @@ pub(crate) struct LossReporter {
 pub(crate) struct Report {
     snapshot: LossCounts,
     bytes: u64,
+    /// The carried counts it included.
+    carried: LossCounts,
+    /// What it said, per cause.
+    written: LossCounts,
 }
 
 impl LossReporter {
@@ -280,6 +305,8 @@ impl LossReporter {
             bytes_reported: 0,
             written: (0, 0),
             block_size: block_size as u64,
+            carried: LossCounts::default(),
+            in_chunk: LossCounts::default(),
         }
     }
 
@@ -289,7 +316,8 @@ impl LossReporter {
         self.written.1 += bytes;
     }
 
-    /// Encodes into `out` the drops between the last report and `now`: one
+    /// Encodes into `out` the drops between the last report and `now`, and
+    /// those [carried](Self::carry) from evicted chunks: one
     /// `flightrec.EventsLost` per cause with drops, one `jdk.DataLoss` if
     /// any bytes were (or are estimated) dropped.
     pub(crate) fn encode(&self, out: &mut Vec<u8>, ticks: i64, now: LossCounts) -> Report {
@@ -300,9 +328,11 @@ impl LossReporter {
             (events, bytes) => bytes.div_ceil(events),
         };
         let mut bytes = 0;
+        let mut written = LossCounts::default();
         for (i, cause) in LossCause::ALL.iter().enumerate() {
             let events = delta.events[i];
-            if events == 0 {
+            let carried = self.carried.events[i];
+            if events + carried == 0 {
                 continue;
             }
             let estimate = match cause {
@@ -310,9 +340,18 @@ impl LossReporter {
                 LossCause::TooLarge => events * self.block_size,
                 _ => 0,
             };
-            let cause_bytes = delta.bytes[i] + estimate;
+            let cause_bytes = delta.bytes[i] + estimate + self.carried.bytes[i];
             bytes += cause_bytes;
-            write_events_lost(out, ticks, *cause, events, cause_bytes, total.events[i]);
+            written.events[i] = events + carried;
+            written.bytes[i] = cause_bytes;
+            write_events_lost(
+                out,
+                ticks,
+                *cause,
+                events + carried,
+                cause_bytes,
+                total.events[i],
+            );
         }
         if bytes > 0 {
             write_data_loss(out, ticks, bytes, self.bytes_reported + bytes);
@@ -320,13 +359,31 @@ impl LossReporter {
         Report {
             snapshot: now,
             bytes,
+            carried: self.carried,
+            written,
         }
+    }
+
+    /// Reports `counts` again in the next report, without counting them
+    /// anew: the loss records of a chunk dropped from memory (see
+    /// [`LossCause::Evicted`]) went with it, and the file must still say
+    /// what was lost.
+    pub(crate) fn carry(&mut self, counts: &LossCounts) {
+        self.carried = self.carried.plus(counts);
+    }
+
+    /// What the reports that reached the file since the previous call
+    /// said (at a chunk's end: what its loss records hold).
+    pub(crate) fn take_chunk_reported(&mut self) -> LossCounts {
+        std::mem::take(&mut self.in_chunk)
     }
 
     /// The report reached the file: later reports start from it.
     pub(crate) fn commit(&mut self, report: Report) {
         self.reported = report.snapshot;
         self.bytes_reported += report.bytes;
+        self.carried = self.carried.since(&report.carried);
+        self.in_chunk = self.in_chunk.plus(&report.written);
     }
 }
 

@@ -12,7 +12,8 @@
 //! writes its own list only.
 //!
 //! The chunk stream follows the members: a chunk is cut at the smallest
-//! `max_chunk_size` and `max_chunk_age` of the live members, flushed at
+//! `max_chunk_size` (for a member kept in memory, at most a quarter of its
+//! `memory_size`) and `max_chunk_age` of the live members, flushed at
 //! their shortest flush interval, and written to the repository directory
 //! if any live member asks for disk (in memory otherwise).
 //!
@@ -76,7 +77,7 @@ impl Stream {
         };
         for m in members {
             let c = &m.config;
-            s.max_chunk_size = s.max_chunk_size.min(c.max_chunk_size);
+            s.max_chunk_size = s.max_chunk_size.min(c.chunk_size_limit());
             s.max_chunk_age = match (s.max_chunk_age, c.max_chunk_age) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),

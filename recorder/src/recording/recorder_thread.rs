@@ -913,6 +913,7 @@ impl Recorder {
             .ok_or_else(|| io::Error::other("no chunk open"))?;
         let start_nanos = chunk.start_nanos();
         let records = chunk.records();
+        self.evict_over_memory_size(chunk.len());
         // What a failure from here on cuts the chunk back to.
         self.write_errors.ending = Some((path.clone(), chunk.salvage_point()));
         let mut file = chunk.finish(self.rt, frames, last, &mut self.losses)?;
@@ -931,7 +932,10 @@ impl Recorder {
             end_nanos,
             size,
         };
-        let seq = self.repo.add_finished(chunk, self.members.len());
+        let reported = self.losses.take_chunk_reported();
+        let seq = self
+            .repo
+            .add_finished(chunk, self.members.len(), records, reported);
         self.write_errors.ending = None;
         #[cfg(feature = "pyroscope")]
         self.offer_to_uploaders(seq, start_nanos, end_nanos, size);
@@ -941,6 +945,7 @@ impl Recorder {
             self.repo
                 .apply_retention(&mut m.chunks, end_nanos, age, size);
         }
+        crate::recording::statistics::set_in_memory(self.repo.in_memory_bytes());
         self.rt.threads.prune_exited_before(old);
         // The chunk of `old` is written: stacks not tagged since the flip
         // are referenced by no unwritten event (see `cpool::stacks`).
@@ -948,6 +953,29 @@ impl Recorder {
         self.rt.stacks.set_resolved_bytes(frames.bytes());
         self.publish_statistics();
         Ok(())
+    }
+
+    /// Keeps each recording kept in memory within its `memory_size`, with
+    /// the chunk of `len` bytes being finished and the next one (up to the
+    /// stream's chunk size, or `len` if larger) added: drops its oldest chunks, counting their
+    /// events lost, and what their loss records said to be reported again,
+    /// before the finishing chunk's last loss report, so that report
+    /// carries both (see [`Repository::evict`]).
+    fn evict_over_memory_size(&mut self, len: u64) {
+        // The next chunk may overshoot its size as this one did.
+        let coming = len.saturating_add(len.max(self.stream.max_chunk_size));
+        for m in &mut self.members {
+            if let Some(bound) = m.config.memory_bound() {
+                let evicted = self.repo.evict(&mut m.chunks, bound, coming);
+                if evicted.events > 0 {
+                    let (events, bytes) = (evicted.events, evicted.bytes);
+                    self.rt
+                        .losses
+                        .record_many(LossCause::Evicted, events, bytes);
+                }
+                self.losses.carry(&evicted.reported);
+            }
+        }
     }
 }
 

@@ -72,6 +72,16 @@
 //! chunk dropped by retention frees its memory. Its chunks are named
 //! `memory:<chunk file name>`.
 //!
+//! Memory is bounded like the JDK's `memorysize`: a recording kept in
+//! memory cuts its chunks at a quarter of its `memory_size` at most, and
+//! after each chunk [`Repository::evict`] drops its oldest chunks while
+//! they and the chunk being written exceed `memory_size` (never the
+//! newest). Unlike retention, which the user asked for, that drops data
+//! the file would have held: the chunk's events, and the lost events its
+//! loss records reported, are counted lost
+//! ([`LossCause::Evicted`](crate::LossCause::Evicted)) in the next
+//! chunk, so the file still says what was committed.
+//!
 //! A repository left by a process that has exited (killed, or crashed
 //! before its stop) is named on stderr when the next recording starts, with
 //! the call that turns it into a file ([`assemble`]); `stale.rs` finds them.
@@ -94,6 +104,7 @@ pub use crate::recording::config::builder::RepositoryProblem;
 use crate::recording::config::builder::StartError;
 pub use crate::recording::files::DestinationProblem;
 use crate::recording::files::{Dir, chunk_file_name, euid};
+use crate::recording::loss::LossCounts;
 use crate::recording::stale;
 
 pub use crate::recording::assemble::{
@@ -124,6 +135,8 @@ pub(crate) struct Repository {
     /// The chunk files kept in memory, by their `memory:` names (a second
     /// descriptor of each, read with `pread` by dumps).
     memory: HashMap<PathBuf, File>,
+    /// Bytes of the finished chunks in `memory`.
+    in_memory: u64,
     /// Finished chunks by sequence number (start order), each with the
     /// number of recordings holding it.
     finished: BTreeMap<u64, Held>,
@@ -168,6 +181,21 @@ impl AtStop {
 struct Held {
     chunk: ChunkFile,
     refs: usize,
+    /// Its event records (counted lost if [`Repository::evict`] frees it).
+    events: u64,
+    /// What its loss records said (reported again if it is evicted).
+    reported: LossCounts,
+}
+
+/// What [`Repository::evict`] freed.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Evicted {
+    /// Event records of the freed chunks.
+    pub(crate) events: u64,
+    /// Their bytes.
+    pub(crate) bytes: u64,
+    /// What their loss records said.
+    pub(crate) reported: LossCounts,
 }
 
 /// The template `mkdtemp(3)` completes for the default repository.
@@ -223,6 +251,7 @@ impl Repository {
             dir,
             handle: Some(handle),
             memory: HashMap::new(),
+            in_memory: 0,
             finished: BTreeMap::new(),
             next_seq: 0,
             created,
@@ -237,6 +266,7 @@ impl Repository {
             dir: PathBuf::new(),
             handle: None,
             memory: HashMap::new(),
+            in_memory: 0,
             finished: BTreeMap::new(),
             next_seq: 0,
             created: false,
@@ -288,23 +318,76 @@ impl Repository {
         Ok((self.dir.join(name), file))
     }
 
-    /// Records a finished chunk file, held by `holders` recordings;
-    /// returns its sequence number.
-    pub(crate) fn add_finished(&mut self, chunk: ChunkFile, holders: usize) -> u64 {
+    /// Records a finished chunk file, held by `holders` recordings, with
+    /// `events` event records and loss records that said `reported` (see
+    /// [`Self::evict`]); returns its sequence number.
+    pub(crate) fn add_finished(
+        &mut self,
+        chunk: ChunkFile,
+        holders: usize,
+        events: u64,
+        reported: LossCounts,
+    ) -> u64 {
         let seq = self.next_seq;
         self.next_seq += 1;
         if holders == 0 {
             self.remove(&chunk.path);
         } else {
+            if self.memory.contains_key(&chunk.path) {
+                self.in_memory += chunk.size;
+            }
             self.finished.insert(
                 seq,
                 Held {
                     chunk,
                     refs: holders,
+                    events,
+                    reported,
                 },
             );
         }
         seq
+    }
+
+    /// Bytes of the finished chunks kept in memory.
+    pub(crate) fn in_memory_bytes(&self) -> u64 {
+        self.in_memory
+    }
+
+    /// Keeps one recording's chunks kept in memory within `bound` bytes
+    /// with `coming` more on their way (the chunk being finished, which
+    /// joins `list`, and the next): drops the oldest of `list` while its
+    /// in-memory chunks and `coming` exceed `bound`. Returns what the
+    /// chunks this freed for good (no other recording still holds them)
+    /// held: their events and bytes, to count lost
+    /// ([`LossCause::Evicted`](crate::LossCause::Evicted)), and what their
+    /// loss records said, to report again.
+    pub(crate) fn evict(&mut self, list: &mut VecDeque<u64>, bound: u64, coming: u64) -> Evicted {
+        let mut total: u64 = list
+            .iter()
+            .filter_map(|s| self.chunk(*s))
+            .filter(|c| self.memory.contains_key(&c.path))
+            .map(|c| c.size)
+            .sum();
+        let mut evicted = Evicted::default();
+        while total.saturating_add(coming) > bound {
+            let Some(seq) = list.pop_front() else {
+                break;
+            };
+            let Some(held) = self.finished.get(&seq) else {
+                continue;
+            };
+            if self.memory.contains_key(&held.chunk.path) {
+                total -= held.chunk.size;
+            }
+            if held.refs == 1 {
+                evicted.events += held.events;
+                evicted.bytes += held.chunk.size;
+                evicted.reported = evicted.reported.plus(&held.reported);
+            }
+            self.release(seq);
+        }
+        evicted
     }
 
     /// The finished chunk `seq`, while a recording holds it.
@@ -321,6 +404,9 @@ impl Repository {
         held.refs -= 1;
         if held.refs == 0 {
             let held = self.finished.remove(&seq).expect("present");
+            if self.memory.contains_key(&held.chunk.path) {
+                self.in_memory -= held.chunk.size;
+            }
             self.remove(&held.chunk.path);
         }
     }
@@ -465,6 +551,7 @@ impl Repository {
         }
         self.finished
             .retain(|_, h| !memory.contains_key(&h.chunk.path));
+        self.in_memory = 0;
         if self.has_dir() && self.created && !self.keep && self.finished.is_empty() {
             // Only if the path still names the directory we held (not one
             // swapped in); fails, harmlessly, if someone else put files
@@ -689,6 +776,8 @@ mod tests {
                     size: 0,
                 },
                 1,
+                0,
+                LossCounts::default(),
             );
             repo.release_at_stop(&mut VecDeque::from([seq]), false, AtStop::Written);
             assert!(!path.exists());
@@ -705,7 +794,7 @@ mod tests {
                 end_nanos: 43,
                 size: 0,
             };
-            let seq = repo.add_finished(chunk, 1);
+            let seq = repo.add_finished(chunk, 1, 0, LossCounts::default());
             repo.release_at_stop(&mut VecDeque::from([seq]), false, at);
             repo.close();
             assert!(path.exists() && repo.dir().is_dir());
@@ -720,7 +809,7 @@ mod tests {
             end_nanos: 43,
             size: 0,
         };
-        let seq = repo.add_finished(c, 1);
+        let seq = repo.add_finished(c, 1, 0, LossCounts::default());
         repo.release_at_stop(&mut VecDeque::from([seq]), false, AtStop::NotWritten);
         repo.close();
         assert!(!repo.dir().exists());
@@ -733,7 +822,7 @@ mod tests {
             end_nanos: 43,
             size: 0,
         };
-        let seq = repo.add_finished(c, 1);
+        let seq = repo.add_finished(c, 1, 0, LossCounts::default());
         repo.release_at_stop(&mut VecDeque::from([seq]), false, AtStop::NotWritten);
         repo.close();
         assert!(path.exists());
@@ -790,6 +879,8 @@ mod tests {
                     size: body.len() as u64,
                 },
                 1,
+                0,
+                LossCounts::default(),
             ));
         }
         let mut out = Vec::new();
@@ -837,7 +928,7 @@ mod tests {
                 end_nanos: (i + 1) * 1_000_000_000,
                 size: 1,
             };
-            list.push_back(repo.add_finished(c, 1));
+            list.push_back(repo.add_finished(c, 1, 0, LossCounts::default()));
         }
         let now = 3_600_000_000_000;
         for age in [
@@ -876,7 +967,7 @@ mod tests {
                 end_nanos: at + 1,
                 size: 1,
             };
-            repo.add_finished(c, holders)
+            repo.add_finished(c, holders, 0, LossCounts::default())
         };
         // Chunk 0: only a; chunk 1: a and b; chunk 2: only b.
         let s0 = chunk(&mut repo, 0, 1);
@@ -894,6 +985,46 @@ mod tests {
         assert_eq!(repo.concat_into(&mut out, &b, None, None, None).unwrap(), 2);
         repo.release_at_stop(&mut b, false, AtStop::Written);
         assert!(repo.memory.is_empty() && repo.finished.is_empty());
+    }
+
+    #[test]
+    fn eviction_drops_the_oldest_in_memory_chunks_and_counts_what_only_they_held() {
+        let mut repo = Repository::in_memory();
+        let chunk = |repo: &mut Repository, at: i64, holders, events| {
+            let (path, mut f) = repo.create_chunk(at, false).unwrap();
+            f.write_all(&[0; 100]).unwrap();
+            let c = ChunkFile {
+                path,
+                start_nanos: at,
+                end_nanos: at + 1,
+                size: 100,
+            };
+            repo.add_finished(c, holders, events, LossCounts::default())
+        };
+        // Chunk 0 held by a and b; chunks 1-3 by a only.
+        let s0 = chunk(&mut repo, 0, 2, 7);
+        let mut a = VecDeque::from([s0]);
+        let b = VecDeque::from([s0]);
+        for (i, events) in [(1, 11), (2, 13), (3, 17)] {
+            a.push_back(chunk(&mut repo, i, 1, events));
+        }
+        assert_eq!(repo.in_memory_bytes(), 400);
+        // Within the bound: nothing goes.
+        assert_eq!(repo.evict(&mut a, 500, 100), Evicted::default());
+        assert_eq!(a.len(), 4);
+        // 400 + 150 coming over 350: the two oldest go; chunk 0 stays for
+        // b (not counted), chunk 1 is freed and counted.
+        assert_eq!(repo.evict(&mut a, 350, 150).events, 11);
+        assert_eq!(a.len(), 2);
+        assert_eq!(repo.in_memory_bytes(), 300);
+        assert!(repo.chunk(s0).is_some());
+        let mut out = Vec::new();
+        assert_eq!(repo.concat_into(&mut out, &b, None, None, None).unwrap(), 1);
+        // A bound below what is coming empties the list.
+        let last = repo.evict(&mut a, 100, 150);
+        assert_eq!((last.events, last.bytes), (30, 200));
+        assert!(a.is_empty());
+        assert_eq!(repo.in_memory_bytes(), 100);
     }
 
     #[test]

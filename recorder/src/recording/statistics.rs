@@ -65,6 +65,8 @@ struct Counters {
     bytes: AtomicU64,
     /// Event records drained from the buffers into chunks.
     events: AtomicU64,
+    /// Bytes of finished chunks kept in memory (`disk(false)`).
+    in_memory: AtomicU64,
     /// Process CPU nanoseconds when the recording started.
     process_cpu_start: AtomicU64,
 }
@@ -88,6 +90,7 @@ static COUNTERS: Counters = Counters {
     samples: AtomicU64::new(0),
     bytes: AtomicU64::new(0),
     events: AtomicU64::new(0),
+    in_memory: AtomicU64::new(0),
     process_cpu_start: AtomicU64::new(0),
 };
 
@@ -146,6 +149,7 @@ pub(crate) fn reset() {
     c.samples.store(0, Ordering::Relaxed);
     c.bytes.store(0, Ordering::Relaxed);
     c.events.store(0, Ordering::Relaxed);
+    c.in_memory.store(0, Ordering::Relaxed);
     c.process_cpu_start.store(
         clock_nanos(libc::CLOCK_PROCESS_CPUTIME_ID),
         Ordering::Relaxed,
@@ -206,6 +210,17 @@ pub(crate) fn add_samples(handler_ticks: u64, samples: u64) {
 pub(crate) fn set_written(bytes: u64, events: u64) {
     COUNTERS.bytes.store(bytes, Ordering::Relaxed);
     COUNTERS.events.store(events, Ordering::Relaxed);
+}
+
+/// Recorder thread: the bytes of finished chunks kept in memory
+/// (`disk(false)`).
+pub(crate) fn set_in_memory(bytes: u64) {
+    COUNTERS.in_memory.store(bytes, Ordering::Relaxed);
+}
+
+/// The bytes of finished chunks kept in memory, as last published.
+pub(crate) fn in_memory() -> u64 {
+    COUNTERS.in_memory.load(Ordering::Relaxed)
 }
 
 /// The figures now; `buffer_occupancy` is the caller's (it knows the pool).

@@ -5,6 +5,7 @@
 //! go to [`Symbolizer::resolve`] as they are.
 
 mod capture;
+mod debug_budget;
 mod dispatch;
 pub(crate) mod names;
 mod symbolize;

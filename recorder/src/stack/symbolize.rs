@@ -30,8 +30,25 @@
 //! address never asked for always goes to blazesym, which is what makes
 //! libraries loaded later resolve. A library unloaded and replaced by another
 //! at the same addresses would keep its old names; nothing we record does that.
-//! The cache is never trimmed: it is bounded by the code size of the process.
 //!
+//! # Memory
+//!
+//! blazesym keeps every object it opened mapped, and its parsed DWARF
+//! (units, line programs, decompressed sections) on the heap: for a
+//! program built with debug info, tens of MB, far more than the constant
+//! pools, and proportional to the debug info of the objects looked up,
+//! not to what is recorded. Parsing it again costs the recorder thread
+//! from a fraction of a second to seconds, so it is kept while new
+//! addresses come: [`Symbolizer::release_idle_objects`] lets go of it once
+//! a whole chunk needed no new address (a program whose code paths are
+//! known holds none of it). It is also bounded: the recorder gives the
+//! symbolizer what the constant pools' share of `max_memory` has left, and
+//! an object whose debug info would not fit is named from its ELF symbols
+//! alone (see [`debug_budget`](super::debug_budget)). The per-address cache is measured
+//! ([`Symbolizer::cache_bytes`], counted with the constant pools) and
+//! dropped by [`Symbolizer::trim_cache`] when it grows past the limit it is
+//! given.
+
 //! # Addresses
 //!
 //! Addresses are looked up exactly as given. For call frames that must be the
@@ -51,9 +68,10 @@ use std::fmt;
 use std::path::Path;
 
 use blazesym::Pid;
-use blazesym::symbolize::source::{Process, Source};
+use blazesym::symbolize::source::{Elf, Process, Source};
 use blazesym::symbolize::{CodeInfo, Input, Sym, Symbolized};
 
+use super::debug_budget::DebugInfoBudget;
 use super::names::{JfrName, has_path, jfr_name};
 
 /// One frame of a resolved address, in JFR's class/method model.
@@ -118,6 +136,34 @@ pub struct Symbolizer {
     cache: HashMap<u64, Box<[ResolvedFrame]>>,
     /// Returned when a lookup failed as a whole (not cached: may be transient).
     unknown: [ResolvedFrame; 1],
+    /// Estimated bytes of `cache` (entries, frames and their strings).
+    cache_bytes: usize,
+    /// `inner` looked something up since it was made.
+    loaded: bool,
+    /// `inner` looked something up since the last
+    /// [`Self::release_idle_objects`].
+    used: bool,
+    /// Which objects' debug info `inner` may read.
+    budget: DebugInfoBudget,
+}
+
+/// Estimated bytes of a cache entry besides its frames: the map's slot
+/// (key, boxed slice, control byte, load factor) and the allocation's
+/// header.
+const CACHE_SLOT: usize = 48;
+
+/// Estimated bytes of `frames` in the cache.
+fn frames_bytes(frames: &[ResolvedFrame]) -> usize {
+    frames
+        .iter()
+        .map(|f| {
+            std::mem::size_of::<ResolvedFrame>()
+                + f.package.len()
+                + f.class.len()
+                + f.method.len()
+                + f.file.as_ref().map_or(0, String::len)
+        })
+        .sum()
 }
 
 /// `Symbolizer` may move to another thread (the recorder builds it, then
@@ -151,16 +197,68 @@ impl Default for Symbolizer {
 impl Symbolizer {
     /// Creates a symbolizer for the current process, with an empty cache.
     pub fn new() -> Self {
-        let inner = blazesym::symbolize::Symbolizer::builder()
+        Self {
+            inner: Self::fresh_inner(),
+            cache: HashMap::new(),
+            unknown: [ResolvedFrame::unknown()],
+            cache_bytes: 0,
+            loaded: false,
+            used: false,
+            budget: DebugInfoBudget::unlimited(),
+        }
+    }
+
+    /// Limits the estimated bytes of the debug info read from now on (see
+    /// [`debug_budget`](super::debug_budget)); the objects of addresses
+    /// past it are named from their ELF symbols only (no inlined calls, no
+    /// lines). Without a limit every object's debug info is read.
+    pub fn set_debug_info_limit(&mut self, bytes: usize) {
+        self.budget.set_limit(bytes);
+    }
+
+    /// Estimated bytes of the debug info held now.
+    pub fn debug_info_bytes(&self) -> usize {
+        self.budget.held()
+    }
+
+    /// Objects named from their ELF symbols only, to stay within the
+    /// limit, since the last release.
+    pub fn objects_without_debug_info(&self) -> usize {
+        self.budget.denied()
+    }
+
+    fn fresh_inner() -> blazesym::symbolize::Symbolizer {
+        blazesym::symbolize::Symbolizer::builder()
             .enable_demangling(true)
             .enable_inlined_fns(true)
             .enable_code_info(true)
             .enable_auto_reload(true)
-            .build();
-        Self {
-            inner,
-            cache: HashMap::new(),
-            unknown: [ResolvedFrame::unknown()],
+            .build()
+    }
+
+    /// Estimated bytes of the per-address cache.
+    pub fn cache_bytes(&self) -> usize {
+        self.cache_bytes
+    }
+
+    /// Called at each chunk's end: lets go of the objects blazesym opened
+    /// and parsed (see the module docs, "Memory") if it opened any and
+    /// looked nothing up since the previous call (a whole chunk without a
+    /// new address). The next new address opens its object again.
+    pub fn release_idle_objects(&mut self) {
+        if self.loaded && !self.used {
+            self.inner = Self::fresh_inner();
+            self.loaded = false;
+            self.budget.released();
+        }
+        self.used = false;
+    }
+
+    /// Empties the per-address cache if its estimated bytes exceed `limit`.
+    pub fn trim_cache(&mut self, limit: usize) {
+        if self.cache_bytes > limit {
+            self.cache = HashMap::new();
+            self.cache_bytes = 0;
         }
     }
 
@@ -192,24 +290,50 @@ impl Symbolizer {
         if misses.is_empty() {
             return;
         }
-        let Ok(results) = self
-            .inner
-            .symbolize(&process_source(true), Input::AbsAddr(&misses[..]))
-        else {
-            // Maps unreadable: answer `[unknown]` now, retry next time.
-            return;
-        };
-        let elf_names = self.elf_names(&misses, &results);
-        let resolved: Vec<(u64, Box<[ResolvedFrame]>)> = misses
+        self.used = true;
+        self.loaded = true;
+        let split = self.budget.split(&misses);
+        let mut resolved: Vec<(u64, Box<[ResolvedFrame]>)> = Vec::with_capacity(misses.len());
+        for (addrs, debug_syms) in [(split.with_debug, true), (split.symbols_only, false)] {
+            if addrs.is_empty() {
+                continue;
+            }
+            let Ok(results) = self
+                .inner
+                .symbolize(&process_source(debug_syms), Input::AbsAddr(&addrs[..]))
+            else {
+                // Maps unreadable: answer `[unknown]` now, retry next time.
+                continue;
+            };
+            let elf_names = if debug_syms {
+                self.elf_names(&addrs, &results)
+            } else {
+                HashMap::new()
+            };
+            resolved.extend(addrs.iter().zip(&results).map(|(&addr, result)| {
+                let elf_name = elf_names.get(&addr).map(String::as_str);
+                (addr, frames_of(result, elf_name, None))
+            }));
+        }
+        for separate in split.separate {
+            let mut elf = Elf::new(&separate.file);
+            elf.debug_syms = false;
+            let Ok(results) = self
+                .inner
+                .symbolize(&Source::Elf(elf), Input::VirtOffset(&separate.virt[..]))
+            else {
+                continue;
+            };
+            let module = Some(separate.module.as_str());
+            resolved.extend(
+                (separate.addrs.iter().zip(&results))
+                    .map(|(&addr, result)| (addr, frames_of(result, None, module))),
+            );
+        }
+        self.cache_bytes += resolved
             .iter()
-            .zip(&results)
-            .map(|(&addr, result)| {
-                (
-                    addr,
-                    frames_of(result, elf_names.get(&addr).map(String::as_str)),
-                )
-            })
-            .collect();
+            .map(|(_, frames)| CACHE_SLOT + frames_bytes(frames))
+            .sum::<usize>();
         self.cache.extend(resolved);
     }
 
@@ -257,13 +381,18 @@ fn process_source(debug_syms: bool) -> Source<'static> {
 }
 
 /// Expands one blazesym result to frames, innermost first; `elf_name`
-/// replaces a pathless DWARF name of the physical function.
-fn frames_of(result: &Symbolized<'_>, elf_name: Option<&str>) -> Box<[ResolvedFrame]> {
+/// replaces a pathless DWARF name of the physical function, `module` the
+/// name of the object blazesym read (a separate debug file's).
+fn frames_of(
+    result: &Symbolized<'_>,
+    elf_name: Option<&str>,
+    module: Option<&str>,
+) -> Box<[ResolvedFrame]> {
     let Symbolized::Sym(sym) = result else {
         return Box::new([ResolvedFrame::unknown()]);
     };
-    let module = module_name(sym);
-    let module = module.as_deref();
+    let own = module_name(sym);
+    let module = module.or(own.as_deref());
     // `sym.inlined` runs outermost first; each entry's code info is the
     // location inside that function, the last one's the address itself.
     let inlined =

@@ -24,6 +24,11 @@ pub(crate) const DEFAULT_MAX_MEMORY: usize = if cfg!(flightrec_loom) {
 };
 /// Smallest chunk size that triggers a rotation.
 pub const MIN_CHUNK_SIZE: u64 = 64 << 10;
+/// Default bound of a recording kept in memory (`disk(false)`): the JDK's
+/// default `memorysize`.
+pub(crate) const DEFAULT_MEMORY_SIZE: u64 = 10 << 20;
+/// Smallest `memory_size`: four of the smallest chunks.
+pub(crate) const MIN_MEMORY_SIZE: u64 = 4 * MIN_CHUNK_SIZE;
 
 /// How a recording is set up. Validated by [`crate::Recording::start`].
 #[derive(Debug, Clone)]
@@ -42,6 +47,8 @@ pub struct RecordingConfig {
     pub(crate) settings: Settings,
     pub(crate) name: Option<String>,
     pub(crate) disk: bool,
+    /// The most a recording kept in memory holds (see [`Self::memory_size`]).
+    pub(crate) memory_size: u64,
     /// How long the recording was asked to run (reported in
     /// `jdk.ActiveRecording`; the `FLIGHTREC` start stops it then).
     pub(crate) duration: Option<Duration>,
@@ -97,6 +104,7 @@ impl RecordingConfig {
             settings: Settings::new(),
             name: None,
             disk: true,
+            memory_size: DEFAULT_MEMORY_SIZE,
             duration: None,
             attach: Attach::Off,
             #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
@@ -144,6 +152,32 @@ impl RecordingConfig {
     pub fn disk(mut self, disk: bool) -> Self {
         self.disk = disk;
         self
+    }
+
+    /// The most memory a recording kept in memory ([`Self::disk`]`(false)`)
+    /// holds in chunks, the one being written included (default 10 MiB, the
+    /// JDK's `memorysize`; at least 256 KiB). Its chunks are cut at a
+    /// quarter of it at most; past it the oldest chunks are dropped, their
+    /// events counted lost ([`crate::LossCause::Evicted`]), so the file
+    /// holds the newest data and says what went. Does not apply on disk.
+    pub fn memory_size(mut self, bytes: u64) -> Self {
+        self.memory_size = bytes;
+        self
+    }
+
+    /// The bound on this recording's in-memory chunks (`None` on disk).
+    pub(crate) fn memory_bound(&self) -> Option<u64> {
+        (!self.disk).then_some(self.memory_size)
+    }
+
+    /// The chunk size the chunk stream follows for this recording: in
+    /// memory, at most a quarter of `memory_size`, so the ring holds three
+    /// finished chunks besides the one being written.
+    pub(crate) fn chunk_size_limit(&self) -> u64 {
+        match self.memory_bound() {
+            Some(bound) => self.max_chunk_size.min((bound / 4).max(MIN_CHUNK_SIZE)),
+            None => self.max_chunk_size,
+        }
     }
 
     /// Also answer the JDK's `jcmd` (`JFR.check`, `JFR.dump`, `JFR.stop`,
@@ -319,6 +353,13 @@ impl RecordingConfig {
                 "max_chunk_age",
                 format!("{:?}", self.max_chunk_age),
                 "must be at least 1 ms",
+            );
+        }
+        if self.memory_size < MIN_MEMORY_SIZE {
+            return bad(
+                "memory_size",
+                self.memory_size.to_string(),
+                "must be at least 256 KiB",
             );
         }
         if let Some(dest) = &self.destination {

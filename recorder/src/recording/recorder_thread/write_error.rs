@@ -169,7 +169,14 @@ impl Recorder {
             end_nanos,
             size,
         };
-        let seq = self.repo.add_finished(chunk, self.members.len());
+        // Its loss reports went with the part cut off: evicting it later
+        // counts only the events it still holds.
+        let seq = self.repo.add_finished(
+            chunk,
+            self.members.len(),
+            flushed,
+            crate::recording::loss::LossCounts::default(),
+        );
         for m in &mut self.members {
             m.chunks.push_back(seq);
             let (age, size) = (m.config.max_age, m.config.max_size);
