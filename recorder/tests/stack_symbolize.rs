@@ -228,7 +228,10 @@ fn without_debug_info_frames_keep_their_names() {
     for name in ["inner", "middle", "outer"] {
         assert!(methods.contains(&name), "{name} in {frames:#?}");
     }
-    assert!(frames.iter().all(|f| f.line.is_none() && !f.inlined), "{frames:#?}");
+    assert!(
+        frames.iter().all(|f| f.line.is_none() && !f.inlined),
+        "{frames:#?}"
+    );
     assert_eq!(symbolizer.debug_info_bytes(), 0);
     assert!(symbolizer.objects_without_debug_info() >= 1);
     let libc_debug = std::path::Path::new("/usr/lib/debug/.build-id").is_dir();

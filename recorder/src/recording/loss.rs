@@ -40,7 +40,7 @@ use chunk_writer::record::{begin_record, end_record};
 
 use crate::sync::{AtomicU64, Ordering};
 
-const N_CAUSES: usize = 18;
+const N_CAUSES: usize = 17;
 
 /// Why an event was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -84,13 +84,6 @@ pub enum LossCause {
     /// finishes on its own thread, its events in a later chunk), or when
     /// its next call came (skipped). Counts calls, not events.
     CallbackOverdue,
-    /// Never counted any more; kept so that code naming it still builds.
-    /// An event whose write section opens after the last recording's last
-    /// chunk closed (its writer passed its type's enabled check before the
-    /// stop turned the type off) is not committed: the commit returns as
-    /// for a disabled type (`commit_fields` false), and nothing is lost.
-    /// Every event whose section opened before is in the stop's file.
-    RecordingStopped,
     /// A CPU-time sample was not taken: the program set its own
     /// disposition for the sampling signal and no other signal was free
     /// (estimated from the thread's CPU time; also in
@@ -129,7 +122,6 @@ impl LossCause {
         Self::AllocationSampleDropped,
         Self::LeakNotTracked,
         Self::CallbackOverdue,
-        Self::RecordingStopped,
         Self::SamplingSignalTaken,
         Self::SamplingSignalBlocked,
         Self::InvalidEncoding,
@@ -156,7 +148,6 @@ impl LossCause {
             Self::CallbackOverdue => {
                 "periodic callback overdue: abandoned or skipped (counts calls)"
             }
-            Self::RecordingStopped => "committed after the recording's last chunk closed",
             Self::SamplingSignalTaken => "CPU sample lost: the program took the sampling signal",
             Self::SamplingSignalBlocked => "CPU sample lost: the thread blocks the sampling signal",
             Self::InvalidEncoding => "fields written do not match the event type",
