@@ -923,6 +923,13 @@ impl Recorder {
         file.flush()?;
         let size = file.stream_position()?;
         self.staging = self.staging.take().or(file.into_staging());
+        if !last {
+            // The constants and metadata written since the eviction above
+            // made the chunk larger than it was then: the ring is kept
+            // within its bound with the chunk's final size too. What this
+            // drops is reported in the next chunk.
+            self.evict_over_memory_size(size);
+        }
         self.finished.0 += size;
         self.finished.1 += records;
         let end_nanos = clock::wall_nanos();
