@@ -9,6 +9,7 @@
 //! by the constant's address) however many samples use it.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use chunk_writer::reader::{EventRecord, Object, Value};
@@ -152,12 +153,12 @@ struct Fold {
     /// entry holds the value, so its address cannot be reused by another
     /// while the entry exists (a stack written inline, not as a constant,
     /// dies with its event otherwise).
-    chunk_stacks: HashMap<*const (), (Arc<Object>, u32)>,
+    chunk_stacks: Ids<*const (), (Arc<Object>, u32)>,
     /// Per method value of the chunk, its name id.
-    chunk_methods: HashMap<*const (), (Arc<Object>, u32)>,
+    chunk_methods: Ids<*const (), (Arc<Object>, u32)>,
     /// Per thread value of the chunk, its name id.
-    chunk_threads: HashMap<*const (), (Arc<Object>, u32)>,
-    counts: HashMap<(u32, u32), i64>,
+    chunk_threads: Ids<*const (), (Arc<Object>, u32)>,
+    counts: Ids<(u32, u32), i64>,
     events: u64,
     total: i64,
 }
@@ -287,6 +288,39 @@ impl Fold {
             total: self.total,
             kind: Some(kind),
         }
+    }
+}
+
+/// A map keyed by what no file chooses (addresses, ids the fold hands
+/// out), so a one-multiply hash serves; file-chosen keys (names) keep the
+/// standard hasher.
+type Ids<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+
+/// Fx-style hashing: rotate, xor, multiply per word.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(n.into());
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
     }
 }
 

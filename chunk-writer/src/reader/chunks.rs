@@ -195,22 +195,29 @@ impl ChunkReader {
             metadata: metadata.clone(),
             pools,
         };
-        // Which type ids to decode, asked once per type.
-        let mut chosen: BTreeMap<u64, bool> = BTreeMap::new();
+        // Per type id, the index of its class if its records are to be
+        // decoded; decided once per type (a flat table for small ids).
+        let mut dense: Vec<Option<Option<usize>>> = vec![None; DENSE_IDS];
+        let mut sparse: BTreeMap<u64, Option<usize>> = BTreeMap::new();
+        let mut decide = |id: u64| {
+            metadata
+                .index(TypeId(id))
+                .filter(|&i| metadata.classes[i].is_event() && want(&metadata.classes[i]))
+        };
         let mut decoder = Decoder::new(&metadata, Refs::Resolved(&ctx.pools), &mut budget);
         let mut pos = HEADER_LEN;
         while pos < end {
             let rec = Record::read(bytes, pos, end)?;
             let next = rec.end;
             let id = rec.type_id;
-            if id > 1 {
-                let class = metadata.class(TypeId(id)).filter(|c| c.is_event());
-                if let Some(class) = class
-                    && *chosen.entry(id).or_insert_with(|| want(class))
-                {
-                    let event = decode_event(rec, class, &mut decoder)?;
-                    each(&ctx, &event);
-                }
+            let class = match usize::try_from(id) {
+                Ok(0 | 1) => None,
+                Ok(i) if i < DENSE_IDS => *dense[i].get_or_insert_with(|| decide(id)),
+                _ => *sparse.entry(id).or_insert_with(|| decide(id)),
+            };
+            if let Some(class) = class {
+                let event = decode_event(rec, &metadata.classes[class], &mut decoder)?;
+                each(&ctx, &event);
             }
             pos = next;
         }
