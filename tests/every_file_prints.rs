@@ -20,7 +20,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use flightrec_testkit::{self as testkit, example_binary, run_example};
+use flightrec_testkit::{self as testkit, example_binary, run_example, views};
 
 /// The examples this file runs; `every_example_is_covered` keeps the list
 /// in step with `examples/`.
@@ -119,6 +119,27 @@ fn summary(path: &Path) -> testkit::Summary {
         }
     }
     jfr
+}
+
+/// Asserts that `flightrec view VIEW` and `jfr view VIEW` of `path` have
+/// the same top 5 rows.
+fn same_top_rows(path: &Path, view: &str) {
+    let mut rec = flightrec_cli::recording::Recording::open(path).unwrap();
+    let mut ours = Vec::new();
+    flightrec_cli::view::run(&mut rec, view, &mut ours).unwrap();
+    let ours = views::rows(&String::from_utf8(ours).unwrap());
+    let theirs = views::rows(&testkit::view(view, path));
+    assert!(
+        !theirs.is_empty(),
+        "{}: jfr view {view}: no rows",
+        path.display()
+    );
+    assert_eq!(
+        views::top(&ours, 5),
+        views::top(&theirs, 5),
+        "{}: flightrec view {view}",
+        path.display()
+    );
 }
 
 /// Asserts that `path` prints and that `jfr summary` shows `counts` (the
@@ -258,6 +279,7 @@ fn alloc_lock_prints() {
         .map(|n| n.as_u64().unwrap())
         .sum();
     assert!(waits > 0, "no wait over the threshold: {printed}");
+    same_top_rows(&path, "allocation-by-site");
     // Every wait the example counted, none more: the holds are far from
     // the threshold on either side.
     assert_eq!(
@@ -337,6 +359,12 @@ fn cpu_profile_prints() {
         );
         // Without labels the samples are the JDK's, field for field.
         assert_eq!(read_positionally(&path, &[kind]), 0, "{file}");
+        let view = if extra.is_some() {
+            "hot-methods"
+        } else {
+            "cpu-time-hot-methods"
+        };
+        same_top_rows(&path, view);
     }
 }
 
