@@ -20,7 +20,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use flightrec_testkit::{self as testkit, example_binary, run_example};
+use flightrec_testkit::{self as testkit, example_binary, run_example, views};
 
 /// The examples this file runs; `every_example_is_covered` keeps the list
 /// in step with `examples/`.
@@ -50,7 +50,7 @@ fn out(dir: &Path, name: &str) -> PathBuf {
 fn read_positionally(path: &Path, types: &[&str]) -> u64 {
     let report = testkit::positional::check(&std::fs::read(path).unwrap())
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let summary = testkit::summary(path);
+    let summary = summary(path);
     for ty in types {
         let n = summary.counts.get(*ty).copied().unwrap_or(0);
         assert!(n > 0, "{}: no {ty}", path.display());
@@ -64,11 +64,89 @@ fn read_positionally(path: &Path, types: &[&str]) -> u64 {
     report.with_context_id
 }
 
+/// `jfr summary` of `path`, after checking that the `flightrec` command
+/// agrees with it: `flightrec summary` prints the same per-type counts and
+/// sizes, and `flightrec print --json` holds as many events of each type.
+/// (Run where the file's `jfr summary` is wanted anyway, so no JVM more.)
+fn summary(path: &Path) -> testkit::Summary {
+    let jfr = testkit::summary(path);
+    let mut rec = flightrec_cli::recording::Recording::open(path).unwrap();
+    let mut text = Vec::new();
+    flightrec_cli::summary::run(&mut rec, &mut text).unwrap();
+    let ours = testkit::Summary::parse(&String::from_utf8(text).unwrap());
+    assert_eq!(
+        ours.counts,
+        jfr.counts,
+        "{}: flightrec summary",
+        path.display()
+    );
+    assert_eq!(
+        ours.sizes,
+        jfr.sizes,
+        "{}: flightrec summary",
+        path.display()
+    );
+    assert_eq!(
+        ours.chunks,
+        jfr.chunks,
+        "{}: flightrec summary",
+        path.display()
+    );
+
+    let opts = flightrec_cli::print::Options {
+        json: true,
+        events: None,
+        stack_depth: 1,
+    };
+    let mut rec = flightrec_cli::recording::Recording::open(path).unwrap();
+    let mut json = Vec::new();
+    flightrec_cli::print::run(&mut rec, &opts, &mut json).unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    let mut printed: std::collections::BTreeMap<String, u64> = Default::default();
+    for ev in doc["recording"]["events"].as_array().unwrap() {
+        *printed
+            .entry(ev["type"].as_str().unwrap().to_owned())
+            .or_default() += 1;
+    }
+    for (ty, &n) in &jfr.counts {
+        if n > 0 && !matches!(ty.as_str(), "jdk.Metadata" | "jdk.Checkpoint") {
+            assert_eq!(
+                printed.get(ty).copied(),
+                Some(n),
+                "{}: {ty} in flightrec print --json",
+                path.display()
+            );
+        }
+    }
+    jfr
+}
+
+/// Asserts that `flightrec view VIEW` and `jfr view VIEW` of `path` have
+/// the same top 5 rows.
+fn same_top_rows(path: &Path, view: &str) {
+    let mut rec = flightrec_cli::recording::Recording::open(path).unwrap();
+    let mut ours = Vec::new();
+    flightrec_cli::view::run(&mut rec, view, &mut ours).unwrap();
+    let ours = views::rows(&String::from_utf8(ours).unwrap());
+    let theirs = views::rows(&testkit::view(view, path));
+    assert!(
+        !theirs.is_empty(),
+        "{}: jfr view {view}: no rows",
+        path.display()
+    );
+    assert_eq!(
+        views::top(&ours, 5),
+        views::top(&theirs, 5),
+        "{}: flightrec view {view}",
+        path.display()
+    );
+}
+
 /// Asserts that `path` prints and that `jfr summary` shows `counts` (the
 /// example's own `{"<event name>": N}` object) exactly.
 fn check(path: &Path, counts: &serde_json::Value) {
     testkit::assert_prints(path);
-    let summary = testkit::summary(path);
+    let summary = summary(path);
     let counts = counts.as_object().expect("counts object");
     assert!(!counts.is_empty(), "{}: no counts printed", path.display());
     for (name, n) in counts {
@@ -116,6 +194,7 @@ fn conservation_flood_prints() {
     assert_eq!(printed["ok"], true, "{printed}");
     let path = dir.join("flood-0.jfr");
     testkit::assert_prints(&path);
+    summary(&path);
     assert_eq!(printed["in_file"], printed["committed"], "{printed}");
 }
 
@@ -181,7 +260,7 @@ fn alloc_lock_prints() {
     );
     assert!(printed["allocated"].is_object(), "{printed}");
     testkit::assert_prints(&path);
-    let summary = testkit::summary(&path);
+    let summary = summary(&path);
     for event in [
         "jdk.ObjectAllocationSample",
         "jdk.OldObjectSample",
@@ -200,6 +279,7 @@ fn alloc_lock_prints() {
         .map(|n| n.as_u64().unwrap())
         .sum();
     assert!(waits > 0, "no wait over the threshold: {printed}");
+    same_top_rows(&path, "allocation-by-site");
     // Every wait the example counted, none more: the holds are far from
     // the threshold on either side.
     assert_eq!(
@@ -267,7 +347,7 @@ fn cpu_profile_prints() {
         let printed = run_example("cpu_profile", &args);
         assert!(printed.is_object(), "{printed}");
         testkit::assert_prints(&path);
-        let summary = testkit::summary(&path);
+        let summary = summary(&path);
         let kind = if extra.is_some() {
             "jdk.ExecutionSample"
         } else {
@@ -279,6 +359,12 @@ fn cpu_profile_prints() {
         );
         // Without labels the samples are the JDK's, field for field.
         assert_eq!(read_positionally(&path, &[kind]), 0, "{file}");
+        let view = if extra.is_some() {
+            "hot-methods"
+        } else {
+            "cpu-time-hot-methods"
+        };
+        same_top_rows(&path, view);
     }
 }
 
@@ -299,7 +385,7 @@ fn system_events_prints() {
     );
     assert_eq!(printed["panics"], 2, "{printed}");
     testkit::assert_prints(&path);
-    let summary = testkit::summary(&path);
+    let summary = summary(&path);
     for kind in [
         "jdk.ThreadStart",
         "jdk.CPUInformation",
@@ -342,7 +428,7 @@ fn method_timing_prints() {
     let path = out(&dir, "timing.jfr");
     let printed = run_example("method_timing", &["--out", path.to_str().unwrap()]);
     testkit::assert_prints(&path);
-    let summary = testkit::summary(&path);
+    let summary = summary(&path);
     // One traced call per `Store::put`.
     assert_eq!(
         summary.counts.get("jdk.MethodTrace").copied(),
@@ -356,7 +442,7 @@ fn tracing_layer_prints() {
     let path = out(&dir, "tracing.jfr");
     let printed = run_example("tracing_layer", &["--out", path.to_str().unwrap()]);
     testkit::assert_prints(&path);
-    let summary = testkit::summary(&path);
+    let summary = summary(&path);
     let counts = printed["counts"].as_object().expect("counts object");
     assert!(!counts.is_empty());
     for (ty, n) in counts {
@@ -382,4 +468,5 @@ fn stream_watchdog_prints() {
         String::from_utf8_lossy(&run.stderr)
     );
     testkit::assert_prints(&path);
+    summary(&path);
 }

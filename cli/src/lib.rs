@@ -3,7 +3,7 @@
 //!
 //! * [`recording`]: opening a file (regular files only) and walking its
 //!   chunks in bounded memory.
-//! * [`summary`], [`print`], [`metadata`], [`view`]: the facts `jfr` shows,
+//! * [`summary`], [`print`](mod@print), [`metadata`], [`view`]: the facts `jfr` shows,
 //!   computed the JDK's way.
 //! * [`stacks`], [`profile`]: frames named as the JDK names them, folded
 //!   into weighted stacks per kind of profile.

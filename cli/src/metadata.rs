@@ -5,22 +5,14 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use chunk_writer::reader::scan_chunk;
-
 use crate::error::CliError;
 use crate::recording::Recording;
 
 /// Prints every type declared in any chunk of `rec` (the last chunk's
 /// declaration of a name wins: types are only ever added).
 pub fn run(rec: &mut Recording, out: &mut dyn Write) -> Result<(), CliError> {
-    let path = rec.path().to_owned();
     let mut types: BTreeMap<String, String> = BTreeMap::new();
-    rec.for_each_chunk(|bytes, at| {
-        let scan = scan_chunk(bytes).map_err(|source| CliError::Damaged {
-            path: path.clone(),
-            chunk_at: Some(at),
-            source,
-        })?;
+    rec.for_each_scan(|scan, _| {
         let meta = &scan.metadata;
         for c in &meta.classes {
             let mut s = String::new();

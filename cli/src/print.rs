@@ -10,7 +10,7 @@
 use std::collections::HashSet;
 use std::io::Write;
 
-use chunk_writer::reader::{ClassRecord, EventRecord, MetadataRecord, Object, Value, read_chunk};
+use chunk_writer::reader::{ClassRecord, EventRecord, MetadataRecord, Object, Value};
 use chunk_writer::types::TypeId;
 use serde_json::{Map, Number, Value as Json};
 
@@ -306,18 +306,12 @@ pub fn run(rec: &mut Recording, opts: &Options, out: &mut dyn Write) -> Result<(
         path: "-".into(),
         source,
     };
-    let path = rec.path().to_owned();
     let mut first = true;
     if opts.json {
         out.write_all(b"{\n  \"recording\": {\n    \"events\": [")
             .map_err(io)?;
     }
-    rec.for_each_chunk(|bytes, at| {
-        let chunk = read_chunk(bytes).map_err(|source| CliError::Damaged {
-            path: path.clone(),
-            chunk_at: Some(at),
-            source,
-        })?;
+    rec.for_each_decoded(|chunk, _| {
         let ctx = Ctx {
             meta: &chunk.metadata,
             ticks: Ticks::new(&chunk.header),

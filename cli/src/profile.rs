@@ -9,9 +9,10 @@
 //! by the constant's address) however many samples use it.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
-use chunk_writer::reader::{EventRecord, Value, read_chunk, scan_chunk};
+use chunk_writer::reader::{EventRecord, Object, Value};
 use regex::Regex;
 
 use crate::error::CliError;
@@ -75,13 +76,7 @@ impl Profile {
 /// Picks the default kind from what the file holds.
 fn default_kind(rec: &mut Recording) -> Result<Kind, CliError> {
     let mut counts: HashMap<String, u64> = HashMap::new();
-    let path = rec.path().to_owned();
-    rec.for_each_chunk(|bytes, at| {
-        let scan = scan_chunk(bytes).map_err(|source| CliError::Damaged {
-            path: path.clone(),
-            chunk_at: Some(at),
-            source,
-        })?;
+    rec.for_each_scan(|scan, _| {
         for class in scan.metadata.event_types() {
             let n = scan.records.get(&class.id.0).map_or(0, |r| r.count);
             *counts.entry(class.name.to_string()).or_default() += n;
@@ -103,79 +98,235 @@ fn default_kind(rec: &mut Recording) -> Result<Kind, CliError> {
 }
 
 /// Folds the events `select` asks for.
+///
+/// Only events of the kind's types are decoded (the rest of each chunk is
+/// skipped by record frames). Frame names, thread names and stacks are
+/// interned: a stack is named once per chunk and becomes a small id, so a
+/// sample costs a few pointer-keyed look-ups and one count, never a string.
 pub fn collect(rec: &mut Recording, select: &Select) -> Result<Profile, CliError> {
     let kind = match select.kind {
         Some(k) => k,
         None => default_kind(rec)?,
     };
-    let mut profile = Profile {
-        kind: Some(kind),
-        ..Profile::default()
-    };
-    let mut names: HashMap<String, Arc<str>> = HashMap::new();
-    let path = rec.path().to_owned();
-    rec.for_each_chunk(|bytes, at| {
-        let chunk = read_chunk(bytes).map_err(|source| CliError::Damaged {
-            path: path.clone(),
-            chunk_at: Some(at),
-            source,
-        })?;
-        let ticks = Ticks::new(&chunk.header);
-        // Frames of each stack-trace constant, named once per chunk.
-        let mut named: HashMap<*const (), Arc<[Arc<str>]>> = HashMap::new();
-        for ev in &chunk.events {
-            let Some(w) = kind.weight(ev, select.type_name.as_deref(), |t| ticks.span(t)) else {
-                continue;
+    let type_name = select.type_name.as_deref();
+    let mut fold = Fold::default();
+    rec.for_each_event(
+        |class| kind.accepts(&class.name, type_name),
+        |at, ctx, ev| {
+            if fold.chunk != Some(at) {
+                fold.new_chunk(at);
+            }
+            let ticks = Ticks::new(&ctx.header);
+            let Some(w) = kind.weight(ev, type_name, |t| ticks.span(t)) else {
+                return;
             };
             if !in_window(ev, &ticks, select) || !in_state(ev, select) {
-                continue;
+                return;
             }
-            let frames = stack_of(ev, &mut named, &mut names);
-            if !passes(&frames, select) {
-                continue;
+            let stack = fold.stack_of(ev);
+            if !fold.passes(stack, select) {
+                return;
             }
-            let thread = stacks::thread_name(ev).unwrap_or_else(|| "<unknown thread>".into());
-            let key = (
-                intern(&mut names, &thread),
-                frames.iter().rev().cloned().collect(),
-            );
-            *profile.stacks.entry(key).or_default() += w;
-            profile.events += 1;
-            profile.total += w;
+            let thread = fold.thread_of(ev);
+            *fold.counts.entry((thread, stack)).or_default() += w;
+            fold.events += 1;
+            fold.total += w;
+        },
+    )?;
+    Ok(fold.into_profile(kind))
+}
+
+/// Interned names and stacks, and the weights per (thread, stack) id.
+#[derive(Default)]
+struct Fold {
+    /// Frame and thread names, by id.
+    names: Vec<Arc<str>>,
+    name_ids: HashMap<Arc<str>, u32>,
+    /// Stacks (frame name ids, top first), by id.
+    stacks: Vec<Box<[u32]>>,
+    stack_ids: HashMap<Box<[u32]>, u32>,
+    /// Per stack id, whether it passes `--include` / `--exclude`.
+    passes: Vec<Option<bool>>,
+    /// The chunk (file offset) the per-chunk maps below are about.
+    chunk: Option<u64>,
+    /// Per stack-trace value of the chunk (by address), its stack id. Each
+    /// entry holds the value, so its address cannot be reused by another
+    /// while the entry exists (a stack written inline, not as a constant,
+    /// dies with its event otherwise).
+    chunk_stacks: Ids<*const (), (Arc<Object>, u32)>,
+    /// Per method value of the chunk, its name id.
+    chunk_methods: Ids<*const (), (Arc<Object>, u32)>,
+    /// Per thread value of the chunk, its name id.
+    chunk_threads: Ids<*const (), (Arc<Object>, u32)>,
+    counts: Ids<(u32, u32), i64>,
+    events: u64,
+    total: i64,
+}
+
+impl Fold {
+    /// Forgets the constants of the previous chunk: addresses are only
+    /// unique while a chunk's constants are alive.
+    fn new_chunk(&mut self, at: u64) {
+        self.chunk = Some(at);
+        self.chunk_stacks.clear();
+        self.chunk_methods.clear();
+        self.chunk_threads.clear();
+    }
+
+    fn intern(&mut self, s: &str) -> u32 {
+        if let Some(&id) = self.name_ids.get(s) {
+            return id;
         }
-        Ok(())
-    })?;
-    Ok(profile)
+        let a: Arc<str> = Arc::from(s);
+        let id = self.names.len() as u32;
+        self.names.push(a.clone());
+        self.name_ids.insert(a, id);
+        id
+    }
+
+    /// The stack id of `ev`'s stack trace (the empty stack if it has none).
+    fn stack_of(&mut self, ev: &EventRecord) -> u32 {
+        let st = match ev.get("stackTrace") {
+            Some(Value::Object(st)) => Some(st),
+            _ => None,
+        };
+        if let Some((_, id)) = st.and_then(|st| self.chunk_stacks.get(&addr(st))) {
+            return *id;
+        }
+        let frames: Box<[u32]> = match st.and_then(|st| st.get("frames")).and_then(Value::as_array)
+        {
+            Some(frames) => frames.iter().map(|f| self.frame_name(f)).collect(),
+            None => Box::new([]),
+        };
+        let id = match self.stack_ids.get(&frames) {
+            Some(&id) => id,
+            None => {
+                let id = self.stacks.len() as u32;
+                self.stacks.push(frames.clone());
+                self.stack_ids.insert(frames, id);
+                self.passes.push(None);
+                id
+            }
+        };
+        if let Some(st) = st {
+            self.chunk_stacks.insert(addr(st), (st.clone(), id));
+        }
+        id
+    }
+
+    /// The name id of one frame's method, named once per method constant.
+    fn frame_name(&mut self, frame: &Value) -> u32 {
+        let method = frame.get("method");
+        let obj = match method {
+            Some(Value::Object(m)) => Some(m),
+            _ => None,
+        };
+        if let Some((_, id)) = obj.and_then(|m| self.chunk_methods.get(&addr(m))) {
+            return *id;
+        }
+        let name = method
+            .map(stacks::method_name)
+            .unwrap_or_else(|| "<unknown>".into());
+        let id = self.intern(&name);
+        if let Some(m) = obj {
+            self.chunk_methods.insert(addr(m), (m.clone(), id));
+        }
+        id
+    }
+
+    /// The name id of the thread `ev` is about.
+    fn thread_of(&mut self, ev: &EventRecord) -> u32 {
+        let t = ev.get("sampledThread").or_else(|| ev.get("eventThread"));
+        let obj = match t {
+            Some(Value::Object(t)) => Some(t),
+            _ => None,
+        };
+        if let Some((_, id)) = obj.and_then(|t| self.chunk_threads.get(&addr(t))) {
+            return *id;
+        }
+        let name = stacks::thread_name(ev).unwrap_or_else(|| "<unknown thread>".into());
+        let id = self.intern(&name);
+        if let Some(t) = obj {
+            self.chunk_threads.insert(addr(t), (t.clone(), id));
+        }
+        id
+    }
+
+    /// Whether stack `id` passes the frame filters, decided once per stack.
+    fn passes(&mut self, id: u32, s: &Select) -> bool {
+        if s.include.is_none() && s.exclude.is_none() {
+            return true;
+        }
+        if let Some(p) = self.passes[id as usize] {
+            return p;
+        }
+        let names = &self.names;
+        let any = |re: &Regex| {
+            self.stacks[id as usize]
+                .iter()
+                .any(|&f| re.is_match(&names[f as usize]))
+        };
+        let p = s.include.as_ref().is_none_or(any) && !s.exclude.as_ref().is_some_and(any);
+        self.passes[id as usize] = Some(p);
+        p
+    }
+
+    fn into_profile(self, kind: Kind) -> Profile {
+        let mut stacks = HashMap::with_capacity(self.counts.len());
+        for ((thread, stack), w) in self.counts {
+            let frames = self.stacks[stack as usize]
+                .iter()
+                .rev()
+                .map(|&f| self.names[f as usize].clone())
+                .collect();
+            let key = (self.names[thread as usize].clone(), frames);
+            *stacks.entry(key).or_default() += w;
+        }
+        Profile {
+            stacks,
+            events: self.events,
+            total: self.total,
+            kind: Some(kind),
+        }
+    }
 }
 
-fn intern(names: &mut HashMap<String, Arc<str>>, s: &str) -> Arc<str> {
-    if let Some(a) = names.get(s) {
-        return a.clone();
+/// A map keyed by what no file chooses (addresses, ids the fold hands
+/// out), so a one-multiply hash serves; file-chosen keys (names) keep the
+/// standard hasher.
+type Ids<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+
+/// Fx-style hashing: rotate, xor, multiply per word.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
     }
-    let a: Arc<str> = Arc::from(s);
-    names.insert(s.to_owned(), a.clone());
-    a
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(n.into());
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
 }
 
-/// The frames of `ev`'s stack, top first, named once per stack constant.
-fn stack_of(
-    ev: &EventRecord,
-    named: &mut HashMap<*const (), Arc<[Arc<str>]>>,
-    names: &mut HashMap<String, Arc<str>>,
-) -> Arc<[Arc<str>]> {
-    let Some(Value::Object(st)) = ev.get("stackTrace") else {
-        return Arc::from([]);
-    };
-    let key = Arc::as_ptr(st).cast::<()>();
-    if let Some(f) = named.get(&key) {
-        return f.clone();
-    }
-    let frames: Arc<[Arc<str>]> = stacks::frames(ev)
-        .iter()
-        .map(|f| intern(names, &f.method))
-        .collect();
-    named.insert(key, frames.clone());
-    frames
+/// The address of a value, its key while the chunk's constants live.
+fn addr(o: &Arc<Object>) -> *const () {
+    Arc::as_ptr(o).cast()
 }
 
 fn in_window(ev: &EventRecord, ticks: &Ticks, s: &Select) -> bool {
@@ -195,9 +346,4 @@ fn in_state(ev: &EventRecord, s: &Select) -> bool {
             st.eq_ignore_ascii_case(want) || st.ends_with(&want.to_ascii_uppercase())
         }),
     }
-}
-
-fn passes(frames: &[Arc<str>], s: &Select) -> bool {
-    let any = |re: &Regex| frames.iter().any(|f| re.is_match(f));
-    s.include.as_ref().is_none_or(any) && !s.exclude.as_ref().is_some_and(any)
 }

@@ -15,7 +15,10 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use chunk_writer::header::HEADER_LEN;
-use chunk_writer::reader::chunk_extent;
+use chunk_writer::reader::{
+    ChunkContext, ChunkCounts, ChunkReader, ChunkRecord, ClassRecord, EventRecord, chunk_extent,
+    read_chunk,
+};
 
 use crate::error::CliError;
 
@@ -117,14 +120,63 @@ impl Recording {
         Ok(n)
     }
 
-    /// The error for a chunk the reader refused (its offsets count from
-    /// the chunk's start).
-    pub fn damaged(&self, chunk_at: u64, source: chunk_writer::ReadError) -> CliError {
+    /// The error for a chunk at `chunk_at` the reader refused (its
+    /// offsets count from the chunk's start).
+    fn damaged(path: &Path, chunk_at: u64, source: chunk_writer::ReadError) -> CliError {
         CliError::Damaged {
-            path: self.path.clone(),
+            path: path.to_owned(),
             chunk_at: Some(chunk_at),
             source,
         }
+    }
+
+    /// Calls `each` with the record counts of every chunk and the chunk's
+    /// file offset (record frames and metadata only, no payload decoded;
+    /// a chunk's metadata is parsed only if it differs from the previous
+    /// chunk's).
+    pub fn for_each_scan(
+        &mut self,
+        mut each: impl FnMut(&ChunkCounts, u64) -> Result<(), CliError>,
+    ) -> Result<(), CliError> {
+        let mut reader = ChunkReader::new();
+        let path = self.path.clone();
+        self.for_each_chunk(|bytes, at| {
+            let scan = reader
+                .scan(bytes)
+                .map_err(|source| Self::damaged(&path, at, source))?;
+            each(&scan, at)
+        })
+    }
+
+    /// Calls `each` with every chunk fully decoded, and its file offset.
+    pub fn for_each_decoded(
+        &mut self,
+        mut each: impl FnMut(&ChunkRecord, u64) -> Result<(), CliError>,
+    ) -> Result<(), CliError> {
+        let path = self.path.clone();
+        self.for_each_chunk(|bytes, at| {
+            let chunk = read_chunk(bytes).map_err(|source| Self::damaged(&path, at, source))?;
+            each(&chunk, at)
+        })
+    }
+
+    /// Calls `each`, chunk by chunk in file order, with the chunk's file
+    /// offset, its context (metadata, constants) and each event of a type
+    /// `want` accepts; the events of other types are skipped by their
+    /// frames, never decoded.
+    pub fn for_each_event(
+        &mut self,
+        mut want: impl FnMut(&ClassRecord) -> bool,
+        mut each: impl FnMut(u64, &ChunkContext, &EventRecord),
+    ) -> Result<(), CliError> {
+        let mut reader = ChunkReader::new();
+        let path = self.path.clone();
+        self.for_each_chunk(|bytes, at| {
+            reader
+                .read(bytes, &mut want, |ctx, ev| each(at, ctx, ev))
+                .map(drop)
+                .map_err(|source| Self::damaged(&path, at, source))
+        })
     }
 }
 

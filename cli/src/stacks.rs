@@ -157,6 +157,27 @@ impl Kind {
         }
     }
 
+    /// True if events of type `t` can be part of a profile of this kind
+    /// (those [`weight`](Self::weight) gives a weight).
+    pub fn accepts(self, t: &str, type_name: Option<&str>) -> bool {
+        match self {
+            Self::CpuTime => t == "jdk.CPUTimeSample",
+            Self::Wall => matches!(t, "jdk.ExecutionSample" | "jdk.NativeMethodSample"),
+            Self::Alloc => matches!(
+                t,
+                "jdk.ObjectAllocationSample"
+                    | "jdk.ObjectAllocationInNewTLAB"
+                    | "jdk.ObjectAllocationOutsideTLAB"
+            ),
+            Self::Lock => matches!(
+                t,
+                "jdk.JavaMonitorEnter" | "jdk.JavaMonitorWait" | "jdk.ThreadPark"
+            ),
+            Self::MethodTiming => t == "jdk.MethodTrace",
+            Self::Type => Some(t) == type_name,
+        }
+    }
+
     /// The weight `ev` adds to a profile of this kind, or `None` if it is
     /// not part of it.
     pub fn weight(
@@ -207,6 +228,50 @@ pub fn thread_name(ev: &EventRecord) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kind_accepts_every_type_it_weighs() {
+        use std::sync::Arc;
+        let types = [
+            "jdk.CPUTimeSample",
+            "jdk.ExecutionSample",
+            "jdk.NativeMethodSample",
+            "jdk.ObjectAllocationSample",
+            "jdk.ObjectAllocationInNewTLAB",
+            "jdk.ObjectAllocationOutsideTLAB",
+            "jdk.JavaMonitorEnter",
+            "jdk.JavaMonitorWait",
+            "jdk.ThreadPark",
+            "jdk.MethodTrace",
+            "my.Event",
+            "jdk.GarbageCollection",
+        ];
+        let kinds = [
+            Kind::CpuTime,
+            Kind::Wall,
+            Kind::Alloc,
+            Kind::Lock,
+            Kind::MethodTiming,
+            Kind::Type,
+        ];
+        for t in types {
+            // Weights present, so a weighed type gives `Some`.
+            let ev = EventRecord {
+                offset: 0,
+                type_id: chunk_writer::TypeId(200),
+                type_name: Arc::from(t),
+                fields: vec![
+                    ("weight".into(), Value::Long(8)),
+                    ("allocationSize".into(), Value::Long(8)),
+                    ("duration".into(), Value::Long(8)),
+                ],
+            };
+            for k in kinds {
+                let weighed = k.weight(&ev, Some("my.Event"), |t| t).is_some();
+                assert_eq!(k.accepts(t, Some("my.Event")), weighed, "{k:?} {t}");
+            }
+        }
+    }
 
     #[test]
     fn descriptors_decode_as_the_jdk_decodes_them() {

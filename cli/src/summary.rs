@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::io::Write;
 
-use chunk_writer::reader::scan_chunk;
+use std::sync::Arc;
 
 use crate::error::CliError;
 use crate::recording::Recording;
@@ -35,16 +35,19 @@ pub fn run(rec: &mut Recording, out: &mut dyn Write) -> Result<(), CliError> {
     let mut chunks = 0u64;
     let mut duration = 0i64;
     let mut first = None;
-    let path = rec.path().to_owned();
-    rec.for_each_chunk(|bytes, at| {
-        let scan = scan_chunk(bytes).map_err(|source| CliError::Damaged {
-            path: path.clone(),
-            chunk_at: Some(at),
-            source,
-        })?;
-        for class in scan.metadata.event_types() {
-            rows.entry(class.id.0).or_insert_with(|| row(&class.name));
-            width = width.max(class.name.chars().count());
+    let mut last_meta = None;
+    rec.for_each_scan(|scan, _| {
+        // The types of a metadata record the previous chunk shared are
+        // known already.
+        if last_meta
+            .as_ref()
+            .is_none_or(|m| !Arc::ptr_eq(m, &scan.metadata))
+        {
+            for class in scan.metadata.event_types() {
+                rows.entry(class.id.0).or_insert_with(|| row(&class.name));
+                width = width.max(class.name.chars().count());
+            }
+            last_meta = Some(scan.metadata.clone());
         }
         for (id, n) in &scan.records {
             let r = rows

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::io::Write;
 
-use chunk_writer::reader::{EventRecord, Value, read_chunk};
+use chunk_writer::reader::{EventRecord, Value};
 
 use crate::error::CliError;
 use crate::recording::Recording;
@@ -134,13 +134,7 @@ pub fn run(rec: &mut Recording, name: &str, out: &mut dyn Write) -> Result<(), C
     let mut groups: HashMap<String, Agg> = HashMap::new();
     let mut order: Vec<String> = Vec::new();
     let mut form: HashMap<&'static str, Agg> = HashMap::new();
-    let path = rec.path().to_owned();
-    rec.for_each_chunk(|bytes, at| {
-        let chunk = read_chunk(bytes).map_err(|source| CliError::Damaged {
-            path: path.clone(),
-            chunk_at: Some(at),
-            source,
-        })?;
+    rec.for_each_decoded(|chunk, _| {
         let ticks = Ticks::new(&chunk.header);
         for ev in &chunk.events {
             visit(

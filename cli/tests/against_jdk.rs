@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
+use flightrec_testkit::views::{rows, top};
 use flightrec_testkit::{jfr, run_example, temp_dir};
 use serde_json::Value;
 
@@ -164,46 +165,6 @@ fn print_json_has_the_same_events_and_values_as_jfr() {
             assert_eq!(ours[t], theirs[t], "values of {t} in {}", f.display());
         }
     }
-}
-
-/// A view's rows as (method without parameters, first number), the way
-/// both printers lay them out; the JDK shortens long parameter lists to
-/// `(...)`, so parameters are left out of the comparison.
-fn rows(text: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut body = false;
-    for line in text.lines() {
-        if line.starts_with("---") {
-            body = true;
-            continue;
-        }
-        if !body || line.trim().is_empty() {
-            continue;
-        }
-        let cols: Vec<&str> = line.split_whitespace().collect();
-        let Some(value) = cols
-            .iter()
-            .skip(1)
-            .find(|c| c.chars().next().is_some_and(|c| c.is_ascii_digit()))
-        else {
-            continue;
-        };
-        let name = line.split('(').next().unwrap_or(line).trim().to_owned();
-        out.push((name, (*value).to_owned()));
-    }
-    out
-}
-
-/// The top `n` rows, cut where a tie would make the cut arbitrary, in a
-/// canonical order (value, then name).
-fn top(rows: &[(String, String)], n: usize) -> Vec<(String, String)> {
-    let mut k = n.min(rows.len());
-    while k > 0 && k < rows.len() && rows[k].1 == rows[k - 1].1 {
-        k -= 1;
-    }
-    let mut t = rows[..k].to_vec();
-    t.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    t
 }
 
 #[test]

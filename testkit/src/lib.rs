@@ -57,6 +57,7 @@ pub mod positional;
 pub mod readers;
 pub mod receiver;
 pub mod samples;
+pub mod views;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;

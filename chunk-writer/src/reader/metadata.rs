@@ -56,6 +56,11 @@ impl MetadataRecord {
         self.by_id.get(&id).and_then(|&i| self.classes.get(i))
     }
 
+    /// The index in [`classes`](Self::classes) of the class with id `id`.
+    pub(crate) fn index(&self, id: TypeId) -> Option<usize> {
+        self.by_id.get(&id).copied()
+    }
+
     /// The first class called `name`.
     pub fn class_by_name(&self, name: &str) -> Option<&ClassRecord> {
         self.classes.iter().find(|c| &*c.name == name)

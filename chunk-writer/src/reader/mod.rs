@@ -8,6 +8,7 @@
 //! bound linear in its size; it returns a [`ReadError`].
 
 mod chunk;
+mod chunks;
 mod decode;
 mod error;
 mod event;
@@ -21,6 +22,7 @@ mod tree;
 mod value;
 
 pub use chunk::{ChunkRecord, ChunkReferences, RecordingFile, check_references, read_recording};
+pub use chunks::{ChunkContext, ChunkCounts, ChunkReader};
 pub use decode::{MAX_NESTING, MAX_REF_DEPTH, ZERO_WIDTH_BUDGET};
 pub use error::ReadError;
 pub use event::EventRecord;

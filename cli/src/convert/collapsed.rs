@@ -20,7 +20,7 @@ pub fn clean(f: &str) -> String {
     f.replace([';', '\n', '\r'], "_")
 }
 
-/// The lines [`write`] writes, for the flame graph.
+/// The lines [`write()`] writes, for the flame graph.
 pub fn lines(profile: &Profile, threads: bool) -> Vec<String> {
     profile
         .sorted(threads)
