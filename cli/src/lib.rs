@@ -9,7 +9,9 @@
 //!   into weighted stacks per kind of profile.
 //! * [`flame`], [`convert`]: flame graphs, pprof, collapsed stacks,
 //!   Speedscope.
+//! * [`assemble`]: the library's crash recovery of a repository.
 
+pub mod assemble;
 pub mod convert;
 pub mod error;
 pub mod flame;

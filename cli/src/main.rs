@@ -17,7 +17,7 @@ use flightrec_cli::error::CliError;
 use flightrec_cli::profile::{self, Select};
 use flightrec_cli::recording::Recording;
 use flightrec_cli::stacks::Kind;
-use flightrec_cli::{convert, flame, metadata, print, summary, view};
+use flightrec_cli::{assemble, convert, flame, metadata, print, summary, view};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -100,6 +100,18 @@ enum Command {
         #[command(flatten)]
         select: SelectArgs,
     },
+    /// One recording from the repository a killed process left: the usable
+    /// chunks, in order, with a report of those skipped and files ignored.
+    #[command(
+        after_help = "Example:\n  flightrec assemble /tmp/flightrec-4211-Xq3vZa -o recovered.jfr"
+    )]
+    Assemble {
+        /// The repository directory (the process's chunk files).
+        repository: PathBuf,
+        /// The recording to write.
+        #[arg(short, long)]
+        output: PathBuf,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -138,7 +150,19 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    match run(cli.command) {
+    let command = match cli.command {
+        Command::Assemble { repository, output } => {
+            return match assemble::run(&repository, &output, &mut io::stdout().lock()) {
+                Ok(_) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("flightrec: {e}");
+                    ExitCode::from(2)
+                }
+            };
+        }
+        other => other,
+    };
+    match run(command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             // A closed pipe (`| head`) is not an error worth a word.
@@ -283,6 +307,7 @@ fn run(command: Command) -> Result<(), CliError> {
             }
             Ok(())
         }
+        Command::Assemble { .. } => unreachable!("dispatched in main"),
     }
 }
 
