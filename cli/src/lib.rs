@@ -10,14 +10,18 @@
 //! * [`flame`], [`convert`]: flame graphs, pprof, collapsed stacks,
 //!   Speedscope.
 //! * [`assemble`]: the library's crash recovery of a repository.
+//! * [`record`]: running a program with `libflightrec.so` preloaded
+//!   ([`elf`]: whether it can be).
 
 pub mod assemble;
 pub mod convert;
+pub mod elf;
 pub mod error;
 pub mod flame;
 pub mod metadata;
 pub mod print;
 pub mod profile;
+pub mod record;
 pub mod recording;
 pub mod stacks;
 pub mod summary;

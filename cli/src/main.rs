@@ -17,7 +17,7 @@ use flightrec_cli::error::CliError;
 use flightrec_cli::profile::{self, Select};
 use flightrec_cli::recording::Recording;
 use flightrec_cli::stacks::Kind;
-use flightrec_cli::{assemble, convert, flame, metadata, print, summary, view};
+use flightrec_cli::{assemble, convert, flame, metadata, print, record, summary, view};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -100,6 +100,12 @@ enum Command {
         #[command(flatten)]
         select: SelectArgs,
     },
+    /// Record a program: runs it with flightrec preloaded, passes signals
+    /// on, exits with its status.
+    #[command(
+        after_help = "Examples:\n  flightrec record -o app.jfr -- ./app --port 8080\n  flightrec record --wall 20ms --duration 30s -o app.jfr -- ./app\n  flightrec flame app.jfr -o app.html\n\nThe program must be dynamically linked (a static one links libflightrec.a).\nPrograms it runs record into files of their own (app-<pid>.jfr)."
+    )]
+    Record(record::Args),
     /// One recording from the repository a killed process left: the usable
     /// chunks, in order, with a report of those skipped and files ignored.
     #[command(
@@ -154,6 +160,24 @@ fn main() -> ExitCode {
         Command::Assemble { repository, output } => {
             return match assemble::run(&repository, &output, &mut io::stdout().lock()) {
                 Ok(_) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("flightrec: {e}");
+                    ExitCode::from(2)
+                }
+            };
+        }
+        Command::Record(args) => {
+            return match record::run(&args) {
+                Ok(done) => {
+                    match &done.file {
+                        Some(f) => eprintln!("flightrec: recording written to {}", f.display()),
+                        None => eprintln!(
+                            "flightrec: no recording at {}: the program ended before writing it",
+                            done.asked.display()
+                        ),
+                    }
+                    ExitCode::from(done.ended.code())
+                }
                 Err(e) => {
                     eprintln!("flightrec: {e}");
                     ExitCode::from(2)
@@ -307,7 +331,7 @@ fn run(command: Command) -> Result<(), CliError> {
             }
             Ok(())
         }
-        Command::Assemble { .. } => unreachable!("dispatched in main"),
+        Command::Assemble { .. } | Command::Record(_) => unreachable!("dispatched in main"),
     }
 }
 
