@@ -17,7 +17,7 @@ use flightrec_cli::error::CliError;
 use flightrec_cli::profile::{self, Select};
 use flightrec_cli::recording::Recording;
 use flightrec_cli::stacks::Kind;
-use flightrec_cli::{assemble, convert, flame, metadata, print, record, summary, view};
+use flightrec_cli::{assemble, convert, flame, jcmd, metadata, print, record, summary, view};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -106,6 +106,18 @@ enum Command {
         after_help = "Examples:\n  flightrec record -o app.jfr -- ./app --port 8080\n  flightrec record --wall 20ms --duration 30s -o app.jfr -- ./app\n  flightrec flame app.jfr -o app.html\n\nThe program must be dynamically linked (a static one links libflightrec.a).\nPrograms it runs record into files of their own (app-<pid>.jfr)."
     )]
     Record(record::Args),
+    /// Control a running flightrec process or JVM (the HotSpot attach
+    /// protocol); with no PID, list those that can be controlled.
+    #[command(
+        after_help = "Examples:\n  flightrec jcmd\n  flightrec jcmd 4211 JFR.start settings=profile\n  flightrec jcmd 4211 JFR.dump filename=/tmp/now.jfr\n  flightrec jcmd 4211 JFR.stop\n\nCommands: JFR.start, JFR.check, JFR.dump, JFR.stop, JFR.configure, VM.version, help\n(a JVM has more: `flightrec jcmd PID help`)."
+    )]
+    Jcmd {
+        /// The process (none: list them).
+        pid: Option<u32>,
+        /// The diagnostic command and its arguments (default `help`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        command: Vec<String>,
+    },
     /// One recording from the repository a killed process left: the usable
     /// chunks, in order, with a report of those skipped and files ignored.
     #[command(
@@ -184,6 +196,7 @@ fn main() -> ExitCode {
                 }
             };
         }
+        Command::Jcmd { pid, command } => return run_jcmd(pid, &command),
         other => other,
     };
     match run(command) {
@@ -195,6 +208,38 @@ fn main() -> ExitCode {
             {
                 return ExitCode::SUCCESS;
             }
+            eprintln!("flightrec: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `flightrec jcmd`: the list, or one command's reply (status 0: stdout,
+/// exit 0; refused by the process: stderr, exit 1; unreachable: exit 2).
+fn run_jcmd(pid: Option<u32>, command: &[String]) -> ExitCode {
+    let Some(pid) = pid else {
+        let mut text = String::new();
+        for t in jcmd::list() {
+            text.push_str(&format!("{} {}\n", t.pid, t.command_line));
+        }
+        print!("{text}");
+        return ExitCode::SUCCESS;
+    };
+    let line = if command.is_empty() {
+        "help".to_owned()
+    } else {
+        command.join(" ")
+    };
+    match jcmd::send(pid, &line) {
+        Ok(reply) if reply.status == 0 => {
+            print!("{pid}:\n{}", reply.text);
+            ExitCode::SUCCESS
+        }
+        Ok(reply) => {
+            eprint!("{pid}:\n{}", reply.text);
+            ExitCode::from(1)
+        }
+        Err(e) => {
             eprintln!("flightrec: {e}");
             ExitCode::from(2)
         }
@@ -331,7 +376,9 @@ fn run(command: Command) -> Result<(), CliError> {
             }
             Ok(())
         }
-        Command::Assemble { .. } | Command::Record(_) => unreachable!("dispatched in main"),
+        Command::Assemble { .. } | Command::Record(_) | Command::Jcmd { .. } => {
+            unreachable!("dispatched in main")
+        }
     }
 }
 
