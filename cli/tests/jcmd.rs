@@ -1,7 +1,9 @@
 //! `flightrec jcmd` against a flightrec process (this test binary, run
 //! again as a child that answers the attach protocol) and against a JDK 25
 //! `java` process (started by the test: the HotSpot handshake with
-//! `.attach_pid` and SIGQUIT): both are listed by `flightrec jcmd`, and on
+//! `.attach_pid` and SIGQUIT): both are listed by `flightrec jcmd` (the
+//! flightrec process by the JDK's `jcmd` too, from the discovery file it
+//! removes at exit), and on
 //! both `JFR.start`, `JFR.dump filename=F` and `JFR.stop` work, the dump
 //! read by `jfr summary`. A pid that does not exist is refused in one line
 //! with exit status 2.
@@ -13,7 +15,8 @@ use std::time::Duration;
 
 use flightrec_testkit::child;
 
-/// Child: answers `jcmd` (no recording yet) until killed.
+/// Child: answers `jcmd` (no recording yet) until its standard input
+/// ends, then exits (running its `atexit` handlers).
 #[test]
 fn attachable_child() {
     if child::dir("attachable_child").is_none() {
@@ -21,9 +24,8 @@ fn attachable_child() {
     }
     recorder::attach::listen().unwrap();
     println!("listening");
-    loop {
-        std::thread::sleep(Duration::from_secs(1));
-    }
+    let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut Vec::new());
+    std::process::exit(0);
 }
 
 fn flightrec(args: &[&str]) -> Output {
@@ -88,11 +90,24 @@ fn a_flightrec_process_is_listed_and_controlled() {
         return;
     }
     let dir = flightrec_testkit::temp_dir("cli-jcmd-flightrec");
-    let mut c = child::command("attachable_child", &dir).spawn().unwrap();
+    let mut c = child::command("attachable_child", &dir)
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
     let _out = wait_ready(&mut c, "listening");
     let pid = c.id();
     let line = listed(pid);
     assert!(line.contains("attachable_child"), "{line}");
+    // The JDK's own jcmd lists it too (its hsperfdata discovery file).
+    let jdk_jcmd = flightrec_testkit::jfr().home().join("bin/jcmd");
+    let jdk_list = Command::new(&jdk_jcmd).output().unwrap();
+    let jdk_list = String::from_utf8_lossy(&jdk_list.stdout);
+    assert!(
+        jdk_list
+            .lines()
+            .any(|l| l.starts_with(&format!("{pid} ")) && l.contains("attachable_child")),
+        "the JDK's jcmd does not list {pid}:\n{jdk_list}"
+    );
     let version = jcmd_ok(pid, &["VM.version"]);
     assert!(version.lines().count() >= 2, "{version}");
     let summary = start_dump_stop(pid, &dir.join("dump.jfr"));
@@ -105,8 +120,16 @@ fn a_flightrec_process_is_listed_and_controlled() {
         "{:?}",
         summary.counts
     );
-    c.kill().unwrap();
-    c.wait().unwrap();
+    drop(c.stdin.take());
+    assert!(c.wait().unwrap().success());
+    let left: Vec<_> = std::fs::read_dir("/tmp")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("hsperfdata_"))
+        .map(|e| e.path().join(pid.to_string()))
+        .filter(|p| p.exists())
+        .collect();
+    assert!(left.is_empty(), "discovery file left after exit: {left:?}");
 }
 
 #[test]
@@ -141,7 +164,9 @@ fn a_jvm_is_listed_and_controlled() {
         "{:?}",
         summary.counts
     );
-    java.kill().unwrap();
+    // SIGTERM: the JVM removes its attach socket as it exits.
+    // SAFETY: kill sends a signal to our own unreaped child.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGTERM) }, 0);
     java.wait().unwrap();
 }
 
