@@ -1,9 +1,13 @@
-//! `flightrec`: look at any JFR recording without a JVM.
+//! `flightrec`: look at any JFR recording without a JVM; record a program
+//! (`record`), control a running one (`jcmd`), recover a killed one's
+//! repository (`assemble`).
 //!
 //! Reads flightrec's files and HotSpot's alike, one chunk at a time (memory
 //! bounded by the largest chunk, not the file). Every failure is one line
 //! on standard error and exit status 2; what could be shown before a
-//! damaged chunk has been shown.
+//! damaged chunk has been shown. (`record` exits with the program's
+//! status; `jcmd` with 1 when the process refused the command, as the
+//! JDK's `jcmd` does.)
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -23,8 +27,8 @@ use flightrec_cli::{assemble, convert, flame, jcmd, metadata, print, record, sum
 #[command(
     name = "flightrec",
     version,
-    about = "Look at JFR recordings (flightrec's or the JDK's) without a JVM",
-    after_help = "Examples:\n  flightrec summary app.jfr\n  flightrec view cpu-time-hot-methods app.jfr\n  flightrec flame app.jfr -o app.html\n  flightrec convert app.jfr -o app.pb.gz"
+    about = "Look at JFR recordings (flightrec's or the JDK's) without a JVM; record any program; control running ones",
+    after_help = "Examples:\n  flightrec record -o app.jfr -- ./app\n  flightrec summary app.jfr\n  flightrec view cpu-time-hot-methods app.jfr\n  flightrec flame app.jfr -o app.html\n  flightrec convert app.jfr -o app.pb.gz"
 )]
 struct Cli {
     #[command(subcommand)]

@@ -5,7 +5,9 @@
 //! flightrec process by the JDK's `jcmd` too, from the discovery file it
 //! removes at exit), and on
 //! both `JFR.start`, `JFR.dump filename=F` and `JFR.stop` work, the dump
-//! read by `jfr summary`. A pid that does not exist is refused in one line
+//! read by `jfr summary`. A flightrec process started with `attach=lazy`
+//! opens its socket when `flightrec jcmd` asks by the handshake. A pid
+//! that does not exist is refused in one line
 //! with exit status 2.
 
 use std::io::{BufRead, BufReader};
@@ -26,6 +28,19 @@ fn attachable_child() {
     println!("listening");
     let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut Vec::new());
     std::process::exit(0);
+}
+
+/// Child: answers `jcmd` only once asked by `.attach_pid` + SIGQUIT.
+#[test]
+fn lazy_child() {
+    if child::dir("lazy_child").is_none() {
+        return;
+    }
+    recorder::attach::listen_on_sigquit().unwrap();
+    println!("waiting");
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+    }
 }
 
 fn flightrec(args: &[&str]) -> Output {
@@ -179,4 +194,27 @@ fn an_unknown_pid_is_refused_in_one_line() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     assert_eq!(err, "flightrec: jcmd: no process 999999999\n");
+}
+
+#[test]
+fn a_lazy_flightrec_process_is_woken_by_the_handshake() {
+    if child::is_child() {
+        return;
+    }
+    let dir = flightrec_testkit::temp_dir("cli-jcmd-lazy");
+    let mut c = child::command("lazy_child", &dir).spawn().unwrap();
+    let _out = wait_ready(&mut c, "waiting");
+    let pid = c.id();
+    let socket = format!("/tmp/.java_pid{pid}");
+    assert!(!Path::new(&socket).exists(), "listening before being asked");
+    let version = jcmd_ok(pid, &["VM.version"]);
+    assert!(version.lines().count() >= 2, "{version}");
+    assert!(Path::new(&socket).exists(), "no socket after the handshake");
+    assert!(
+        !Path::new(&format!("/tmp/.attach_pid{pid}")).exists(),
+        "trigger file left behind"
+    );
+    c.kill().unwrap();
+    c.wait().unwrap();
+    let _ = std::fs::remove_file(&socket);
 }
