@@ -9,13 +9,22 @@
 //!   into weighted stacks per kind of profile.
 //! * [`flame`], [`convert`]: flame graphs, pprof, collapsed stacks,
 //!   Speedscope.
+//! * [`assemble`]: the library's crash recovery of a repository.
+//! * [`jcmd`]: a client of the attach protocol (flightrec processes and
+//!   JVMs).
+//! * [`record`]: running a program with `libflightrec.so` preloaded
+//!   ([`elf`]: whether it can be).
 
+pub mod assemble;
 pub mod convert;
+pub mod elf;
 pub mod error;
 pub mod flame;
+pub mod jcmd;
 pub mod metadata;
 pub mod print;
 pub mod profile;
+pub mod record;
 pub mod recording;
 pub mod stacks;
 pub mod summary;

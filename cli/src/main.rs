@@ -1,9 +1,13 @@
-//! `flightrec`: look at any JFR recording without a JVM.
+//! `flightrec`: look at any JFR recording without a JVM; record a program
+//! (`record`), control a running one (`jcmd`), recover a killed one's
+//! repository (`assemble`).
 //!
 //! Reads flightrec's files and HotSpot's alike, one chunk at a time (memory
 //! bounded by the largest chunk, not the file). Every failure is one line
 //! on standard error and exit status 2; what could be shown before a
-//! damaged chunk has been shown.
+//! damaged chunk has been shown. (`record` exits with the program's
+//! status; `jcmd` with 1 when the process refused the command, as the
+//! JDK's `jcmd` does.)
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -17,14 +21,14 @@ use flightrec_cli::error::CliError;
 use flightrec_cli::profile::{self, Select};
 use flightrec_cli::recording::Recording;
 use flightrec_cli::stacks::Kind;
-use flightrec_cli::{convert, flame, metadata, print, summary, view};
+use flightrec_cli::{assemble, convert, flame, jcmd, metadata, print, record, summary, view};
 
 #[derive(Debug, Parser)]
 #[command(
     name = "flightrec",
     version,
-    about = "Look at JFR recordings (flightrec's or the JDK's) without a JVM",
-    after_help = "Examples:\n  flightrec summary app.jfr\n  flightrec view cpu-time-hot-methods app.jfr\n  flightrec flame app.jfr -o app.html\n  flightrec convert app.jfr -o app.pb.gz"
+    about = "Look at JFR recordings (flightrec's or the JDK's) without a JVM; record any program; control running ones",
+    after_help = "Examples:\n  flightrec record -o app.jfr -- ./app\n  flightrec summary app.jfr\n  flightrec view cpu-time-hot-methods app.jfr\n  flightrec flame app.jfr -o app.html\n  flightrec convert app.jfr -o app.pb.gz"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -100,6 +104,36 @@ enum Command {
         #[command(flatten)]
         select: SelectArgs,
     },
+    /// Record a program: runs it with flightrec preloaded, passes signals
+    /// on, exits with its status.
+    #[command(
+        after_help = "Examples:\n  flightrec record -o app.jfr -- ./app --port 8080\n  flightrec record --wall 20ms --duration 30s -o app.jfr -- ./app\n  flightrec flame app.jfr -o app.html\n\nThe program must be dynamically linked (a static one links libflightrec.a).\nPrograms it runs record into files of their own (app-<pid>.jfr)."
+    )]
+    Record(record::Args),
+    /// Control a running flightrec process or JVM (the HotSpot attach
+    /// protocol); with no PID, list those that can be controlled.
+    #[command(
+        after_help = "Examples:\n  flightrec jcmd\n  flightrec jcmd 4211 JFR.start settings=profile\n  flightrec jcmd 4211 JFR.dump filename=/tmp/now.jfr\n  flightrec jcmd 4211 JFR.stop\n\nCommands: JFR.start, JFR.check, JFR.dump, JFR.stop, JFR.configure, VM.version, help\n(a JVM has more: `flightrec jcmd PID help`)."
+    )]
+    Jcmd {
+        /// The process (none: list them).
+        pid: Option<u32>,
+        /// The diagnostic command and its arguments (default `help`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        command: Vec<String>,
+    },
+    /// One recording from the repository a killed process left: the usable
+    /// chunks, in order, with a report of those skipped and files ignored.
+    #[command(
+        after_help = "Example:\n  flightrec assemble /tmp/flightrec-4211-Xq3vZa -o recovered.jfr"
+    )]
+    Assemble {
+        /// The repository directory (the process's chunk files).
+        repository: PathBuf,
+        /// The recording to write.
+        #[arg(short, long)]
+        output: PathBuf,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -138,7 +172,38 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    match run(cli.command) {
+    let command = match cli.command {
+        Command::Assemble { repository, output } => {
+            return match assemble::run(&repository, &output, &mut io::stdout().lock()) {
+                Ok(_) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("flightrec: {e}");
+                    ExitCode::from(2)
+                }
+            };
+        }
+        Command::Record(args) => {
+            return match record::run(&args) {
+                Ok(done) => {
+                    match &done.file {
+                        Some(f) => eprintln!("flightrec: recording written to {}", f.display()),
+                        None => eprintln!(
+                            "flightrec: no recording at {}: the program ended before writing it",
+                            done.asked.display()
+                        ),
+                    }
+                    ExitCode::from(done.ended.code())
+                }
+                Err(e) => {
+                    eprintln!("flightrec: {e}");
+                    ExitCode::from(2)
+                }
+            };
+        }
+        Command::Jcmd { pid, command } => return run_jcmd(pid, &command),
+        other => other,
+    };
+    match run(command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             // A closed pipe (`| head`) is not an error worth a word.
@@ -147,6 +212,38 @@ fn main() -> ExitCode {
             {
                 return ExitCode::SUCCESS;
             }
+            eprintln!("flightrec: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `flightrec jcmd`: the list, or one command's reply (status 0: stdout,
+/// exit 0; refused by the process: stderr, exit 1; unreachable: exit 2).
+fn run_jcmd(pid: Option<u32>, command: &[String]) -> ExitCode {
+    let Some(pid) = pid else {
+        let mut text = String::new();
+        for t in jcmd::list() {
+            text.push_str(&format!("{} {}\n", t.pid, t.command_line));
+        }
+        print!("{text}");
+        return ExitCode::SUCCESS;
+    };
+    let line = if command.is_empty() {
+        "help".to_owned()
+    } else {
+        command.join(" ")
+    };
+    match jcmd::send(pid, &line) {
+        Ok(reply) if reply.status == 0 => {
+            print!("{pid}:\n{}", reply.text);
+            ExitCode::SUCCESS
+        }
+        Ok(reply) => {
+            eprint!("{pid}:\n{}", reply.text);
+            ExitCode::from(1)
+        }
+        Err(e) => {
             eprintln!("flightrec: {e}");
             ExitCode::from(2)
         }
@@ -282,6 +379,9 @@ fn run(command: Command) -> Result<(), CliError> {
                 )));
             }
             Ok(())
+        }
+        Command::Assemble { .. } | Command::Record(_) | Command::Jcmd { .. } => {
+            unreachable!("dispatched in main")
         }
     }
 }

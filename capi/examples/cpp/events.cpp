@@ -1,19 +1,21 @@
-// flightrec from C++: several threads commit typed events through the
-// header-only wrapper (RAII recording, typed event types, scoped duration
-// events) while the CPU sampler profiles them.
-//
-//   c++ -std=c++17 -O1 -g -I capi/include capi/examples/cpp/events.cpp -L target/release
-//       -lflightrec -Wl,-rpath,$PWD/target/release -lpthread -o events_cpp
-//   ./events_cpp /tmp/cpp.jfr 4 20000
-//   jfr view cpu-time-hot-methods /tmp/cpp.jfr   # pricing::Model::evaluate on top
-//
-// Prints one JSON line with the number of events of each type it committed.
-// Every value is a function of (worker, i):
-//   com.example.cpp.Order (scoped duration): symbol = SYMBOLS[i % 4],
-//       quantity = i * 8 + worker, price = 100 + i % 50 (then updated to
-//       price + 0.25 before the scope ends);
-//   com.example.cpp.Fill (instant): order = i * 8 + worker (unsigned),
-//       partial = (i % 3 == 0), thread = the committing one.
+/*
+ * flightrec from C++: several threads commit typed events through the
+ * header-only wrapper (RAII recording, typed event types, scoped duration
+ * events) while the CPU sampler profiles them.
+ *
+ *   c++ -std=c++17 -O1 -g -I capi/include capi/examples/cpp/events.cpp -L target/release \
+ *       -lflightrec -Wl,-rpath,$PWD/target/release -lpthread -o events_cpp
+ *   ./events_cpp /tmp/cpp.jfr 4 20000
+ *   jfr view cpu-time-hot-methods /tmp/cpp.jfr   # pricing::Model::evaluate on top
+ *
+ * Prints one JSON line with the number of events of each type it committed.
+ * Every value is a function of (worker, i):
+ *   com.example.cpp.Order (scoped duration): symbol = SYMBOLS[i % 4],
+ *       quantity = i * 8 + worker, price = 100 + i % 50 (then updated to
+ *       price + 0.25 before the scope ends);
+ *   com.example.cpp.Fill (instant): order = i * 8 + worker (unsigned),
+ *       partial = (i % 3 == 0), thread = the committing one.
+ */
 #include <flightrec.hpp>
 
 #include <cstdio>

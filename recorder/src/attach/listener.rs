@@ -71,6 +71,8 @@ pub fn listen() -> io::Result<PathBuf> {
         })?;
     *listening = pid;
     register_exit_handler();
+    // Only the listing depends on it (see `perfdata.rs`).
+    let _ = super::perfdata::publish();
     Ok(path)
 }
 

@@ -21,6 +21,14 @@
 //! group or other bits. An `atexit` handler removes it when the process
 //! that made it exits (not in a forked child).
 //!
+//! # Discovery
+//!
+//! `jcmd` with no arguments lists the processes that publish
+//! `/tmp/hsperfdata_<user>/<pid>`; a listening flightrec process (or one
+//! waiting for SIGQUIT) writes such a file, a minimal HotSpot
+//! performance-data buffer naming its command line, and removes it at exit
+//! (see `perfdata.rs`).
+//!
 //! # Peers
 //!
 //! Each connection's `SO_PEERCRED` must carry the process's effective uid
@@ -89,10 +97,16 @@ pub(crate) mod control;
 mod dcmd;
 mod jfr;
 mod listener;
+mod perfdata;
 mod protocol;
 mod sigquit;
 
-pub(crate) use listener::remove_socket_at_exit as remove_socket;
+/// Removes the attach socket and the discovery file, if this process made
+/// them (the shutdown on a terminating signal, where `atexit` does not run).
+pub(crate) fn remove_socket() {
+    listener::remove_socket_at_exit();
+    perfdata::remove_at_exit();
+}
 pub use listener::{listen, socket_path};
 pub use sigquit::listen_on_sigquit;
 

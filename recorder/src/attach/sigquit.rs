@@ -89,7 +89,10 @@ pub fn listen_on_sigquit() -> io::Result<()> {
     // Before the handler can run: it reads these.
     WAKE_FD.store(write_fd as usize, Ordering::Release);
     OWNER.store(pid, Ordering::Release);
-    install_handler()
+    install_handler()?;
+    // `jcmd` lists the process before its first SIGQUIT (see `perfdata.rs`).
+    let _ = super::perfdata::publish();
+    Ok(())
 }
 
 /// Puts ours in place, remembering the handler it replaces (unless that
