@@ -670,3 +670,76 @@ print(repr(data))
         "stderr: {err}"
     );
 }
+
+/// The `flightrec` command of the workspace (`cli/`), built beside the
+/// examples by `cargo test`.
+fn flightrec_command() -> PathBuf {
+    let examples = example_binary("always_on");
+    let bin = examples
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .join("flightrec");
+    assert!(bin.exists(), "{} not built", bin.display());
+    bin
+}
+
+/// `flightrec <args>`: (exit 0, stdout, stderr).
+fn flightrec(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(flightrec_command())
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Issue 34: `flightrec jcmd` lists a running `always_on` and starts, dumps
+/// and stops a recording in it; the JDK's `jcmd` lists it too.
+#[test]
+fn the_flightrec_command_lists_and_controls_always_on() {
+    let dir = testkit::temp_dir("attach-flightrec-cli");
+    let svc = Service::start(&["--seconds", "600", "--threads", "1", "--no-recording"]);
+    let pid = svc.pid.to_string();
+    let listed = |text: &str| {
+        text.lines()
+            .any(|l| l.split_whitespace().next() == Some(pid.as_str()))
+    };
+    let (success, out, err) = flightrec(&["jcmd"]);
+    assert!(success && listed(&out), "{pid} not listed:\n{out}\n{err}");
+    let jdk = Command::new(jdk25().join("bin/jcmd")).output().unwrap();
+    let jdk = String::from_utf8_lossy(&jdk.stdout);
+    assert!(listed(&jdk), "the JDK's jcmd does not list {pid}:\n{jdk}");
+
+    let run = |line: &[&str]| {
+        let (success, out, err) = flightrec(&[&["jcmd", pid.as_str()], line].concat());
+        assert!(success, "flightrec jcmd {pid} {line:?}:\n{out}\n{err}");
+        out
+    };
+    let started = run(&["JFR.start", "name=c", "settings=profile", "disk=false"]);
+    assert!(started.contains("Started recording"), "{started}");
+    std::thread::sleep(Duration::from_millis(1500));
+    let file = dir.join("c.jfr");
+    let dumped = run(&[
+        "JFR.dump",
+        "name=c",
+        &format!("filename={}", file.display()),
+    ]);
+    assert!(dumped.contains(&file.display().to_string()), "{dumped}");
+    let summary = testkit::summary(&file);
+    assert!(
+        summary
+            .counts
+            .get("com.example.Request")
+            .copied()
+            .unwrap_or(0)
+            > 0,
+        "no requests in the dump: {summary:?}"
+    );
+    let stopped = run(&["JFR.stop", "name=c"]);
+    assert!(stopped.contains("Stopped recording \"c\""), "{stopped}");
+    assert!(run(&["JFR.check"]).contains("No available recordings."));
+}
