@@ -118,7 +118,58 @@ fn summary(path: &Path) -> testkit::Summary {
             );
         }
     }
+    same_values(path, &jfr);
     jfr
+}
+
+/// Asserts that `flightrec print --json` and `jfr print --json` give the
+/// same values, event for event, for the file's three most numerous event
+/// types (one JVM: `jfr print --json --events A,B,C`).
+fn same_values(path: &Path, jfr: &testkit::Summary) {
+    let mut types: Vec<(&String, &u64)> = jfr
+        .counts
+        .iter()
+        .filter(|&(ty, &n)| n > 0 && !matches!(ty.as_str(), "jdk.Metadata" | "jdk.Checkpoint"))
+        .collect();
+    types.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let types: Vec<String> = types.iter().take(3).map(|(t, _)| (*t).clone()).collect();
+    let list = types.join(",");
+    let theirs = testkit::jfr().run_text(&[
+        "print".as_ref(),
+        "--json".as_ref(),
+        "--events".as_ref(),
+        list.as_ref(),
+        path.as_os_str(),
+    ]);
+    let opts = flightrec_cli::print::Options {
+        json: true,
+        events: Some(types.iter().cloned().collect()),
+        stack_depth: 5,
+    };
+    let mut rec = flightrec_cli::recording::Recording::open(path).unwrap();
+    let mut ours = Vec::new();
+    flightrec_cli::print::run(&mut rec, &opts, &mut ours).unwrap();
+    let ours: serde_json::Value = serde_json::from_slice(&ours).unwrap();
+    let theirs: serde_json::Value = serde_json::from_str(&theirs).unwrap();
+    // The same events with the same values; the order of events with equal
+    // times within a chunk is the printer's own.
+    let events = |v: &serde_json::Value| {
+        let mut e: Vec<String> = (v["recording"]["events"].as_array().unwrap().iter())
+            .map(|e| e.to_string())
+            .collect();
+        e.sort();
+        e
+    };
+    let (ours, theirs) = (events(&ours), events(&theirs));
+    assert_eq!(
+        ours.len(),
+        theirs.len(),
+        "{}: events of {list}",
+        path.display()
+    );
+    for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+        assert_eq!(a, b, "{}: event {i} of {list}", path.display());
+    }
 }
 
 /// Asserts that `flightrec view VIEW` and `jfr view VIEW` of `path` have

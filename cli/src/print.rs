@@ -142,8 +142,8 @@ impl Ctx<'_> {
             Value::Null | Value::Ref { .. } => Json::Null,
             Value::Boolean(b) => Json::Bool(*b),
             Value::Char(c) => Json::String(String::from_utf16_lossy(&[*c])),
-            Value::Float(f) => float(f.to_string().parse().unwrap_or(f64::NAN)),
-            Value::Double(d) => float(*d),
+            Value::Float(f) => float(java_decimal(&format!("{f:e}"), f64::from(*f))),
+            Value::Double(d) => float(java_decimal(&format!("{d:e}"), *d)),
             Value::String(s) => Json::String(s.to_string()),
             Value::Object(o) => self.json_object(o),
             Value::Array(a) => Json::Array(
@@ -265,6 +265,21 @@ fn frame_line(o: &Object) -> Option<String> {
     })
 }
 
+/// The value the JDK prints for a float or double whose shortest decimal
+/// (in Rust's `{:e}` form) is `shortest` and whose exact value is `exact`:
+/// Java's `toString` writes at least two digits, and when the shortest
+/// decimal has one it takes the two-digit decimal closest to the exact
+/// value (`Float.MIN_VALUE` is `1.4E-45`, not `1E-45`).
+fn java_decimal(shortest: &str, exact: f64) -> f64 {
+    let one_digit = shortest.split('e').next().is_some_and(|m| !m.contains('.'));
+    let text = if one_digit && exact.is_finite() {
+        format!("{exact:.1e}")
+    } else {
+        shortest.to_owned()
+    };
+    text.parse().unwrap_or(exact)
+}
+
 fn float(d: f64) -> Json {
     Number::from_f64(d).map_or(Json::Null, Json::Number)
 }
@@ -311,16 +326,27 @@ pub fn run(rec: &mut Recording, opts: &Options, out: &mut dyn Write) -> Result<(
         out.write_all(b"{\n  \"recording\": {\n    \"events\": [")
             .map_err(io)?;
     }
+    // The JDK converts the ticks of every chunk with the first chunk's
+    // header, in the first chunk's zone (its `ChunkParser` hands its
+    // `TimeConverter` on), so its times of later chunks are off by the
+    // chunks' clock drift; ours are the same numbers.
+    let mut first_chunk: Option<(Ticks, i64)> = None;
     rec.for_each_decoded(|chunk, _| {
+        let (ticks, offset_seconds) = *first_chunk.get_or_insert_with(|| {
+            (
+                Ticks::new(&chunk.header),
+                // The JDK's zone: the metadata's GMT offset plus its DST saving.
+                chunk
+                    .metadata
+                    .region
+                    .as_ref()
+                    .map_or(0, |r| (r.gmt_offset_ms + r.dst_ms) / 1000),
+            )
+        });
         let ctx = Ctx {
             meta: &chunk.metadata,
-            ticks: Ticks::new(&chunk.header),
-            // The JDK's zone: the metadata's GMT offset plus its DST saving.
-            offset_seconds: chunk
-                .metadata
-                .region
-                .as_ref()
-                .map_or(0, |r| (r.gmt_offset_ms + r.dst_ms) / 1000),
+            ticks,
+            offset_seconds,
             depth: opts.stack_depth,
         };
         let mut text = String::new();
@@ -354,4 +380,30 @@ pub fn run(rec: &mut Recording, opts: &Options, out: &mut dyn Write) -> Result<(
         out.write_all(b"\n    ]\n  }\n}\n").map_err(io)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::java_decimal;
+
+    fn java_float(f: f32) -> f64 {
+        java_decimal(&format!("{f:e}"), f64::from(f))
+    }
+
+    fn java_double(d: f64) -> f64 {
+        java_decimal(&format!("{d:e}"), d)
+    }
+
+    #[test]
+    fn floats_print_as_java_writes_them() {
+        assert_eq!(java_float(f32::from_bits(1)), 1.4e-45);
+        assert_eq!(java_float(0.1), 0.1);
+        assert_eq!(java_float(1.5), 1.5);
+        assert_eq!(java_float(3.0e38), 3.0e38);
+        assert_eq!(java_float(0.33333334), 0.33333334);
+        assert_eq!(java_double(f64::from_bits(1)), 4.9e-324);
+        assert_eq!(java_double(0.1), 0.1);
+        assert_eq!(java_double(1e23), 1e23);
+        assert_eq!(java_double(2.5), 2.5);
+    }
 }

@@ -110,13 +110,16 @@ pub fn collect(rec: &mut Recording, select: &Select) -> Result<Profile, CliError
     };
     let type_name = select.type_name.as_deref();
     let mut fold = Fold::default();
+    // Every chunk's ticks with the first chunk's header, as the JDK does
+    // (see `print::run`), so `--from`/`--to` select what `jfr` shows.
+    let mut first_chunk: Option<Ticks> = None;
     rec.for_each_event(
         |class| kind.accepts(&class.name, type_name),
         |at, ctx, ev| {
             if fold.chunk != Some(at) {
                 fold.new_chunk(at);
             }
-            let ticks = Ticks::new(&ctx.header);
+            let ticks = *first_chunk.get_or_insert_with(|| Ticks::new(&ctx.header));
             let Some(w) = kind.weight(ev, type_name, |t| ticks.span(t)) else {
                 return;
             };

@@ -134,8 +134,11 @@ pub fn run(rec: &mut Recording, name: &str, out: &mut dyn Write) -> Result<(), C
     let mut groups: HashMap<String, Agg> = HashMap::new();
     let mut order: Vec<String> = Vec::new();
     let mut form: HashMap<&'static str, Agg> = HashMap::new();
+    // Every chunk's ticks with the first chunk's header, as the JDK does
+    // (see `print::run`).
+    let mut first_chunk: Option<Ticks> = None;
     rec.for_each_decoded(|chunk, _| {
-        let ticks = Ticks::new(&chunk.header);
+        let ticks = *first_chunk.get_or_insert_with(|| Ticks::new(&chunk.header));
         for ev in &chunk.events {
             visit(
                 name,
