@@ -237,8 +237,19 @@ fn jcmd_17_starts_checks_dumps_and_stops_a_recording() {
 fn the_always_on_recording_keeps_a_bounded_window_and_dumps_it() {
     let home = jdk25();
     let dir = testkit::temp_dir("attach-always-on");
-    // Chunks rotate every second (a quarter of maxage) and age out after 4 s.
-    let svc = Service::start(&["--seconds", "600", "--threads", "1", "--maxage", "4s"]);
+    // Chunks rotate every second (a quarter of maxage) and age out after 4 s
+    // (the in-memory bound raised so that maxage, not memory_size, sets the
+    // window).
+    let svc = Service::start(&[
+        "--seconds",
+        "600",
+        "--threads",
+        "1",
+        "--maxage",
+        "4s",
+        "--memory-mib",
+        "256",
+    ]);
     let check = ok(&home, svc.pid, "JFR.check");
     assert!(
         check.contains("name=always-on maxage=4s disk=false (running)"),
@@ -432,8 +443,18 @@ fn now_nanos() -> i64 {
 fn jfr_dump_honours_maxsize_maxage_begin_and_end_as_the_jdk_does() {
     let home = jdk25();
     let dir = testkit::temp_dir("attach-dump-window");
-    // Chunks rotate every second, and are kept for 4 s.
-    let svc = Service::start(&["--seconds", "600", "--threads", "1", "--maxage", "4s"]);
+    // Chunks rotate every second, and are kept for 4 s (the in-memory
+    // bound raised so that it, not memory_size, sets the window).
+    let svc = Service::start(&[
+        "--seconds",
+        "600",
+        "--threads",
+        "1",
+        "--maxage",
+        "4s",
+        "--memory-mib",
+        "256",
+    ]);
     let pid = svc.pid;
     let dump = |name: &str, args: &str| {
         let file = dir.join(name);

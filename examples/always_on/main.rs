@@ -13,7 +13,9 @@
 //! only with `--out`, which dumps the window to a file when the run ends).
 //!
 //! Flags: `--seconds N` (default 60), `--threads N` (2), `--maxage TIME`
-//! (`5m`: the window kept), `--out FILE`, `--no-recording` (only the attach
+//! (`5m`: the window kept), `--memory-mib N` (the in-memory bound,
+//! `memory_size`: the library's default, 10 MiB, unless given; the window
+//! is the shorter of the two), `--out FILE`, `--no-recording` (only the attach
 //! listener: `jcmd <pid> JFR.start ...` starts the recording),
 //! `--lazy-attach` (no socket until the first `jcmd`, which starts the
 //! listener by SIGQUIT: `attach=lazy`).
@@ -29,6 +31,7 @@ struct Args {
     seconds: u64,
     threads: usize,
     max_age: Duration,
+    memory_mib: Option<u64>,
     out: Option<String>,
     record: bool,
     attach: Attach,
@@ -39,6 +42,7 @@ fn parse_args() -> Result<Args, String> {
         seconds: 60,
         threads: 2,
         max_age: Duration::from_secs(300),
+        memory_mib: None,
         out: None,
         record: true,
         attach: Attach::Listen,
@@ -62,6 +66,13 @@ fn parse_args() -> Result<Args, String> {
                 args.max_age = flightrec::settings::parse_duration("--maxage", &v)
                     .map_err(|e| format!("--maxage: {e}"))?
             }
+            "--memory-mib" => {
+                args.memory_mib = Some(
+                    value("--memory-mib")?
+                        .parse()
+                        .map_err(|e| format!("--memory-mib: {e}"))?,
+                )
+            }
             "--out" => args.out = Some(value("--out")?),
             "--no-recording" => args.record = false,
             "--lazy-attach" => args.attach = Attach::OnSigquit,
@@ -77,11 +88,16 @@ fn parse_args() -> Result<Args, String> {
 /// The always-on recording: `settings=default`, in memory, the last
 /// `max_age` kept (chunks rotate every quarter of it, so at most
 /// `max_age` plus a quarter is held), answering `jcmd` as `attach` says.
-fn always_on(max_age: Duration, attach: Attach) -> RecordingConfig {
+fn always_on(max_age: Duration, memory_mib: Option<u64>, attach: Attach) -> RecordingConfig {
     let settings = flightrec::options::parse("settings=default")
         .expect("the built-in default set")
         .settings;
-    RecordingConfig::repository_only()
+    let config = RecordingConfig::repository_only();
+    let config = match memory_mib {
+        Some(mib) => config.memory_size(mib.saturating_mul(1 << 20)),
+        None => config,
+    };
+    config
         .name("always-on")
         .disk(false)
         .max_age(Some(max_age))
@@ -96,14 +112,14 @@ fn main() {
         Err(e) => {
             eprintln!("always_on: {e}");
             eprintln!(
-                "usage: always_on [--seconds N] [--threads N] [--maxage TIME] [--out FILE] [--no-recording] [--lazy-attach]"
+                "usage: always_on [--seconds N] [--threads N] [--maxage TIME] [--memory-mib N] [--out FILE] [--no-recording] [--lazy-attach]"
             );
             std::process::exit(2);
         }
     };
     let pid = std::process::id();
     let recording = if args.record {
-        match Recording::start(always_on(args.max_age, args.attach)) {
+        match Recording::start(always_on(args.max_age, args.memory_mib, args.attach)) {
             Ok(r) => Some(r),
             Err(e) => {
                 eprintln!("always_on: {e}");

@@ -19,7 +19,7 @@
 //! that grows with anything but the file's size; a [`ProcFile`] allocates
 //! only when the file outgrows its buffer.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -191,38 +191,53 @@ pub(crate) fn cpu_info(text: &str) -> CpuInfo {
 }
 
 /// Loaded objects from `/proc/self/maps`: path → (lowest, highest
-/// address), in the order first mapped.
+/// address), in the order first mapped. An object the loader mapped is a
+/// run of adjacent mappings of its file, one of them executable; other
+/// mappings of a file (a data file, a debug file the symbolizer reads, the
+/// program's own file mapped again for reading) are not libraries.
 pub(crate) fn native_libraries(maps: &str) -> Vec<(String, u64, u64)> {
     let mut out: Vec<(String, u64, u64)> = Vec::new();
-    let mut index: HashMap<&str, usize> = HashMap::new();
+    let mut seen: HashSet<&str> = HashSet::new();
+    // The run being read: path, lowest, highest, executable.
+    let mut run: Option<(&str, u64, u64, bool)> = None;
+    fn flush<'m>(
+        run: Option<(&'m str, u64, u64, bool)>,
+        seen: &mut HashSet<&'m str>,
+        out: &mut Vec<(String, u64, u64)>,
+    ) {
+        if let Some((path, lo, hi, true)) = run
+            && seen.insert(path)
+        {
+            out.push((path.to_owned(), lo, hi));
+        }
+    }
     for line in maps.lines() {
         let mut f = line.split_ascii_whitespace();
-        let (Some(range), Some(_perms), Some(_off), Some(_dev), Some(_inode)) =
+        let (Some(range), Some(perms), Some(_off), Some(_dev), Some(_inode)) =
             (f.next(), f.next(), f.next(), f.next(), f.next())
         else {
             continue;
         };
-        let Some(path) = f.next() else { continue };
-        if !path.starts_with('/') {
-            continue;
-        }
         let Some((lo, hi)) = range.split_once('-') else {
             continue;
         };
         let (Ok(lo), Ok(hi)) = (u64::from_str_radix(lo, 16), u64::from_str_radix(hi, 16)) else {
             continue;
         };
-        match index.get(path) {
-            Some(&i) => {
-                out[i].1 = out[i].1.min(lo);
-                out[i].2 = out[i].2.max(hi);
+        let path = f.next().filter(|p| p.starts_with('/'));
+        let exec = perms.contains('x');
+        match (&mut run, path) {
+            (Some((p, _, end, x)), Some(path)) if *p == path && *end == lo => {
+                *end = hi;
+                *x |= exec;
             }
-            None => {
-                index.insert(path, out.len());
-                out.push((path.to_owned(), lo, hi));
+            _ => {
+                flush(run.take(), &mut seen, &mut out);
+                run = path.map(|p| (p, lo, hi, exec));
             }
         }
     }
+    flush(run, &mut seen, &mut out);
     out
 }
 
@@ -420,12 +435,20 @@ mod tests {
     #[test]
     fn maps_group_by_path() {
         let m = "00400000-00452000 r-xp 00000000 08:02 173521 /usr/bin/x\n\
-                 00651000-00652000 rw-p 00051000 08:02 173521 /usr/bin/x\n\
+                 00452000-00652000 rw-p 00051000 08:02 173521 /usr/bin/x\n\
                  7f00-7f10 rw-p 00000000 00:00 0 \n\
-                 7f10-7f20 r--p 00000000 00:00 0 [heap]\n";
+                 7f10-7f20 r--p 00000000 00:00 0 [heap]\n\
+                 7f20-7f30 r--p 00000000 08:02 99 /usr/lib/debug/.build-id/ab/cd.debug\n\
+                 7f30-7f40 r--p 00000000 08:02 173521 /usr/bin/x\n\
+                 7f50-7f60 r--p 00000000 08:02 77 /usr/lib/libz.so\n\
+                 7f60-7f70 r-xp 00001000 08:02 77 /usr/lib/libz.so\n\
+                 7f70-7f80 rw-p 00002000 08:02 77 /usr/lib/libz.so\n";
         assert_eq!(
             native_libraries(m),
-            vec![("/usr/bin/x".to_owned(), 0x400000, 0x652000)]
+            vec![
+                ("/usr/bin/x".to_owned(), 0x400000, 0x652000),
+                ("/usr/lib/libz.so".to_owned(), 0x7f50, 0x7f80),
+            ]
         );
     }
 
