@@ -167,19 +167,24 @@ pub fn run(rec: &mut Recording, name: &str, out: &mut dyn Write) -> Result<(), C
         })
 }
 
-fn top_frame(ev: &EventRecord) -> Option<String> {
-    stacks::frames(ev).into_iter().next().map(|f| f.method)
+/// The event's top frame, or `N/A` without a stack trace: the JDK groups
+/// such events under a null key, whose row counts in the view's total.
+fn top_frame(ev: &EventRecord) -> String {
+    (stacks::frames(ev).into_iter().next()).map_or_else(|| MISSING.to_owned(), |f| f.method)
 }
+
+/// What `jfr view` shows for a missing value.
+const MISSING: &str = "N/A";
 
 /// The first frame that is not a constructor or class initializer, as the
 /// JDK's `topNotInitFrame`.
-fn top_not_init_frame(ev: &EventRecord) -> Option<String> {
+fn top_not_init_frame(ev: &EventRecord) -> String {
     let frames = stacks::frames(ev);
     frames
         .iter()
         .find(|f| !f.method.contains(".<init>(") && !f.method.contains(".<clinit>("))
         .or(frames.first())
-        .map(|f| f.method.clone())
+        .map_or_else(|| MISSING.to_owned(), |f| f.method.clone())
 }
 
 type Sink<'a> = dyn FnMut(String, f64, Vec<String>) + 'a;
@@ -199,27 +204,23 @@ fn visit(
     };
     match (view, t) {
         ("hot-methods", "jdk.ExecutionSample") | ("cpu-time-hot-methods", "jdk.CPUTimeSample") => {
-            if let Some(m) = top_frame(ev) {
-                add(m, 1.0, Vec::new());
-            }
+            add(top_frame(ev), 1.0, Vec::new());
         }
         ("allocation-by-site", "jdk.ObjectAllocationSample") => {
-            if let (Some(m), Some(w)) = (top_frame(ev), ev.get("weight").and_then(Value::as_i64)) {
-                add(m, w as f64, Vec::new());
+            if let Some(w) = ev.get("weight").and_then(Value::as_i64) {
+                add(top_frame(ev), w as f64, Vec::new());
             }
         }
         ("contention-by-site", "jdk.JavaMonitorEnter") => {
-            if let (Some(m), Some(d)) = (top_frame(ev), nanos("duration")) {
-                add(m, d, Vec::new());
+            if let Some(d) = nanos("duration") {
+                add(top_frame(ev), d, Vec::new());
             }
         }
         ("exception-by-site", "jdk.JavaErrorThrow" | "jdk.JavaExceptionThrow") => {
-            if let Some(m) = top_not_init_frame(ev) {
-                add(m, 1.0, Vec::new());
-            }
+            add(top_not_init_frame(ev), 1.0, Vec::new());
         }
         ("memory-leaks-by-site", "jdk.OldObjectSample") => {
-            let m = top_frame(ev).unwrap_or_else(|| "N/A".into());
+            let m = top_frame(ev);
             let age = nanos("objectAge").map(fmt_duration).unwrap_or_default();
             let heap = ev
                 .get("lastKnownHeapUsage")
