@@ -4,7 +4,7 @@
 //! ```text
 //! cargo run --release --example always_on -- --seconds 600 &
 //! jcmd <pid> JFR.check
-//! jcmd <pid> JFR.dump filename=/tmp/x.jfr      # the last --maxage (5 min) of requests
+//! jcmd <pid> JFR.dump filename=/tmp/x.jfr      # the last --maxage (5 min) within --memory-mib
 //! jfr summary /tmp/x.jfr
 //! ```
 //!
