@@ -275,10 +275,10 @@ impl FrameTables {
         true
     }
 
-    /// Estimated bytes of the name tables, the symbolizer's per-address
-    /// cache and the debug info it holds.
+    /// Estimated bytes of the name tables and the symbolizer's per-address
+    /// cache (the debug info it holds has its own allowance).
     pub(crate) fn bytes(&self) -> usize {
-        self.bytes + self.symbolizer.cache_bytes() + self.symbolizer.debug_info_bytes()
+        self.bytes + self.symbolizer.cache_bytes()
     }
 
     /// A chunk is finished: the symbolizer lets go of its parsed objects
@@ -327,13 +327,10 @@ impl FrameTables {
         // The symbolizer's cache counts with the tables; past a quarter
         // of the limit it starts again (addresses cost a lookup again).
         self.symbolizer.trim_cache(repo.limit() / 4);
-        // Debug info gets what the pools' share has left (its own bytes
-        // count with the resolved frames, see `bytes`).
-        let others = repo
-            .held_bytes()
-            .saturating_sub(self.symbolizer.debug_info_bytes());
+        // Debug info has an allowance of its own, as large as `max_memory`
+        // (four times the pools' share): see `docs/memory.md`.
         self.symbolizer
-            .set_debug_info_limit(repo.limit().saturating_sub(others));
+            .set_debug_info_limit(repo.limit().saturating_mul(4));
         let (keys, gone): (Vec<u64>, Vec<u64>) =
             keys.iter().partition(|&&k| self.resolve_stack(repo, k));
         if !gone.is_empty() {

@@ -17,8 +17,8 @@
 //!
 //! An object's DWARF is read while its cost, added to the cost of the other
 //! objects already read since the last release, fits in the budget the
-//! recorder gives (what the constant pools' share of `max_memory` has
-//! left); otherwise its addresses are named from its ELF symbols only.
+//! recorder gives (an allowance as large as `max_memory`); otherwise its
+//! addresses are named from its ELF symbols only.
 //! [`DebugInfoBudget::released`] starts the sum again when the symbolizer
 //! lets go of its parsed objects.
 //!

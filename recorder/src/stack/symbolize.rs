@@ -42,9 +42,9 @@
 //! addresses come: [`Symbolizer::release_idle_objects`] lets go of it once
 //! a whole chunk needed no new address (a program whose code paths are
 //! known holds none of it). It is also bounded: the recorder gives the
-//! symbolizer what the constant pools' share of `max_memory` has left, and
-//! an object whose debug info would not fit is named from its ELF symbols
-//! alone (see [`debug_budget`](super::debug_budget)). The per-address cache is measured
+//! symbolizer an allowance as large as `max_memory`, and an object whose
+//! debug info would not fit is named from its ELF symbols alone (see
+//! [`debug_budget`](super::debug_budget)). The per-address cache is measured
 //! ([`Symbolizer::cache_bytes`], counted with the constant pools) and
 //! dropped by [`Symbolizer::trim_cache`] when it grows past the limit it is
 //! given.
