@@ -13,8 +13,8 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_main};
-use flightrec::chunk_writer::encode::Sink;
-use flightrec::chunk_writer::{EventEncoder, TypeId};
+use flightrec::jfr_format::write::encode::Sink;
+use flightrec::jfr_format::{EventEncoder, TypeId};
 
 const EVENT: TypeId = TypeId(1000);
 

@@ -17,8 +17,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use flightrec::chunk_writer::header::ChunkHeader;
-use flightrec::chunk_writer::reader::read_recording;
+use flightrec::jfr_format::read::read_recording;
+use flightrec::jfr_format::write::header::ChunkHeader;
 use flightrec::{Event, Recording, RecordingConfig};
 
 #[derive(Event)]

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use flightrec::chunk_writer::reader::read_recording;
+use flightrec::jfr_format::read::read_recording;
 use flightrec::pyroscope::PyroscopeConfig;
 use flightrec::{Recording, RecordingConfig, Settings};
 use flightrec_testkit::receiver::Receiver;

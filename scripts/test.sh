@@ -69,7 +69,7 @@ step default-features cargo clippy -p flightrec-recorder --all-targets -- -D war
 # do (private items too: the engine modules' docs link to them). The C
 # ABI's library shares the facade's name, so it is documented on its own.
 docs() {
-    local p=(-p flightrec -p flightrec-recorder -p flightrec-chunk-writer -p flightrec-tracing)
+    local p=(-p flightrec -p flightrec-recorder -p flightrec-format -p flightrec-tracing)
     RUSTDOCFLAGS="-D warnings" cargo doc --no-deps "${p[@]}"
     RUSTDOCFLAGS="-D warnings" cargo doc --no-deps "${p[@]}" --document-private-items
     RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p flightrec-capi --document-private-items

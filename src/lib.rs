@@ -23,6 +23,6 @@
 //! ```
 #![warn(missing_docs)]
 
-pub use chunk_writer;
 pub use flightrec_derive::{Event, timed};
+pub use jfr_format;
 pub use recorder::*;

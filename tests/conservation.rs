@@ -23,8 +23,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use flightrec::chunk_writer::header::ChunkHeader;
-use flightrec::chunk_writer::reader::read_recording;
+use flightrec::jfr_format::read::read_recording;
+use flightrec::jfr_format::write::header::ChunkHeader;
 use flightrec::{EventType, EventTypeBuilder, FieldKind, Recording, RecordingConfig};
 
 /// One recording per process at a time.

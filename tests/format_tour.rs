@@ -15,11 +15,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use flightrec::chunk_writer::header::{
+use flightrec::jfr_format::schema::ANNOTATION_SUPER_TYPE;
+use flightrec::jfr_format::write::header::{
     ChunkHeader, FLAG_COMPRESSED_INTS, FLAG_FINAL_CHUNK, HEADER_LEN,
 };
-use flightrec::chunk_writer::schema::ANNOTATION_SUPER_TYPE;
-use flightrec::chunk_writer::{Annotation, TypeDesc, TypeId};
+use flightrec::jfr_format::{Annotation, TypeDesc, TypeId};
 use flightrec_testkit as testkit;
 
 use expect::{Renderer, check};

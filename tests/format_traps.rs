@@ -9,13 +9,13 @@ use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
-use flightrec::chunk_writer::builtin::start_time;
-use flightrec::chunk_writer::checkpoint::FLAG_FLUSH;
-use flightrec::chunk_writer::constants::{ThreadValue, write_thread};
-use flightrec::chunk_writer::encode::Sink;
-use flightrec::chunk_writer::header::{ChunkHeader, STATE_FINISHED};
-use flightrec::chunk_writer::schema::EVENT_SUPER_TYPE;
-use flightrec::chunk_writer::{
+use flightrec::jfr_format::builtin::start_time;
+use flightrec::jfr_format::schema::EVENT_SUPER_TYPE;
+use flightrec::jfr_format::write::checkpoint::FLAG_FLUSH;
+use flightrec::jfr_format::write::constants::{ThreadValue, write_thread};
+use flightrec::jfr_format::write::encode::Sink;
+use flightrec::jfr_format::write::header::{ChunkHeader, STATE_FINISHED};
+use flightrec::jfr_format::{
     Annotation, Checkpoint, ChunkEnd, ChunkStart, ChunkWriter, EventEncoder, FieldDesc, Metadata,
     TypeDesc, TypeId,
 };

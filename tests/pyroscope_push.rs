@@ -128,7 +128,7 @@ fn workload(stop: &AtomicBool) {
 
 /// The `contextId` of every `jdk.ExecutionSample` in `jfr`.
 fn sample_contexts(jfr: &[u8]) -> Vec<u64> {
-    use flightrec::chunk_writer::reader::{Value as V, read_recording};
+    use flightrec::jfr_format::read::{Value as V, read_recording};
     read_recording(jfr)
         .expect("an uploaded JFR reads")
         .events()

@@ -3,7 +3,7 @@
 //! out with `jfr disassemble`, read alone by the JDK's parser with the same
 //! per-type counts our reader finds in it.
 
-use chunk_writer::reader::read_recording;
+use jfr_format::read::read_recording;
 
 use flightrec_testkit::run_example;
 

@@ -127,8 +127,8 @@ fn repeated(one: &[u8], bytes: u64, path: &Path) -> u64 {
 /// `chunk` (one chunk) with its `jdk.CPUTimeSample` records appended until
 /// it holds at least `samples` of them; returns it and how many it holds.
 fn densified(chunk: &[u8], samples: u64) -> (Vec<u8>, u64) {
-    use chunk_writer::header::{ChunkHeader, HEADER_LEN};
-    let scan = chunk_writer::reader::scan_chunk(chunk).expect("a chunk");
+    use jfr_format::write::header::{ChunkHeader, HEADER_LEN};
+    let scan = jfr_format::read::scan_chunk(chunk).expect("a chunk");
     let id = scan
         .metadata
         .class_by_name("jdk.CPUTimeSample")

@@ -5,7 +5,7 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
-use chunk_writer::ReadError;
+use jfr_format::ReadError;
 
 /// Why a command could not do what it was asked.
 #[derive(Debug)]

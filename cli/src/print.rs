@@ -10,8 +10,8 @@
 use std::collections::HashSet;
 use std::io::Write;
 
-use chunk_writer::reader::{ClassRecord, EventRecord, MetadataRecord, Object, Value};
-use chunk_writer::types::TypeId;
+use jfr_format::read::{ClassRecord, EventRecord, MetadataRecord, Object, Value};
+use jfr_format::types::TypeId;
 use serde_json::{Map, Number, Value as Json};
 
 use crate::error::CliError;

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
-use chunk_writer::reader::{EventRecord, Object, Value};
+use jfr_format::read::{EventRecord, Object, Value};
 use regex::Regex;
 
 use crate::error::CliError;

@@ -14,11 +14,11 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use chunk_writer::header::HEADER_LEN;
-use chunk_writer::reader::{
+use jfr_format::read::{
     ChunkContext, ChunkCounts, ChunkReader, ChunkRecord, ClassRecord, EventRecord, chunk_extent,
     read_chunk,
 };
+use jfr_format::write::header::HEADER_LEN;
 
 use crate::error::CliError;
 
@@ -122,7 +122,7 @@ impl Recording {
 
     /// The error for a chunk at `chunk_at` the reader refused (its
     /// offsets count from the chunk's start).
-    fn damaged(path: &Path, chunk_at: u64, source: chunk_writer::ReadError) -> CliError {
+    fn damaged(path: &Path, chunk_at: u64, source: jfr_format::ReadError) -> CliError {
         CliError::Damaged {
             path: path.to_owned(),
             chunk_at: Some(chunk_at),
@@ -202,7 +202,7 @@ fn not_a_file(meta: &std::fs::Metadata) -> Option<&'static str> {
 
 impl Recording {
     /// The first chunk's header: the recording's start and tick rate.
-    pub fn first_header(&mut self) -> Result<chunk_writer::header::ChunkHeader, CliError> {
+    pub fn first_header(&mut self) -> Result<jfr_format::write::header::ChunkHeader, CliError> {
         let mut head = [0u8; HEADER_LEN];
         let got = self.read_at(0, &mut head)?;
         chunk_extent(&head[..got], 0, self.len)

@@ -7,7 +7,7 @@
 //! carry the symbol's path as class and name, so a Rust function reads as
 //! `crate::module::function()`-like text.
 
-use chunk_writer::reader::{EventRecord, Value};
+use jfr_format::read::{EventRecord, Value};
 
 /// One frame of a stack trace, top first.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -258,7 +258,7 @@ mod tests {
             // Weights present, so a weighed type gives `Some`.
             let ev = EventRecord {
                 offset: 0,
-                type_id: chunk_writer::TypeId(200),
+                type_id: jfr_format::TypeId(200),
                 type_name: Arc::from(t),
                 fields: vec![
                     ("weight".into(), Value::Long(8)),

@@ -14,7 +14,7 @@ pub struct Ticks {
 
 impl Ticks {
     /// The converter for a chunk with this header.
-    pub fn new(header: &chunk_writer::header::ChunkHeader) -> Self {
+    pub fn new(header: &jfr_format::write::header::ChunkHeader) -> Self {
         Self {
             start_ticks: header.start_ticks,
             start_nanos: header.start_nanos,

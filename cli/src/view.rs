@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::io::Write;
 
-use chunk_writer::reader::{EventRecord, Value};
+use jfr_format::read::{EventRecord, Value};
 
 use crate::error::CliError;
 use crate::recording::Recording;

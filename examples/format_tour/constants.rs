@@ -8,12 +8,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use flightrec::chunk_writer::Checkpoint;
-use flightrec::chunk_writer::TypeId;
-use flightrec::chunk_writer::constants::{
+use flightrec::jfr_format::Checkpoint;
+use flightrec::jfr_format::TypeId;
+use flightrec::jfr_format::types::{ACC_NATIVE, ACC_PUBLIC};
+use flightrec::jfr_format::write::constants::{
     self as cv, ClassValue, FrameValue, MethodValue, ThreadValue, frame_type,
 };
-use flightrec::chunk_writer::types::{ACC_NATIVE, ACC_PUBLIC};
 
 /// A `java.lang.Thread` constant.
 #[derive(Debug, Clone)]
@@ -373,7 +373,7 @@ pub(crate) fn write_pools(cp: &mut Checkpoint, c: &Constants, k: &Closure, which
         drop(p);
         let mut p = cp.pool(TypeId::STRING);
         for key in &k.strings {
-            flightrec::chunk_writer::encode::Sink::put_str(p.entry(*key), &c.strings[key]);
+            flightrec::jfr_format::write::encode::Sink::put_str(p.entry(*key), &c.strings[key]);
         }
     }
     if rest {

@@ -4,11 +4,11 @@
 
 use std::borrow::Cow;
 
-use flightrec::chunk_writer::builtin::{duration, event_thread, stack_trace, start_time};
-use flightrec::chunk_writer::schema::{
+use flightrec::jfr_format::builtin::{duration, event_thread, stack_trace, start_time};
+use flightrec::jfr_format::schema::{
     DataAmountUnit, EVENT_SUPER_TYPE, SettingDesc, TimespanUnit, TimestampUnit,
 };
-use flightrec::chunk_writer::{Annotation, FieldDesc, Metadata, SchemaError, TypeDesc, TypeId};
+use flightrec::jfr_format::{Annotation, FieldDesc, Metadata, SchemaError, TypeDesc, TypeId};
 
 /// `flightrec.tour.BooleanEvent`: `value: boolean`.
 pub(crate) const BOOLEAN_EVENT: TypeId = TypeId(1000);

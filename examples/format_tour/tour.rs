@@ -23,9 +23,9 @@ use std::fs::File;
 use std::io::{self, BufWriter};
 use std::path::Path;
 
-use flightrec::chunk_writer::checkpoint::FLAG_FLUSH;
-use flightrec::chunk_writer::encode::Sink;
-use flightrec::chunk_writer::{
+use flightrec::jfr_format::write::checkpoint::FLAG_FLUSH;
+use flightrec::jfr_format::write::encode::Sink;
+use flightrec::jfr_format::{
     Checkpoint, ChunkEnd, ChunkStart, ChunkWriter, EventEncoder, FieldDesc, Metadata, TypeId,
 };
 

@@ -8,9 +8,9 @@
 //! atomics and mutexes inside belong to one execution, so nothing global is
 //! used (the models never touch `runtime::get()` or `registry()`).
 
-use chunk_writer::TypeId;
-use chunk_writer::encode::Sink;
-use chunk_writer::record::EventEncoder;
+use jfr_format::TypeId;
+use jfr_format::write::encode::Sink;
+use jfr_format::write::record::EventEncoder;
 
 use crate::buffer::block::Block;
 use crate::buffer::encode::Encode;

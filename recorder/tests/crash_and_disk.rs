@@ -9,9 +9,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use chunk_writer::reader::read_recording;
 use flightrec_derive::Event;
 use flightrec_testkit::child;
+use jfr_format::read::read_recording;
 use recorder::{Event, LossCause, Recording, RecordingConfig, RecordingError};
 
 #[derive(Event)]

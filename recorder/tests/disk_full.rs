@@ -23,9 +23,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use chunk_writer::reader::read_recording;
 use flightrec_derive::Event;
 use flightrec_testkit::child;
+use jfr_format::read::read_recording;
 use recorder::{Event, LossCause, Recording, RecordingConfig, RecordingError, Settings};
 
 #[derive(Event)]

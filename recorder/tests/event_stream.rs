@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant, SystemTime};
 
-use chunk_writer::reader::read_recording;
 use flightrec_derive::Event;
+use jfr_format::read::read_recording;
 use recorder::stream::{EventStream, StreamError};
 use recorder::{Event, Recording, RecordingConfig, Settings};
 

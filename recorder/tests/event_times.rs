@@ -162,7 +162,7 @@ fn check_times(name: &str) {
 /// which computes end times exactly only with whole-nanosecond ticks and
 /// miscounts duration events otherwise (docs/jfr-format.md §9.1, §10 #27).
 fn assert_whole_nanosecond_ticks(path: &std::path::Path) {
-    use chunk_writer::header::ChunkHeader;
+    use jfr_format::write::header::ChunkHeader;
     let bytes = std::fs::read(path).unwrap();
     let mut at = 0;
     let mut chunks = 0;

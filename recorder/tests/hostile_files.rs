@@ -15,8 +15,8 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use chunk_writer::reader::read_recording;
 use flightrec_derive::Event;
+use jfr_format::read::read_recording;
 use recorder::{Event, Recording, RecordingConfig, RepositoryProblem, SkipReason, StartError};
 
 static ONE: Mutex<()> = Mutex::new(());

@@ -402,7 +402,7 @@ fn without_the_pyroscope_shape_cpu_samples_stay_cpu_time_samples_only() {
 /// A one-chunk file of the built-in metadata (the samples with `contextId`,
 /// as with Pyroscope's shape on) and the records `events` writes.
 fn chunk_with(events: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
-    use chunk_writer::{ChunkEnd, ChunkStart, ChunkWriter, Metadata};
+    use jfr_format::{ChunkEnd, ChunkStart, ChunkWriter, Metadata};
     let start = ChunkStart {
         start_nanos: 0,
         start_ticks: 0,
@@ -423,24 +423,24 @@ fn chunk_with(events: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
 }
 
 fn active_setting(out: &mut Vec<u8>, name: &str, value: &str) {
-    use chunk_writer::encode::Sink;
-    use chunk_writer::record::{begin_record, end_record};
-    let r = begin_record(out, chunk_writer::TypeId::ACTIVE_SETTING);
+    use jfr_format::write::encode::Sink;
+    use jfr_format::write::record::{begin_record, end_record};
+    let r = begin_record(out, jfr_format::TypeId::ACTIVE_SETTING);
     out.put_i64(5);
-    out.put_i64(chunk_writer::TypeId::EXECUTION_SAMPLE.0 as i64);
+    out.put_i64(jfr_format::TypeId::EXECUTION_SAMPLE.0 as i64);
     out.put_str(name);
     out.put_str(value);
     end_record(out, r);
 }
 
 fn execution_sample(out: &mut Vec<u8>) {
-    use chunk_writer::encode::Sink;
-    use chunk_writer::record::{begin_record, end_record};
-    let r = begin_record(out, chunk_writer::TypeId::EXECUTION_SAMPLE);
+    use jfr_format::write::encode::Sink;
+    use jfr_format::write::record::{begin_record, end_record};
+    let r = begin_record(out, jfr_format::TypeId::EXECUTION_SAMPLE);
     out.put_i64(6);
     out.put_varint(0);
     out.put_varint(0);
-    out.put_varint(chunk_writer::constants::thread_state::RUNNABLE.0);
+    out.put_varint(jfr_format::write::constants::thread_state::RUNNABLE.0);
     out.put_i64(0);
     end_record(out, r);
 }
@@ -471,10 +471,10 @@ fn the_check_rejects_a_sample_before_the_event_setting() {
 #[test]
 #[should_panic(expected = "string encoding 2")]
 fn the_check_rejects_string_pool_references() {
-    use chunk_writer::encode::Sink;
-    use chunk_writer::record::{begin_record, end_record};
+    use jfr_format::write::encode::Sink;
+    use jfr_format::write::record::{begin_record, end_record};
     let file = chunk_with(|out| {
-        let r = begin_record(out, chunk_writer::TypeId::ACTIVE_SETTING);
+        let r = begin_record(out, jfr_format::TypeId::ACTIVE_SETTING);
         out.put_i64(5);
         out.put_i64(1);
         out.put_str("event");

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use chunk_writer::reader::read_recording;
 use flightrec_derive::Event;
+use jfr_format::read::read_recording;
 use recorder::{Event, Recording, RecordingConfig};
 
 #[derive(Event)]

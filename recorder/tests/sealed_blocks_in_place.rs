@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-use chunk_writer::reader::{Value, read_recording};
 use flightrec_derive::Event;
+use jfr_format::read::{Value, read_recording};
 use recorder::{Event, Recording, RecordingConfig};
 
 #[derive(Event)]

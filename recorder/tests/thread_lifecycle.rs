@@ -4,8 +4,8 @@
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
-use chunk_writer::reader::read_recording;
 use flightrec_derive::Event;
+use jfr_format::read::read_recording;
 use recorder::Event;
 
 #[derive(Event)]

@@ -26,9 +26,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use chunk_writer::reader::{RecordingFile, read_recording};
 use flightrec_derive::Event;
 use flightrec_testkit::child;
+use jfr_format::read::{RecordingFile, read_recording};
 use recorder::{
     DefaultSettings, Event, EventKind, EventType, EventTypeBuilder, EventTypeInfo, FieldInfo,
     FieldKind, FieldValue, FieldWriter, LossCause, Recording, RecordingConfig,

@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use chunk_writer::reader::{RecordingFile, read_recording};
+use jfr_format::read::{RecordingFile, read_recording};
 use recorder::{
     DefaultSettings, Event, EventKind, EventType, EventTypeBuilder, EventTypeInfo, FieldInfo,
     FieldKind, FieldValue, FieldWriter, LossCause, Recording, RecordingConfig, Value,

@@ -8,7 +8,7 @@
 //!   apart from flightrec), with every constant-pool reference of every
 //!   event followed through the pools of its chunk.
 //! * [`flightrec_unresolved`]: flightrec's own reader
-//!   (`chunk_writer::reader::check_references`), which also follows the
+//!   (`jfr_format::read::check_references`), which also follows the
 //!   references between constants.
 //!
 //! A reference must resolve in its own chunk: the JDK shows an undefined
@@ -102,11 +102,11 @@ pub fn jfrs_unresolved(path: &Path) -> Result<Unresolved, String> {
 }
 
 /// Reads `path` with flightrec's reader
-/// (`chunk_writer::reader::check_references`). `Err` if it cannot read the
+/// (`jfr_format::read::check_references`). `Err` if it cannot read the
 /// file.
 pub fn flightrec_unresolved(path: &Path) -> Result<Unresolved, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let chunks = chunk_writer::reader::check_references(&bytes)
+    let chunks = jfr_format::read::check_references(&bytes)
         .map_err(|e| format!("flightrec's reader: {e}"))?;
     let mut out = Unresolved::default();
     for c in &chunks {

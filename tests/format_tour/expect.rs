@@ -28,8 +28,8 @@
 
 use serde_json::Value as Json;
 
-use flightrec::chunk_writer::schema::{Annotation, TimespanUnit, TimestampUnit};
-use flightrec::chunk_writer::{FieldDesc, Metadata, TypeId};
+use flightrec::jfr_format::schema::{Annotation, TimespanUnit, TimestampUnit};
+use flightrec::jfr_format::{FieldDesc, Metadata, TypeId};
 
 use crate::java_fmt::{JavaDuration, OFFSET_DATE_TIME_MIN, offset_date_time_utc};
 use crate::tour::constants::{Constants, FrameSpec};

@@ -361,11 +361,11 @@ mod tests {
             type_name("9lives::", "x-y"),
             type_name("", ""),
         ] {
-            chunk_writer_check(&n);
+            jfr_format_check(&n);
         }
     }
 
-    fn chunk_writer_check(n: &str) {
+    fn jfr_format_check(n: &str) {
         // The builder validates names exactly as the metadata will.
         EventTypeBuilder::new(n).build().expect(n);
     }

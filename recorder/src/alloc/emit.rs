@@ -22,9 +22,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
-use chunk_writer::encode::Sink;
-use chunk_writer::record::{EventEncoder, begin_record, end_record};
-use chunk_writer::{Checkpoint, TypeId};
+use jfr_format::write::encode::Sink;
+use jfr_format::write::record::{EventEncoder, begin_record, end_record};
+use jfr_format::{Checkpoint, TypeId};
 
 use super::{LIVE, QUEUE, queue::RawSample, state, threads};
 use crate::cpool::named_classes::NamedClasses;

@@ -24,12 +24,12 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use chunk_writer::constants::{
+use jfr_format::types::ACC_NATIVE;
+use jfr_format::write::constants::{
     ClassValue, FrameValue, MethodValue, frame_type, write_class, write_class_loader, write_method,
     write_package, write_stack_trace, write_symbol,
 };
-use chunk_writer::types::ACC_NATIVE;
-use chunk_writer::{Checkpoint, TypeId};
+use jfr_format::{Checkpoint, TypeId};
 
 use super::stacks::StackRepository;
 use crate::stack::{ResolvedFrame, Symbolizer};

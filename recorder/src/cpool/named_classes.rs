@@ -12,8 +12,8 @@
 //! `from = 0` at the chunk's first checkpoint), so an event can reference
 //! any key handed out before its chunk's last checkpoint.
 
-use chunk_writer::constants::{ClassValue, write_class, write_symbol};
-use chunk_writer::{Checkpoint, TypeId};
+use jfr_format::write::constants::{ClassValue, write_class, write_symbol};
+use jfr_format::{Checkpoint, TypeId};
 
 use crate::sync::{Mutex, MutexGuard};
 

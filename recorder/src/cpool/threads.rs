@@ -34,8 +34,8 @@
 
 use std::collections::HashMap;
 
-use chunk_writer::constants::{ThreadValue, write_thread};
-use chunk_writer::{Checkpoint, TypeId};
+use jfr_format::write::constants::{ThreadValue, write_thread};
+use jfr_format::{Checkpoint, TypeId};
 
 use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
 

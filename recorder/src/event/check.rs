@@ -15,7 +15,7 @@
 //! reader that trusts the metadata then reads the record to its end and no
 //! further, whatever the encoder did.
 
-use chunk_writer::encode::MAX_VARINT_LEN;
+use jfr_format::write::encode::MAX_VARINT_LEN;
 
 use super::field::FieldKind;
 
@@ -104,7 +104,7 @@ fn varint(bytes: &[u8]) -> Option<(u64, usize)> {
 #[cfg(all(test, not(flightrec_loom)))]
 mod tests {
     use super::*;
-    use chunk_writer::encode::Sink;
+    use jfr_format::write::encode::Sink;
 
     fn one(kind: FieldKind, write: impl Fn(&mut Vec<u8>)) -> Vec<u8> {
         let mut v = Vec::new();

@@ -32,7 +32,7 @@ use super::descriptor::EventType;
 use super::field::{BuiltinEncoder, FieldKind, FieldValue, FieldWriter};
 use super::refs::Refs;
 use super::scratch::{self, Encoded};
-use chunk_writer::encode::Sink;
+use jfr_format::write::encode::Sink;
 
 use super::sink::{Packed, RecordSink};
 use crate::buffer::encode::Encode;
@@ -579,7 +579,7 @@ impl<F: Fn(&mut [u8], u64) -> Option<usize>> Encode for Builtin<'_, F> {
 /// whose thread and stack keys the caller chose) into the calling thread's
 /// buffer, tagging the constants in `refs` with the section's epoch.
 /// `encode` must write a whole record into the slice it is given, e.g. with
-/// [`chunk_writer::record::EventEncoder`], with the stack key it is given
+/// [`jfr_format::write::record::EventEncoder`], with the stack key it is given
 /// (`refs.stack`, or 0 if that stack was released since), and return its
 /// length, or `None` if it does not fit. Returns false if the event was
 /// dropped (and counted), or not committed (its section came after the

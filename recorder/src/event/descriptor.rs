@@ -25,9 +25,9 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
-use chunk_writer::builtin::{duration, event_thread, stack_trace, start_time};
-use chunk_writer::schema::{Annotation, EVENT_SUPER_TYPE, FieldDesc, SettingDesc, TypeDesc};
-use chunk_writer::types::TypeId;
+use jfr_format::builtin::{duration, event_thread, stack_trace, start_time};
+use jfr_format::schema::{Annotation, EVENT_SUPER_TYPE, FieldDesc, SettingDesc, TypeDesc};
+use jfr_format::types::TypeId;
 
 use super::field::{ContentType, FieldKind};
 use crate::recording::config::settings::{self, EnabledWord};

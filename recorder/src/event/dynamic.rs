@@ -34,7 +34,7 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
-use chunk_writer::metadata::{Metadata, SchemaError};
+use jfr_format::write::metadata::{Metadata, SchemaError};
 
 use super::commit::{Fields, StackTrace, ThreadRef, commit_span, emit};
 use super::descriptor::{DefaultSettings, EventKind, EventType, EventTypeInfo, FieldInfo};

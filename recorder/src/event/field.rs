@@ -15,9 +15,9 @@
 use std::ptr::NonNull;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use chunk_writer::encode::{MAX_VARINT_LEN, Sink};
-use chunk_writer::schema::{Annotation, DataAmountUnit, TimespanUnit, TimestampUnit};
-use chunk_writer::types::TypeId;
+use jfr_format::schema::{Annotation, DataAmountUnit, TimespanUnit, TimestampUnit};
+use jfr_format::types::TypeId;
+use jfr_format::write::encode::{MAX_VARINT_LEN, Sink};
 
 use super::refs::Refs;
 use super::sink::RecordSink;

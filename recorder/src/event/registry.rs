@@ -13,8 +13,8 @@
 //! `Registry::types` with the id stored in its `type_id`, so its events can
 //! always be described by the metadata of the chunk they land in.
 
-use chunk_writer::TypeId;
-use chunk_writer::metadata::{EncodedMetadata, Metadata};
+use jfr_format::TypeId;
+use jfr_format::write::metadata::{EncodedMetadata, Metadata};
 
 use crate::clock;
 use crate::event::descriptor::{EventKind, EventType};

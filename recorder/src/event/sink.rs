@@ -22,10 +22,10 @@
 //! exactly one well-formed record (`size:varint typeId:varint payload`, with
 //! `size` counting itself), and no byte at or past `buf.len()` was touched.
 
-use chunk_writer::encode::{
+use jfr_format::write::encode::{
     MAX_VARINT_LEN, Sink, encode_varint, encode_varint_fixed9, varint_shape,
 };
-use chunk_writer::record::frame_large;
+use jfr_format::write::record::frame_large;
 
 /// Free bytes that let [`RecordSink::begin_event`] write an event's
 /// implicit fields with one check: the longest header, start time,
@@ -553,8 +553,8 @@ impl Sink for RecordSink<'_> {
 #[cfg(all(test, not(flightrec_loom)))]
 mod tests {
     use super::*;
-    use chunk_writer::record::EventEncoder;
-    use chunk_writer::types::TypeId;
+    use jfr_format::types::TypeId;
+    use jfr_format::write::record::EventEncoder;
 
     /// The same record through `RecordSink` and through chunk-writer's
     /// checked `EventEncoder`, each in `cap` bytes of a larger buffer; also

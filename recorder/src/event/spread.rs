@@ -2,7 +2,7 @@
 //! the CPU does that fast: BMI2's `pdep` deposits the low 56 bits of a
 //! value into the low seven bits of each byte of a word, which is what a
 //! varint's first eight bytes hold. The portable form
-//! (`chunk_writer::encode::varint_fixed9_parts`) takes three rounds of
+//! (`jfr_format::write::encode::varint_fixed9_parts`) takes three rounds of
 //! mask, shift and or, some twenty instructions on the commit path of
 //! every event (its start time).
 //!
@@ -62,7 +62,7 @@ fn pdep_is_fast() -> bool {
 
 /// The low 56 bits of `v` in the low seven bits of each byte: a varint's
 /// first eight bytes without their continuation bits
-/// (`chunk_writer::encode::spread7`).
+/// (`jfr_format::write::encode::spread7`).
 #[inline(always)]
 pub(crate) fn spread7(v: u64) -> u64 {
     #[cfg(all(target_arch = "x86_64", not(flightrec_loom)))]
@@ -81,7 +81,7 @@ pub(crate) fn spread7(v: u64) -> u64 {
         }
         return spread;
     }
-    chunk_writer::encode::spread7(v)
+    jfr_format::write::encode::spread7(v)
 }
 
 /// The first eight bytes of the nine-byte padded varint of `v`, as a
@@ -115,7 +115,7 @@ mod tests {
             }
             FAST_PDEP.store(fast, Ordering::Relaxed);
             for &v in &values {
-                let want = chunk_writer::encode::encode_varint_fixed9(v);
+                let want = jfr_format::write::encode::encode_varint_fixed9(v);
                 assert_eq!(
                     fixed9_low(v).to_le_bytes(),
                     want[..8],

@@ -19,9 +19,9 @@
 //! owner's thread is tagged with the record's epoch (through
 //! [`BuiltinRefs::thread`]).
 
-use chunk_writer::encode::Sink;
-use chunk_writer::record::EventEncoder;
-use chunk_writer::{Checkpoint, TypeId};
+use jfr_format::write::encode::Sink;
+use jfr_format::write::record::EventEncoder;
+use jfr_format::{Checkpoint, TypeId};
 
 use crate::cpool::named_classes::NamedClasses;
 

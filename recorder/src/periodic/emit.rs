@@ -7,9 +7,9 @@
 //! lands in (see [`crate::event::commit::emit_builtin`]); a drop is
 //! counted there and reported to the caller as `false`.
 
-use chunk_writer::TypeId;
-use chunk_writer::encode::Sink;
-use chunk_writer::record::EventEncoder;
+use jfr_format::TypeId;
+use jfr_format::write::encode::Sink;
+use jfr_format::write::record::EventEncoder;
 
 use crate::event::commit::{BuiltinRefs, emit_builtin};
 

@@ -44,9 +44,9 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use chunk_writer::TypeId;
-use chunk_writer::encode::Sink;
-use chunk_writer::record::EventEncoder;
+use jfr_format::TypeId;
+use jfr_format::write::encode::Sink;
+use jfr_format::write::record::EventEncoder;
 
 use super::emit::emit_with;
 use crate::clock;

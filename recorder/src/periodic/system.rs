@@ -33,8 +33,8 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use chunk_writer::TypeId;
-use chunk_writer::encode::Sink;
+use jfr_format::TypeId;
+use jfr_format::write::encode::Sink;
 
 use super::emit::{emit, emit_with};
 use super::lifecycle::Lifecycle;

@@ -6,11 +6,11 @@
 //! Invariant: every chunk's first events are one `jdk.ActiveRecording`
 //! per recording live when it started, each describing its recording as
 //! configured at its start (fields in JDK 25's
-//! order; see `chunk_writer::builtin`).
+//! order; see `jfr_format::builtin`).
 
-use chunk_writer::TypeId;
-use chunk_writer::encode::Sink;
-use chunk_writer::record::{begin_record, end_record};
+use jfr_format::TypeId;
+use jfr_format::write::encode::Sink;
+use jfr_format::write::record::{begin_record, end_record};
 
 use crate::recording::config::builder::RecordingConfig;
 use crate::sync::{AtomicU64, Ordering};

@@ -12,7 +12,7 @@
 //! 2. A chunk left in progress (a killed process) is cut to the last flush
 //!    its header records and marked finished.
 //! 3. Each chunk is then read in full by the crate's own reader
-//!    ([`chunk_writer::reader::read_recording`]): header magic, version,
+//!    ([`jfr_format::read::read_recording`]): header magic, version,
 //!    size and offsets, metadata, constant pools and every event record. A
 //!    chunk that fails is *skipped* and listed, with the reader's error, in
 //!    [`Assembled::skipped`]; so is an in-progress chunk with nothing flushed.
@@ -32,8 +32,8 @@ use std::io::{self, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use chunk_writer::header::{ChunkHeader, HEADER_LEN, MAGIC, STATE_FINISHED};
-use chunk_writer::reader::{ReadError, read_recording};
+use jfr_format::read::{ReadError, read_recording};
+use jfr_format::write::header::{ChunkHeader, HEADER_LEN, MAGIC, STATE_FINISHED};
 
 use crate::recording::files::{chunk_name_pid, write_private_file};
 

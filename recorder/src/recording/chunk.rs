@@ -33,11 +33,11 @@ use crate::recording::chunk_out::ChunkOut;
 use std::collections::BTreeSet;
 use std::io::{self, Write as _};
 
-use chunk_writer::constants::{frame_type, thread_state, write_simple_string};
-use chunk_writer::encode::Sink;
-use chunk_writer::header::HEADER_LEN;
-use chunk_writer::record::{begin_record, end_record};
-use chunk_writer::{Checkpoint, ChunkEnd, ChunkStart, ChunkWriter, TypeId};
+use jfr_format::write::constants::{frame_type, thread_state, write_simple_string};
+use jfr_format::write::encode::Sink;
+use jfr_format::write::header::HEADER_LEN;
+use jfr_format::write::record::{begin_record, end_record};
+use jfr_format::{Checkpoint, ChunkEnd, ChunkStart, ChunkWriter, TypeId};
 
 use crate::buffer::block::Block;
 use crate::clock;
@@ -247,7 +247,7 @@ impl ChunkAssembler {
         losses.commit(report);
         self.pending = (0, 0);
         let mut header = *self.writer.header();
-        header.state = chunk_writer::header::STATE_FINISHED;
+        header.state = jfr_format::write::header::STATE_FINISHED;
         self.last_good = Some((self.writer.len(), header.to_bytes()));
         Ok(())
     }
@@ -305,7 +305,7 @@ impl ChunkAssembler {
             .into_iter()
             .filter(|k| !self.written_stacks.contains(k))
             .collect();
-        let mut cp = Checkpoint::new(chunk_writer::checkpoint::FLAG_FLUSH);
+        let mut cp = Checkpoint::new(jfr_format::write::checkpoint::FLAG_FLUSH);
         rt.threads.write_pool(&mut cp, &threads);
         let gone = frames.write_pools(&mut cp, &rt.stacks, &stacks);
         if gone > 0 {

@@ -39,7 +39,7 @@
 //! Copying drained blocks into `buf` was about 40 % of the recorder
 //! thread's time. A sealed block is instead written from its own memory:
 //! the chunk first pads the file to the alignment with a filler record
-//! (see `chunk_writer::checkpoint::filler`), then [`DirectFile::gather`]
+//! (see `jfr_format::write::checkpoint::filler`), then [`DirectFile::gather`]
 //! queues the block's whole aligned part as it is and copies only its last
 //! partial unit (under `align` bytes) into `buf`. Queued pieces (the
 //! staged bytes before the block, then the block) are written in order by
@@ -738,12 +738,12 @@ mod tests {
             let count = if round % 11 == 5 { 300 } else { next() % 40 };
             for _ in 0..count {
                 let mut gap = (a - model.len() % a) % a;
-                if gap > 0 && gap < chunk_writer::checkpoint::FILLER_MIN {
+                if gap > 0 && gap < jfr_format::write::checkpoint::FILLER_MIN {
                     gap += a;
                 }
                 let mut fill = vec![0; gap];
                 if gap > 0 {
-                    assert!(chunk_writer::checkpoint::filler(&mut fill));
+                    assert!(jfr_format::write::checkpoint::filler(&mut fill));
                 }
                 out.write_all(&fill).unwrap();
                 model.extend_from_slice(&fill);

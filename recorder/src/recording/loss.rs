@@ -34,9 +34,9 @@
 //! `flightrec.EventsLost` events, summed over all its chunks, equal the
 //! counters' growth from the recording's start to its last report.
 
-use chunk_writer::TypeId;
-use chunk_writer::encode::Sink;
-use chunk_writer::record::{begin_record, end_record};
+use jfr_format::TypeId;
+use jfr_format::write::encode::Sink;
+use jfr_format::write::record::{begin_record, end_record};
 
 use crate::sync::{AtomicU64, Ordering};
 

@@ -38,8 +38,8 @@ use std::cell::Cell;
 use std::hint::black_box;
 use std::panic::PanicHookInfo;
 
-use chunk_writer::encode::Sink;
-use chunk_writer::{Checkpoint, TypeId};
+use jfr_format::write::encode::Sink;
+use jfr_format::{Checkpoint, TypeId};
 
 use crate::cpool::named_classes::NamedClasses;
 use crate::event::commit::BuiltinRefs;

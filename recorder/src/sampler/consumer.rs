@@ -76,10 +76,10 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use chunk_writer::TypeId;
-use chunk_writer::constants::thread_state;
-use chunk_writer::encode::Sink;
-use chunk_writer::record::EventEncoder;
+use jfr_format::TypeId;
+use jfr_format::write::constants::thread_state;
+use jfr_format::write::encode::Sink;
+use jfr_format::write::record::EventEncoder;
 
 use super::Sampler;
 use super::birth;

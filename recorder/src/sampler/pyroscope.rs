@@ -39,9 +39,9 @@
 //! Invariant: while the switch is on and sampling runs, every chunk's first
 //! event record is the `event` setting for the sampler's current mode.
 
-use chunk_writer::TypeId;
-use chunk_writer::encode::Sink;
-use chunk_writer::record::{begin_record, end_record};
+use jfr_format::TypeId;
+use jfr_format::write::encode::Sink;
+use jfr_format::write::record::{begin_record, end_record};
 
 use super::config::SamplerConfig;
 use std::time::Duration;

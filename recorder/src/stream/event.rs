@@ -6,8 +6,8 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use chunk_writer::header::ChunkHeader;
-use chunk_writer::reader::{EventRecord, Value};
+use jfr_format::read::{EventRecord, Value};
+use jfr_format::write::header::ChunkHeader;
 
 /// One event, as a stream callback sees it.
 #[derive(Debug, Clone, Copy)]

@@ -16,7 +16,7 @@
 //! `chunk_size` (the part the last flush made complete; the whole chunk
 //! once the state is 0, finished), re-reads the header to be sure it did
 //! not change meanwhile, and hands the new part to the project's reader
-//! ([`chunk_writer::reader::ChunkFollower`]), which decodes only the
+//! ([`jfr_format::read::ChunkFollower`]), which decodes only the
 //! records and constants added since the last poll. Those events go to
 //! the callbacks. A finished chunk is then done. So each byte of a chunk
 //! is read and decoded once, however many flushes it takes
@@ -78,8 +78,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
-use chunk_writer::header::{ChunkHeader, HEADER_LEN};
-use chunk_writer::reader::{ChunkFollower, ReadError, read_recording};
+use jfr_format::read::{ChunkFollower, ReadError, read_recording};
+use jfr_format::write::header::{ChunkHeader, HEADER_LEN};
 
 pub use event::{Frame, RecordedEvent};
 pub use files::FileKind;
@@ -589,7 +589,7 @@ impl EventStream {
         let Some(header) = ChunkHeader::parse(&head) else {
             return Step::Again;
         };
-        if header.state == chunk_writer::header::STATE_UPDATING {
+        if header.state == jfr_format::write::header::STATE_UPDATING {
             return Step::Again;
         }
         let finished = header.is_finished();
@@ -640,7 +640,8 @@ impl EventStream {
                 }
                 Step::Progress {
                     finished,
-                    last: finished && header.flags & chunk_writer::header::FLAG_FINAL_CHUNK != 0,
+                    last: finished
+                        && header.flags & jfr_format::write::header::FLAG_FINAL_CHUNK != 0,
                 }
             }
             Err(_) if !finished => Step::Again,
@@ -654,7 +655,7 @@ impl EventStream {
         }
     }
 
-    fn deliver(&mut self, header: &ChunkHeader, events: &[chunk_writer::reader::EventRecord]) {
+    fn deliver(&mut self, header: &ChunkHeader, events: &[jfr_format::read::EventRecord]) {
         let mut panics = Vec::new();
         for record in events {
             let ev = RecordedEvent { record, header };

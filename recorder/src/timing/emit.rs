@@ -25,13 +25,13 @@
 //! Invariant: every record written here references only method keys whose
 //! site is registered, hence defined by the chunk's next checkpoint.
 
-use chunk_writer::constants::{
+use jfr_format::types::ACC_NATIVE;
+use jfr_format::write::constants::{
     ClassValue, MethodValue, write_class, write_method, write_package, write_symbol,
 };
-use chunk_writer::encode::Sink;
-use chunk_writer::record::{EventEncoder, begin_record, end_record};
-use chunk_writer::types::ACC_NATIVE;
-use chunk_writer::{Checkpoint, TypeId};
+use jfr_format::write::encode::Sink;
+use jfr_format::write::record::{EventEncoder, begin_record, end_record};
+use jfr_format::{Checkpoint, TypeId};
 
 use super::accum;
 use super::site::TRACE_STACK;

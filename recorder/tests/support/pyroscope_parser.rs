@@ -25,8 +25,8 @@
 
 use std::collections::HashMap;
 
-use chunk_writer::reader::read_recording;
-use chunk_writer::reader::{ClassRecord, MetadataRecord};
+use jfr_format::read::read_recording;
+use jfr_format::read::{ClassRecord, MetadataRecord};
 
 /// Events of the kinds Pyroscope's parser binds (it skips every other).
 pub const PARSED_EVENTS: &[&str] = &[
@@ -178,7 +178,7 @@ impl Walker<'_> {
         }
     }
 
-    fn field(&mut self, f: &chunk_writer::reader::FieldRecord, what: &str) -> V {
+    fn field(&mut self, f: &jfr_format::read::FieldRecord, what: &str) -> V {
         let n = if f.array {
             self.varint(5, what) as usize
         } else {
@@ -318,7 +318,7 @@ pub fn parse(file: &[u8]) -> Parsed {
                 for _ in 0..pools {
                     let tid = w.varint(9, "pool type");
                     let c = md
-                        .class(chunk_writer::TypeId(tid))
+                        .class(jfr_format::TypeId(tid))
                         .expect("pool of a declared type");
                     assert_readable(md, c);
                     let n = w.varint(5, "pool size");
@@ -339,7 +339,7 @@ pub fn parse(file: &[u8]) -> Parsed {
                 continue;
             }
             let c = md
-                .class(chunk_writer::TypeId(ty))
+                .class(jfr_format::TypeId(ty))
                 .expect("event of a declared type");
             // Every string in every event is walked (rule 4); only the
             // parser's own events are held to its integer limits.

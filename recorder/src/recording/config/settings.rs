@@ -248,7 +248,7 @@ impl Settings {
         setting: &str,
         value: &str,
     ) -> Result<&mut Self, SettingError> {
-        chunk_writer::metadata::validate_name(event, true)
+        jfr_format::write::metadata::validate_name(event, true)
             .map_err(|_| SettingError::InvalidEventName(event.to_owned()))?;
         if setting == "filter" {
             return self.method_filter(event, value);
@@ -403,7 +403,7 @@ pub fn format_duration(d: Duration) -> String {
 /// True if `event` is one of the JDK event types in flightrec's built-in
 /// table (never registered: they exist in every chunk's metadata).
 pub(crate) fn is_builtin_event(event: &str) -> bool {
-    chunk_writer::builtin::builtin_types()
+    jfr_format::builtin::builtin_types()
         .iter()
         .any(|t| t.is_event() && t.name == event)
 }

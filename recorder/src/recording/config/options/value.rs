@@ -101,7 +101,7 @@ pub(super) fn event_setting(
     // setting is "new" to flightrec, so the `+` changes nothing.
     let name = key.strip_prefix('+').unwrap_or(key);
     let (event, setting) = name.split_once('#').unwrap_or((name, ""));
-    if chunk_writer::metadata::validate_name(event, true).is_err() {
+    if jfr_format::write::metadata::validate_name(event, true).is_err() {
         return Err(OptionError::InvalidEventName {
             key: key.to_owned(),
             event: event.to_owned(),
