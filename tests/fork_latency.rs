@@ -1,6 +1,6 @@
 //! `fork()` never waits for a rotation or a stop to finish: the fork
 //! handlers take only locks that are held for moments (see
-//! `recorder/src/recording/fork.rs` and `physical.rs`).
+//! `recorder/src/process/fork.rs` and `lifecycle/physical.rs`).
 //!
 //! 100 forks while writers flood and the recording rotates every 5 ms (each
 //! child `_exit(0)`s at once): the 99th percentile of the parent's `fork()`

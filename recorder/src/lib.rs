@@ -38,60 +38,60 @@
 pub mod alloc;
 #[cfg(not(flightrec_loom))]
 pub mod attach;
+pub(crate) mod base;
 pub(crate) mod buffer;
-pub mod clock;
+pub mod config;
 pub(crate) mod cpool;
 pub(crate) mod epoch;
 pub mod event;
 #[cfg(not(flightrec_loom))]
 pub mod labels;
+pub(crate) mod lifecycle;
 #[cfg(not(flightrec_loom))]
 pub mod lock;
 #[cfg(flightrec_loom)]
 #[doc(hidden)]
 pub mod loom_api;
+pub(crate) mod output;
 #[cfg(not(flightrec_loom))]
 pub mod periodic;
+pub(crate) mod process;
 #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
 pub mod pyroscope;
-pub mod recording;
+pub mod repository;
 mod runtime;
 pub mod sampler;
-mod signals;
 #[doc(hidden)]
 pub mod stack;
 pub mod stream;
-pub(crate) mod sync;
 pub mod timing;
 
-// The modules that lived at the crate root before `recording/` held them,
-// under their old public paths.
-#[cfg(not(flightrec_loom))]
-pub use recording::autostart;
-pub use recording::config::{options, settings};
+pub use base::clock;
+pub use config::{options, settings};
 #[cfg(not(flightrec_loom))]
 #[doc(hidden)]
-pub use recording::panic_guard;
-pub use recording::{config, repository};
+pub use process::{autostart, panic_guard};
 
+pub use base::loss::{LossCause, LossCounts};
+pub use config::settings::{SettingError, Settings, TypeSettings};
+pub use config::{Attach, RecordingConfig, StartError};
 pub use event::commit::{DurationGuard, Event, StackTrace, ThreadRef, Timer};
 pub use event::descriptor::{DefaultSettings, EventKind, EventType, EventTypeInfo, FieldInfo};
 pub use event::dynamic::{EventTypeBuilder, Value, ValueSource};
 pub use event::field::{ContentType, FieldKind, FieldValue, FieldWriter};
 #[cfg(not(flightrec_loom))]
+pub use lifecycle::handle::{MemoryUse, Recording};
+#[cfg(not(flightrec_loom))]
+pub use lifecycle::outcome::{RecordingError, RecordingSummary};
+#[cfg(not(flightrec_loom))]
+pub use lifecycle::statistics::RecorderStatistics;
+#[cfg(not(flightrec_loom))]
 pub use periodic::{add_periodic_event, remove_periodic_event};
 #[cfg(not(flightrec_loom))]
-pub use recording::autostart::{AutoStartError, start_from_env};
-pub use recording::config::settings::{SettingError, Settings, TypeSettings};
-pub use recording::config::{Attach, RecordingConfig, StartError};
-pub use recording::loss::{LossCause, LossCounts};
-pub use recording::repository::{
+pub use process::autostart::{AutoStartError, start_from_env};
+pub use repository::{
     AssembleError, Assembled, RepositoryProblem, SkipReason, SkippedChunk, assemble, recover_chunk,
 };
-#[cfg(not(flightrec_loom))]
-pub use recording::statistics::RecorderStatistics;
-#[cfg(not(flightrec_loom))]
-pub use recording::{MemoryUse, Recording, RecordingError, RecordingSummary};
 
 /// The wrapped `pthread_create` behind the `thread-hook` feature, for the
 /// C library to export as its own `pthread_create` (see
@@ -108,8 +108,8 @@ pub mod __thread_hook {
 #[cfg(not(flightrec_loom))]
 #[doc(hidden)]
 pub mod __signal_hook {
+    pub use crate::process::signals::{Sigaction, real_sigaction};
     pub use crate::sampler::claim::take;
-    pub use crate::signals::{Sigaction, real_sigaction};
 }
 
 /// Paths used by `#[derive(Event)]`'s generated code.

@@ -12,18 +12,19 @@ use jfr_format::TypeId;
 use jfr_format::write::encode::Sink;
 use jfr_format::write::record::EventEncoder;
 
+use crate::base::enabled as settings_word;
+use crate::base::loss::LossCounts;
+use crate::base::sync::{Arc, Ordering};
 use crate::buffer::block::Block;
 use crate::buffer::encode::Encode;
 use crate::buffer::local;
 use crate::buffer::slot::{Emitted, ThreadSlot};
+use crate::config::builder::{DEFAULT_MAX_MEMORY, DEFAULT_THREAD_BUFFER};
+use crate::config::settings::Settings;
 use crate::epoch::rotation;
 use crate::event::descriptor::{EventKind, EventType};
-use crate::recording::config::builder::{DEFAULT_MAX_MEMORY, DEFAULT_THREAD_BUFFER};
-use crate::recording::config::settings::{self as settings_word, Settings};
-use crate::recording::loss::LossCounts;
 use crate::runtime;
 use crate::sampler::queue;
-use crate::sync::{Arc, Ordering};
 
 /// Bytes per block in the models (the shrunk default thread buffer).
 pub const BLOCK_SIZE: usize = DEFAULT_THREAD_BUFFER;
@@ -426,7 +427,7 @@ pub fn pack(kind: EventKind, enabled: bool, stack_trace: bool, threshold_ticks: 
 
 /// Ticks of `d` (the registry's conversion of thresholds).
 pub fn duration_to_ticks(d: std::time::Duration) -> u64 {
-    crate::clock::duration_to_ticks(d) as u64
+    crate::base::clock::duration_to_ticks(d) as u64
 }
 
 // === sampler queue ===

@@ -8,13 +8,13 @@
 //! the life of the process; a caller holding an enabled settings word may
 //! use [`enabled`], which does not check.
 
+use crate::base::enabled::EnabledWord;
+use crate::base::loss::Losses;
+use crate::base::sync::{Arc, AtomicU64, Mutex, OnceLock};
 use crate::buffer::pool::BufferPool;
 use crate::buffer::slot::ThreadSlot;
 use crate::cpool::stacks::StackRepository;
 use crate::cpool::threads::ThreadRegistry;
-use crate::recording::config::settings::EnabledWord;
-use crate::recording::loss::Losses;
-use crate::sync::{Arc, AtomicU64, Mutex, OnceLock};
 
 /// Buffers, threads, constants and losses, shared by the emitting threads
 /// and the recorder thread.

@@ -1,4 +1,4 @@
-//! Only `recorder/src/sync.rs` names the synchronisation primitives.
+//! Only `recorder/src/base/sync.rs` names the synchronisation primitives.
 //!
 //! The runtime's atomics, locks, `Arc`s, init-once cells, thread-locals and
 //! scheduler calls go through `crate::sync`, which swaps them for loom's twins
@@ -163,14 +163,14 @@ fn violation(path: &PathUse) -> Option<String> {
     for w in s.windows(2) {
         if STD_ROOTS.contains(&w[0].as_str()) && w[1] == "sync" {
             return Some(format!(
-                "`{joined}`: {}::sync outside recorder/src/sync.rs",
+                "`{joined}`: {}::sync outside recorder/src/base/sync.rs",
                 w[0]
             ));
         }
     }
     if CRATES_ONLY_IN_SYNC.contains(&s[0].as_str()) {
         return Some(format!(
-            "`{joined}`: the `{}` crate outside recorder/src/sync.rs",
+            "`{joined}`: the `{}` crate outside recorder/src/base/sync.rs",
             s[0]
         ));
     }
@@ -243,8 +243,11 @@ fn only_sync_names_the_primitives() {
         files.len(),
         src.display()
     );
-    let sync = src.join("sync.rs");
-    assert!(files.contains(&sync), "recorder/src/sync.rs is missing");
+    let sync = src.join("base").join("sync.rs");
+    assert!(
+        files.contains(&sync),
+        "recorder/src/base/sync.rs is missing"
+    );
     let mut found = Vec::new();
     for file in files.iter().filter(|f| **f != sync) {
         let text = std::fs::read_to_string(file).expect("read a source file");
@@ -260,7 +263,7 @@ fn only_sync_names_the_primitives() {
     }
     assert!(
         found.is_empty(),
-        "synchronisation named outside recorder/src/sync.rs (route it through crate::sync):\n  {}",
+        "synchronisation named outside recorder/src/base/sync.rs (route it through crate::base::sync):\n  {}",
         found.join("\n  ")
     );
 }

@@ -27,12 +27,12 @@ use jfr_format::write::record::{EventEncoder, begin_record, end_record};
 use jfr_format::{Checkpoint, TypeId};
 
 use super::{LIVE, QUEUE, queue::RawSample, state, threads};
+use crate::base::loss::LossCause;
+use crate::base::sync::{Arc, AtomicU64, Mutex, Ordering};
 use crate::cpool::named_classes::NamedClasses;
 use crate::cpool::threads::ThreadTags;
 use crate::event::commit::{BuiltinRefs, emit_builtin};
-use crate::recording::loss::LossCause;
 use crate::runtime::{self, Runtime};
-use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
 
 /// The first frame of an allocation stack.
 const ALLOC_MARKER: u64 = 0xFFFF_E000_0000_0001;
@@ -277,7 +277,7 @@ fn write_sample(rt: &Runtime, d: &mut Drain, s: &RawSample, events: bool) {
 }
 
 fn write_statistics(rt: &Runtime, d: &mut Drain) {
-    let ticks = crate::clock::ticks();
+    let ticks = crate::base::clock::ticks();
     for (tid, allocated) in threads::snapshot() {
         let (key, tags) = thread_of(rt, d, tid as i64);
         let refs = BuiltinRefs {

@@ -98,9 +98,9 @@ pub(crate) use emit::{
     write_old_object_events,
 };
 
-use crate::recording::config::settings::{Settings, Throttle};
-use crate::recording::loss::LossCause;
-use crate::sync::{AtomicBool, AtomicU64, Ordering};
+use crate::base::loss::LossCause;
+use crate::base::sync::{AtomicBool, AtomicU64, Ordering};
+use crate::config::settings::{Settings, Throttle};
 
 /// The leak table: 512 buckets of 8 slots.
 static LIVE: live::LiveTable<512, 4096> = live::LiveTable::new();
@@ -172,7 +172,7 @@ fn record(ptr: *mut u8, size: u64, weight: u64, track: bool) {
     if !st.sampling.load(Ordering::Relaxed) {
         return;
     }
-    let ticks = crate::clock::ticks();
+    let ticks = crate::base::clock::ticks();
     let addr = ptr.addr();
     let live = if track && st.leaks.load(Ordering::Relaxed) {
         let at = LIVE.track(addr, size, weight, ticks);
@@ -187,7 +187,7 @@ fn record(ptr: *mut u8, size: u64, weight: u64, track: bool) {
     let type_name = allocator::current_type_name();
     let queued = QUEUE.push(|s| {
         s.ticks = ticks;
-        s.tid = crate::sync::os_thread_id();
+        s.tid = crate::base::sync::os_thread_id();
         s.size = size;
         s.weight = weight;
         s.type_name = type_name;
@@ -265,9 +265,7 @@ pub(crate) fn apply(settings: &Settings, recording: bool) {
         .get("jdk.ThreadAllocationStatistics")
         .and_then(|s| s.period)
     {
-        Some(crate::recording::config::settings::Period::Interval(d)) => {
-            (d.as_millis() as u64).max(10)
-        }
+        Some(crate::config::settings::Period::Interval(d)) => (d.as_millis() as u64).max(10),
         // Chunk-relative periods: every second (documented).
         _ => 1000,
     };

@@ -19,7 +19,7 @@
 
 use std::cell::Cell;
 
-use crate::sync::{AtomicU64, AtomicUsize, Ordering};
+use crate::base::sync::{AtomicU64, AtomicUsize, Ordering};
 
 /// What the wrapper's fast path does now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,7 +59,7 @@ pub(super) fn set_mode(counting: bool, installed: bool) -> bool {
     installed || was == Mode::Idle as usize
 }
 
-crate::sync::thread_local! {
+crate::base::sync::thread_local! {
     /// Bytes left before the next sample (or the next look at the
     /// settings while sampling is off). 0 at thread start: the first
     /// allocation takes the slow path, which arms it.
@@ -231,7 +231,7 @@ fn seed(addr: u64) -> u64 {
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
-    let s = splitmix(addr ^ splitmix(n ^ t ^ (crate::sync::os_thread_id() as u64)));
+    let s = splitmix(addr ^ splitmix(n ^ t ^ (crate::base::sync::os_thread_id() as u64)));
     if s == 0 { 1 } else { s }
 }
 

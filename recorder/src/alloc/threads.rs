@@ -9,7 +9,7 @@
 //! Invariant: a record's `tid` is 0 (free) or the kernel id of the live
 //! thread that claimed it; only that thread stores its `allocated`.
 
-use crate::sync::{AtomicU64, Ordering};
+use crate::base::sync::{AtomicU64, Ordering};
 
 /// Threads whose counts are reported (more: counted in no record).
 pub(super) const MAX_THREADS: usize = 1024;
@@ -39,7 +39,7 @@ impl Drop for Claim {
     }
 }
 
-crate::sync::thread_local! {
+crate::base::sync::thread_local! {
     static CLAIM: Claim = const { Claim(std::cell::Cell::new(None), std::cell::Cell::new(false)) };
 }
 
@@ -56,7 +56,7 @@ pub(super) fn own_counter() -> Option<&'static AtomicU64> {
             if c.1.replace(true) {
                 return None; // tried before: full
             }
-            let tid = crate::sync::os_thread_id() as u64;
+            let tid = crate::base::sync::os_thread_id() as u64;
             let i = RECORDS.iter().position(|r| {
                 r.tid
                     .compare_exchange(0, tid, Ordering::AcqRel, Ordering::Relaxed)

@@ -12,15 +12,15 @@
 //! Invariant: [`ACTIVE`] holds the recordings that run in this process, in
 //! start order; entries left by a parent (in a forked child) are ignored.
 
-use crate::sync::mpsc;
+use crate::base::sync::mpsc;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::recording::config::builder::RecordingConfig;
-use crate::recording::outcome::RecordingError;
-use crate::recording::recorder_thread::Command;
+use crate::base::sync::Mutex;
+use crate::config::builder::RecordingConfig;
+use crate::lifecycle::outcome::RecordingError;
+use crate::output::recorder_thread::Command;
 use crate::runtime::Runtime;
-use crate::sync::Mutex;
 
 /// How long a dump requested by `jcmd` may take.
 pub(crate) const DUMP_TIMEOUT: Duration = Duration::from_secs(60);

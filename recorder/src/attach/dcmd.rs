@@ -114,7 +114,7 @@ fn time_error(v: &str) -> String {
 
 /// `30s`, `10 ms`, `5m`, `2h`, `1d`, `0`.
 pub(crate) fn parse_time(v: &str) -> Option<Duration> {
-    crate::recording::config::settings::parse_duration("time", v).ok()
+    crate::config::settings::parse_duration("time", v).ok()
 }
 
 /// A MEMORY SIZE argument (`250m`, `1g`, `4096`).

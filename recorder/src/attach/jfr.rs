@@ -22,9 +22,9 @@ use std::time::{Duration, SystemTime};
 
 use super::control::{self, Active, CONFIGURED};
 use super::dcmd::{self, Arg};
-use crate::recording::autostart::{self, AutoStartError};
-use crate::recording::config::builder::StartError;
-use crate::recording::config::options;
+use crate::config::builder::StartError;
+use crate::config::options;
+use crate::process::autostart::{self, AutoStartError};
 
 /// Every command, for `help`.
 const COMMANDS: &[(&str, &str)] = &[
@@ -333,7 +333,7 @@ fn settings_text(a: &Active) -> String {
             let _ = write!(
                 s,
                 ",threshold={}",
-                crate::recording::config::settings::format_duration(t)
+                crate::config::settings::format_duration(t)
             );
         }
         let label = ty.info.label.unwrap_or(ty.info.name);
@@ -356,7 +356,7 @@ fn settings_text(a: &Active) -> String {
         if let Some(d) = t.threshold {
             s.push(format!(
                 "threshold={}",
-                crate::recording::config::settings::format_duration(d)
+                crate::config::settings::format_duration(d)
             ));
         }
         if let Some(th) = t.throttle {
@@ -370,8 +370,8 @@ fn settings_text(a: &Active) -> String {
     out
 }
 
-fn throttle_text(t: crate::recording::config::settings::Throttle) -> String {
-    use crate::recording::config::settings::Throttle;
+fn throttle_text(t: crate::config::settings::Throttle) -> String {
+    use crate::config::settings::Throttle;
     match t {
         Throttle::Off => "off".to_owned(),
         Throttle::Rate { count, per } => {
@@ -386,14 +386,14 @@ fn throttle_text(t: crate::recording::config::settings::Throttle) -> String {
             };
             format!("{count}/{unit}")
         }
-        Throttle::Interval(d) => crate::recording::config::settings::format_duration(d),
+        Throttle::Interval(d) => crate::config::settings::format_duration(d),
     }
 }
 
-fn period_text(p: crate::recording::config::settings::Period) -> String {
-    use crate::recording::config::settings::Period;
+fn period_text(p: crate::config::settings::Period) -> String {
+    use crate::config::settings::Period;
     match p {
-        Period::Interval(d) => crate::recording::config::settings::format_duration(d),
+        Period::Interval(d) => crate::config::settings::format_duration(d),
         Period::EveryChunk => "everyChunk".to_owned(),
         Period::BeginChunk => "beginChunk".to_owned(),
         Period::EndChunk => "endChunk".to_owned(),

@@ -28,7 +28,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::protocol::{self, FrameError, REPLY_TIMEOUT, REQUEST_DEADLINE, Request};
-use crate::sync::{AtomicU64, Mutex, Ordering};
+use crate::base::sync::{AtomicU64, Mutex, Ordering};
 
 /// The pid whose listener runs (0: none).
 static LISTENING: Mutex<u32> = Mutex::new(0);
@@ -370,7 +370,7 @@ pub(crate) extern "C" fn remove_socket_at_exit() {
 }
 
 fn register_exit_handler() {
-    static ONCE: crate::sync::Once = crate::sync::Once::new();
+    static ONCE: crate::base::sync::Once = crate::base::sync::Once::new();
     ONCE.call_once(|| {
         // SAFETY: a plain `extern "C" fn()` that catches panics; atexit
         // only stores the pointer.

@@ -110,7 +110,7 @@ pub(crate) fn remove_socket() {
 pub use listener::{listen, socket_path};
 pub use sigquit::listen_on_sigquit;
 
-use crate::recording::config::builder::Attach;
+use crate::config::builder::Attach;
 
 /// Starts answering `jcmd` as `mode` says (see [`Attach`]).
 pub(crate) fn start(mode: Attach) -> std::io::Result<()> {

@@ -33,7 +33,7 @@ use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::PathBuf;
 
-use crate::sync::{AtomicU64, Ordering};
+use crate::base::sync::{AtomicU64, Ordering};
 
 /// The pid that published (0: none).
 static PUBLISHED: AtomicU64 = AtomicU64::new(0);
@@ -196,7 +196,7 @@ pub(super) extern "C" fn remove_at_exit() {
 }
 
 fn register_exit_handler() {
-    static ONCE: crate::sync::Once = crate::sync::Once::new();
+    static ONCE: crate::base::sync::Once = crate::base::sync::Once::new();
     ONCE.call_once(|| {
         // SAFETY: a plain `extern "C" fn()` that catches panics; atexit
         // only stores the pointer.

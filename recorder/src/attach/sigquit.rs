@@ -37,7 +37,7 @@
 
 use std::io;
 
-use crate::sync::{AtomicUsize, Mutex, Ordering};
+use crate::base::sync::{AtomicUsize, Mutex, Ordering};
 
 /// The pid whose trigger thread runs (0: none).
 static OWNER: AtomicUsize = AtomicUsize::new(0);
@@ -99,7 +99,7 @@ pub fn listen_on_sigquit() -> io::Result<()> {
 /// is ours already, as in a forked child).
 fn install_handler() -> io::Result<()> {
     let ours = on_sigquit as *const () as usize;
-    let prev = crate::signals::install(libc::SIGQUIT, ours, libc::SA_ONSTACK)?;
+    let prev = crate::process::signals::install(libc::SIGQUIT, ours, libc::SA_ONSTACK)?;
     if prev.sa_sigaction != ours {
         // A SIGQUIT between the sigaction and these stores is forwarded to
         // the default (noted on stderr) instead: harmless.
@@ -211,7 +211,7 @@ unsafe fn forward(sig: libc::c_int, info: *mut libc::siginfo_t, uc: *mut libc::c
     let flags = PREVIOUS_FLAGS.load(Ordering::Relaxed) as libc::c_int;
     // SAFETY: `h` and `flags` are the replaced action's; the arguments are
     // the handler's.
-    unsafe { crate::signals::call(h, flags, sig, info, uc) };
+    unsafe { crate::process::signals::call(h, flags, sig, info, uc) };
 }
 
 #[cfg(all(test, not(flightrec_loom)))]

@@ -39,8 +39,8 @@
 
 use std::ptr::NonNull;
 
+use crate::base::sync::{AtomicU64, ByteCell as UnsafeCell, ByteShadow, Ordering};
 use crate::buffer::encode::Encode;
-use crate::sync::{AtomicU64, ByteCell as UnsafeCell, ByteShadow, Ordering};
 
 /// The byte-position half of a `committed` or `flushed` word.
 const POS_MASK: u64 = (1 << 32) - 1;

@@ -24,10 +24,10 @@
 use std::cell::Cell;
 use std::ptr::NonNull;
 
+use crate::base::loss::LossCause;
+use crate::base::sync::{Arc, Ordering};
 use crate::buffer::slot::ThreadSlot;
-use crate::recording::loss::LossCause;
 use crate::runtime::Runtime;
-use crate::sync::{Arc, Ordering};
 
 /// `SLOT` once the thread's guard has retired its slot.
 const EXITED: *const ThreadSlot = std::ptr::without_provenance(1);
@@ -101,13 +101,13 @@ pub(crate) fn register(rt: &Runtime, key: u64) -> Arc<ThreadSlot> {
 }
 
 #[cfg(not(flightrec_loom))]
-crate::sync::thread_local! {
+crate::base::sync::thread_local! {
     static SLOT: Cell<*const ThreadSlot> = const { Cell::new(std::ptr::null()) };
     static GUARD: Guard = const { Guard };
 }
 
 #[cfg(flightrec_loom)]
-crate::sync::thread_local! {
+crate::base::sync::thread_local! {
     static SLOT: Cell<*const ThreadSlot> = Cell::new(std::ptr::null());
     static GUARD: Guard = Guard;
 }
@@ -166,7 +166,7 @@ fn attach(rt: &'static Runtime, p: *const ThreadSlot) -> Option<NonNull<ThreadSl
     // destroyed (an emit from a late destructor: counted as lost).
     GUARD.try_with(|_| ()).ok()?;
     let key = rt.threads.key_for_own_thread(
-        crate::sync::os_thread_id(),
+        crate::base::sync::os_thread_id(),
         crate::cpool::threads::current_thread_name,
     );
     let p = Arc::into_raw(register(rt, key));

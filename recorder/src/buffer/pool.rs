@@ -33,7 +33,7 @@
 //! [`BufferPool::chunks_finished_before`] moves that limit); the
 //! recorder's safepoint then finds the epoch flipped and goes on from its
 //! step 2 (see
-//! [`crate::epoch::rotation`] and [`crate::recording::recorder_thread`] for
+//! [`crate::epoch::rotation`] and [`crate::output::recorder_thread`] for
 //! what that bounds).
 //!
 //! Invariant: at most `max_blocks` blocks ever exist, so the memory held by
@@ -45,7 +45,7 @@ use std::collections::VecDeque;
 use super::block::Block;
 #[cfg(not(flightrec_loom))]
 use super::slab::Slabs;
-use crate::sync::{AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
+use crate::base::sync::{AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
 
 /// Sealed bytes that make the recorder thread drain (unless a quarter of the
 /// pool is less). Large enough that the recorder wakes a few hundred times a
@@ -448,7 +448,7 @@ impl BufferPool {
         allocated.saturating_sub(free) as f64 / self.max_blocks.max(1) as f64
     }
 
-    pub(crate) fn full_queue(&self) -> crate::sync::MutexGuard<'_, VecDeque<BlockPtr>> {
+    pub(crate) fn full_queue(&self) -> crate::base::sync::MutexGuard<'_, VecDeque<BlockPtr>> {
         self.full.lock()
     }
 
@@ -462,15 +462,15 @@ impl BufferPool {
     }
 }
 
-/// Fork handling (see `crate::recording::fork`).
+/// Fork handling (see `crate::process::fork`).
 #[cfg(not(flightrec_loom))]
 impl BufferPool {
     /// Holds every lock of the pool across a `fork()`.
     pub(crate) fn fork_lock(&'static self) {
-        crate::sync::fork_lock(&self.full);
-        crate::sync::fork_lock(&self.free);
-        crate::sync::fork_lock(&self.all);
-        crate::sync::fork_lock(&self.slabs);
+        crate::base::sync::fork_lock(&self.full);
+        crate::base::sync::fork_lock(&self.free);
+        crate::base::sync::fork_lock(&self.all);
+        crate::base::sync::fork_lock(&self.slabs);
     }
 
     /// Releases what [`fork_lock`](Self::fork_lock) holds.
@@ -481,10 +481,10 @@ impl BufferPool {
     pub(crate) unsafe fn fork_unlock(&self) {
         // SAFETY: the caller's contract; reverse order of `fork_lock`.
         unsafe {
-            crate::sync::fork_unlock(&self.slabs);
-            crate::sync::fork_unlock(&self.all);
-            crate::sync::fork_unlock(&self.free);
-            crate::sync::fork_unlock(&self.full);
+            crate::base::sync::fork_unlock(&self.slabs);
+            crate::base::sync::fork_unlock(&self.all);
+            crate::base::sync::fork_unlock(&self.free);
+            crate::base::sync::fork_unlock(&self.full);
         }
     }
 
@@ -501,8 +501,8 @@ impl BufferPool {
         // are the only thread.
         let (full, free) = unsafe {
             (
-                crate::sync::fork_data(&self.full),
-                crate::sync::fork_data(&self.free),
+                crate::base::sync::fork_data(&self.full),
+                crate::base::sync::fork_data(&self.free),
             )
         };
         for b in full.drain(..).chain(owned) {

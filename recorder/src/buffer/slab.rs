@@ -34,7 +34,7 @@
 
 use std::ptr::NonNull;
 
-use crate::sync::ByteCell;
+use crate::base::sync::ByteCell;
 
 /// A transparent huge page (x86-64, aarch64 with 4 KiB pages).
 const HUGE: usize = 2 << 20;

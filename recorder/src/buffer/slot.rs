@@ -77,14 +77,14 @@
 //! section closed after the flip, no event of the old epoch is still being
 //! written.
 
+use crate::base::loss::{LossCause, Losses};
+use crate::base::sync::{Arc, AtomicPtr, AtomicU64, Ordering, compiler_fence};
 use crate::buffer::block::Block;
 use crate::buffer::encode::Encode;
 use crate::buffer::pool::{BlockPtr, BufferPool};
 use crate::cpool::threads::ThreadTags;
 use crate::event::sink::Packed;
-use crate::recording::loss::{LossCause, Losses};
 use crate::runtime::Runtime;
-use crate::sync::{Arc, AtomicPtr, AtomicU64, Ordering, compiler_fence};
 
 /// One registered writer thread.
 ///
@@ -289,7 +289,7 @@ impl ThreadSlot {
         // rotating thread's membarrier upgrades it to a full fence.
         compiler_fence(Ordering::SeqCst);
         if crate::epoch::membarrier::writers_need_fence() {
-            crate::sync::fence(Ordering::SeqCst);
+            crate::base::sync::fence(Ordering::SeqCst);
         }
         let epoch = epoch_word.load(Ordering::Relaxed);
         // Closes the section if the record's encoding unwinds; forgotten on

@@ -15,7 +15,7 @@
 use jfr_format::write::constants::{ClassValue, write_class, write_symbol};
 use jfr_format::{Checkpoint, TypeId};
 
-use crate::sync::{Mutex, MutexGuard};
+use crate::base::sync::{Mutex, MutexGuard};
 
 /// The classes of one kind, in the order their names were first seen.
 #[derive(Debug)]
@@ -60,7 +60,7 @@ impl NamedClasses {
     pub(crate) fn key_without_waiting(&self, name: &str, tries: usize) -> Option<u64> {
         let mut names = (0..tries).find_map(|_| {
             self.names.try_lock().or_else(|| {
-                crate::sync::yield_now();
+                crate::base::sync::yield_now();
                 None
             })
         })?;

@@ -59,8 +59,8 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher};
 
+use crate::base::sync::{AtomicU64, AtomicUsize, Mutex, Ordering};
 use crate::cpool::threads::{TAG_WORDS, tag_slot};
-use crate::sync::{AtomicU64, AtomicUsize, Mutex, Ordering};
 
 const SHARDS: usize = 16;
 
@@ -97,7 +97,7 @@ fn cost(frames: usize) -> usize {
 #[derive(Debug)]
 pub(crate) struct StackEntry {
     /// Lookup addresses, innermost first.
-    pub(crate) frames: crate::sync::StdArc<[u64]>,
+    pub(crate) frames: crate::base::sync::StdArc<[u64]>,
     /// The capture hit the depth limit.
     pub(crate) truncated: bool,
 }
@@ -118,7 +118,7 @@ pub(crate) struct StackRepository {
 
 #[derive(Debug)]
 struct Interned {
-    entry: crate::sync::StdArc<StackEntry>,
+    entry: crate::base::sync::StdArc<StackEntry>,
     /// The epochs it was used in, by epoch modulo 3 (see the module docs).
     used: [u64; TAG_WORDS],
     cost: usize,
@@ -127,7 +127,7 @@ struct Interned {
 #[derive(Debug, Default)]
 struct Shard {
     /// Indexed by `truncated as usize`, so lookups borrow `&[u64]`.
-    by_frames: [HashMap<crate::sync::StdArc<[u64]>, u64>; 2],
+    by_frames: [HashMap<crate::base::sync::StdArc<[u64]>, u64>; 2],
     by_key: HashMap<u64, Interned>,
 }
 
@@ -173,12 +173,12 @@ impl StackRepository {
         }
         self.bytes.fetch_add(cost, Ordering::Relaxed);
         let key = self.next_key.fetch_add(1, Ordering::Relaxed) * SHARDS as u64 + shard as u64;
-        let frames: crate::sync::StdArc<[u64]> = frames.into();
+        let frames: crate::base::sync::StdArc<[u64]> = frames.into();
         s.by_frames[truncated as usize].insert(frames.clone(), key);
         s.by_key.insert(
             key,
             Interned {
-                entry: crate::sync::StdArc::new(StackEntry { frames, truncated }),
+                entry: crate::base::sync::StdArc::new(StackEntry { frames, truncated }),
                 used: {
                     let mut used = [0; TAG_WORDS];
                     used[tag_slot(epoch)] = epoch;
@@ -191,7 +191,7 @@ impl StackRepository {
     }
 
     /// The stack under `key`, if it was not released.
-    pub(crate) fn get(&self, key: u64) -> Option<crate::sync::StdArc<StackEntry>> {
+    pub(crate) fn get(&self, key: u64) -> Option<crate::base::sync::StdArc<StackEntry>> {
         let shard = (key % SHARDS as u64) as usize;
         self.shards[shard]
             .lock()
@@ -286,7 +286,7 @@ impl StackRepository {
     #[cfg(not(flightrec_loom))]
     pub(crate) fn fork_lock(&'static self) {
         for s in &self.shards {
-            crate::sync::fork_lock(s);
+            crate::base::sync::fork_lock(s);
         }
     }
 
@@ -299,7 +299,7 @@ impl StackRepository {
     pub(crate) unsafe fn fork_unlock(&self) {
         for s in self.shards.iter().rev() {
             // SAFETY: the caller's contract.
-            unsafe { crate::sync::fork_unlock(s) }
+            unsafe { crate::base::sync::fork_unlock(s) }
         }
     }
 }

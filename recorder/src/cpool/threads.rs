@@ -24,7 +24,7 @@
 //! so the word is not overwritten while chunk `e` reads it, and no word
 //! needs clearing: the stores never race a reset. The third word is what
 //! lets a seal flip the epoch while the recorder still finishes the chunk
-//! before (see [`crate::recording::recorder_thread`] § "Chunk size").
+//! before (see [`crate::output::recorder_thread`] § "Chunk size").
 //!
 //! Invariant: a key, once handed out, names the same thread for the life of
 //! the process (the JDK reuses a key's value from the previous chunk of a
@@ -37,7 +37,7 @@ use std::collections::HashMap;
 use jfr_format::write::constants::{ThreadValue, write_thread};
 use jfr_format::{Checkpoint, TypeId};
 
-use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
+use crate::base::sync::{Arc, AtomicU64, Mutex, Ordering};
 
 /// How many epochs' tags a constant carries: the chunk being finished,
 /// the epoch after it, and the one a writer's seal may flip to before the
@@ -248,7 +248,7 @@ impl ThreadRegistry {
     /// Holds the registry's lock across a `fork()`.
     #[cfg(not(flightrec_loom))]
     pub(crate) fn fork_lock(&'static self) {
-        crate::sync::fork_lock(&self.threads);
+        crate::base::sync::fork_lock(&self.threads);
     }
 
     /// Releases what [`fork_lock`](Self::fork_lock) holds.
@@ -259,7 +259,7 @@ impl ThreadRegistry {
     #[cfg(not(flightrec_loom))]
     pub(crate) unsafe fn fork_unlock(&self) {
         // SAFETY: the caller's contract.
-        unsafe { crate::sync::fork_unlock(&self.threads) }
+        unsafe { crate::base::sync::fork_unlock(&self.threads) }
     }
 
     /// In a forked child: every thread but `own` (the forking thread's key,
@@ -274,7 +274,7 @@ impl ThreadRegistry {
     pub(crate) unsafe fn keep_only_in_child(&self, own: Option<u64>, own_tid: i64, epoch: u64) {
         // SAFETY: the caller's contract: the lock is held for us and we are
         // the only thread.
-        let t = unsafe { crate::sync::fork_data(&self.threads) };
+        let t = unsafe { crate::base::sync::fork_data(&self.threads) };
         t.live_by_tid.clear();
         for (&key, info) in t.by_key.iter_mut() {
             if Some(key) == own {
@@ -318,7 +318,7 @@ pub(crate) fn current_thread_name() -> String {
     if let Some(name) = std::thread::current().name() {
         return name.to_owned();
     }
-    let tid = crate::sync::os_thread_id();
+    let tid = crate::base::sync::os_thread_id();
     std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
         .map(|s| s.trim_end().to_owned())
         .unwrap_or_else(|_| format!("thread-{tid}"))

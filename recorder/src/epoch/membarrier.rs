@@ -11,7 +11,7 @@
 //! # Under loom
 //!
 //! Loom has no membarrier. There, `compiler_fence` is a real `fence(SeqCst)`
-//! (see [`crate::sync`]) and [`barrier`] is the caller's `fence(SeqCst)`:
+//! (see [`crate::base::sync`]) and [`barrier`] is the caller's `fence(SeqCst)`:
 //! the two SeqCst fences are the usual model of the asymmetric pair (what
 //! membarrier promotes each writer's compiler fence to).
 //!
@@ -19,8 +19,8 @@
 //! section visible to the caller or will load the new epoch.
 
 #[cfg(not(flightrec_loom))]
-use crate::sync::AtomicBool;
-use crate::sync::{Ordering, fence};
+use crate::base::sync::AtomicBool;
+use crate::base::sync::{Ordering, fence};
 
 #[cfg(not(flightrec_loom))]
 const CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;

@@ -39,12 +39,12 @@
 //! hold one epoch each, `flushed` makes every drain resume where the last one
 //! stopped, and after the safepoint no block of epoch *e* can grow.
 
+use crate::base::sync::spin_hint;
 use crate::buffer::block::Block;
 #[cfg(doc)]
 use crate::buffer::pool::BufferPool;
 use crate::epoch::membarrier;
 use crate::runtime::Runtime;
-use crate::sync::spin_hint;
 
 /// Sealed blocks handed to a sink between two of its
 /// [`BlockSink::end_batch`]es, which release them: 4 MiB of default blocks,
@@ -110,7 +110,7 @@ pub(crate) fn safepoint(rt: &Runtime, open: u64, next: Option<(u64, u64)>) -> u6
         // so the writer's committed position is visible once it reads 0.
         while slot.in_section() {
             spin_hint();
-            crate::sync::yield_now();
+            crate::base::sync::yield_now();
         }
     }
     old

@@ -35,12 +35,12 @@ use super::scratch::{self, Encoded};
 use jfr_format::write::encode::Sink;
 
 use super::sink::{Packed, RecordSink};
+use crate::base::enabled::EnabledWord;
+use crate::base::loss::LossCause;
 use crate::buffer::encode::Encode;
 use crate::buffer::local;
 use crate::buffer::slot::{Emitted, ThreadSlot, tag_stack};
 use crate::cpool::threads::ThreadTags;
-use crate::recording::config::settings::EnabledWord;
-use crate::recording::loss::LossCause;
 use crate::runtime;
 
 /// An event type declared in Rust, usually with `#[derive(Event)]`.
@@ -383,7 +383,7 @@ fn dropped(rt: &runtime::Runtime, cause: LossCause) -> Emitted {
 
 /// Counts an event whose encoder unwound (no section was open: the scratch
 /// goes back by its own guard). Forgotten once the encoder returns.
-struct EncoderUnwinding<'a>(&'a crate::recording::loss::Losses);
+struct EncoderUnwinding<'a>(&'a crate::base::loss::Losses);
 
 impl Drop for EncoderUnwinding<'_> {
     #[cold]
@@ -632,7 +632,7 @@ fn capture_stack(rt: &'static runtime::Runtime) -> (u64, u64) {
         return (0, 0);
     }
     // Read before the write section loads it (see `cpool::stacks`).
-    let epoch = rt.epoch.load(crate::sync::Ordering::Relaxed);
+    let epoch = rt.epoch.load(crate::base::sync::Ordering::Relaxed);
     match rt
         .stacks
         .intern(&frames[..captured.len], captured.truncated, epoch)

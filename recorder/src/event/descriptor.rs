@@ -15,7 +15,7 @@
 //! ```
 //!
 //! The hot path performs one load of the settings word (see
-//! [`crate::recording::config::settings`]): enabled writes the event, registered-but-disabled
+//! [`crate::base::enabled`]): enabled writes the event, registered-but-disabled
 //! returns, unregistered goes to the cold path.
 //!
 //! Invariant: the enabled bit is set only while a recording is running and its
@@ -30,8 +30,8 @@ use jfr_format::schema::{Annotation, EVENT_SUPER_TYPE, FieldDesc, SettingDesc, T
 use jfr_format::types::TypeId;
 
 use super::field::{ContentType, FieldKind};
-use crate::recording::config::settings::{self, EnabledWord};
-use crate::sync::{AtomicU64, Ordering};
+use crate::base::enabled::{self, EnabledWord};
+use crate::base::sync::{AtomicU64, Ordering};
 
 /// Static description of one field.
 #[derive(Debug, Clone, Copy)]
@@ -115,7 +115,7 @@ pub struct EventTypeInfo {
 #[derive(Debug)]
 pub struct EventType {
     pub(crate) info: &'static EventTypeInfo,
-    /// The settings word (see [`crate::recording::config::settings`]); 0 = unregistered.
+    /// The settings word (see [`crate::base::enabled`]); 0 = unregistered.
     pub(crate) word: AtomicU64,
     /// JFR type id, set once at registration, before `word` is published.
     pub(crate) type_id: AtomicU64,
@@ -183,7 +183,7 @@ impl EventType {
     #[inline(always)]
     pub(crate) fn enabled_word(&'static self) -> Option<EnabledWord> {
         let w = self.word.load(Ordering::Acquire);
-        let w = if w & settings::REGISTERED != 0 {
+        let w = if w & enabled::REGISTERED != 0 {
             w
         } else {
             crate::event::registry::global().register(self)
@@ -202,7 +202,7 @@ impl EventType {
         let w = self.word.load(Ordering::Acquire);
         match EnabledWord::instant(w) {
             Some(word) => Ok(word),
-            None => Err(w & (settings::REGISTERED | settings::ENABLED) == settings::REGISTERED),
+            None => Err(w & (enabled::REGISTERED | enabled::ENABLED) == enabled::REGISTERED),
         }
     }
 
@@ -260,7 +260,7 @@ impl EventType {
             ),
         ];
         if info.kind == EventKind::Duration {
-            let threshold = crate::recording::config::settings::format_duration(d.threshold);
+            let threshold = crate::config::settings::format_duration(d.threshold);
             annotations.push(Annotation::Threshold(Cow::Owned(threshold.clone())));
             settings.push(SettingDesc {
                 name: Cow::Borrowed("threshold"),

@@ -39,7 +39,7 @@ use jfr_format::write::metadata::{Metadata, SchemaError};
 use super::commit::{Fields, StackTrace, ThreadRef, commit_span, emit};
 use super::descriptor::{DefaultSettings, EventKind, EventType, EventTypeInfo, FieldInfo};
 use super::field::{ContentType, FieldKind, FieldValue, FieldWriter};
-use crate::recording::loss::LossCause;
+use crate::base::loss::LossCause;
 use crate::{clock, runtime};
 
 /// Declares an event type at run time.
@@ -358,7 +358,7 @@ impl EventType {
     }
 
     /// Commits a duration event from `start` to `end` (values of
-    /// [`clock_ticks`](crate::clock::ticks)), applying the threshold.
+    /// [`clock_ticks`](crate::base::clock::ticks)), applying the threshold.
     pub fn commit_span_values(&'static self, start: i64, end: i64, values: &[Value<'_>]) -> bool {
         self.commit_span_from(start, end, values)
     }

@@ -16,10 +16,11 @@
 use jfr_format::TypeId;
 use jfr_format::write::metadata::{EncodedMetadata, Metadata};
 
-use crate::clock;
+use crate::base::clock;
+use crate::base::enabled;
+use crate::base::sync::{ArcSwap, AtomicUsize, Mutex, OnceLock, Ordering, StdArc};
+use crate::config::settings::Settings;
 use crate::event::descriptor::{EventKind, EventType};
-use crate::recording::config::settings::{self, Settings};
-use crate::sync::{ArcSwap, AtomicUsize, Mutex, OnceLock, Ordering, StdArc};
 
 /// The registered event types and the active settings.
 #[derive(Debug)]
@@ -100,7 +101,7 @@ impl Registry {
     fn word_for(&self, ty: &EventType, recording: bool) -> u64 {
         let (enabled, stack, threshold) = self.in_force(ty);
         let enabled = recording && enabled;
-        settings::pack(
+        enabled::pack(
             enabled,
             stack,
             clock::duration_to_ticks(threshold.unwrap_or_default()) as u64,
@@ -126,7 +127,7 @@ impl Registry {
     }
 
     /// Adds recording `id`'s settings to the live ones and applies the
-    /// union (see [`crate::recording::config::union`]) with recording on.
+    /// union (see [`crate::config::union`]) with recording on.
     pub(crate) fn add_live(&self, id: u64, settings: Settings) {
         let mut inner = self.inner.lock();
         inner.live.retain(|(i, _)| *i != id);
@@ -174,14 +175,14 @@ impl Registry {
 
     /// Applies the union of the live settings (recording stays as it is:
     /// on since the first start's claim, off after a failure).
-    fn apply_union(&self, inner: crate::sync::MutexGuard<'_, RegistryInner>) {
+    fn apply_union(&self, inner: crate::base::sync::MutexGuard<'_, RegistryInner>) {
         let union = union_of(&inner);
         self.install(inner, union);
     }
 
     /// Publishes `settings` as the settings in force, recomputes every
     /// type's word under the lock, then (outside it) tells the watchers.
-    fn install(&self, inner: crate::sync::MutexGuard<'_, RegistryInner>, settings: Settings) {
+    fn install(&self, inner: crate::base::sync::MutexGuard<'_, RegistryInner>, settings: Settings) {
         let recording = inner.recording;
         #[cfg(not(flightrec_loom))]
         crate::timing::apply(&settings, recording);
@@ -202,7 +203,7 @@ impl Registry {
     /// Holds the registry's lock across a `fork()`.
     #[cfg(not(flightrec_loom))]
     pub(crate) fn fork_lock(&'static self) {
-        crate::sync::fork_lock(&self.inner);
+        crate::base::sync::fork_lock(&self.inner);
     }
 
     /// Releases what [`fork_lock`](Self::fork_lock) holds.
@@ -213,7 +214,7 @@ impl Registry {
     #[cfg(not(flightrec_loom))]
     pub(crate) unsafe fn fork_unlock(&self) {
         // SAFETY: the caller's contract.
-        unsafe { crate::sync::fork_unlock(&self.inner) }
+        unsafe { crate::base::sync::fork_unlock(&self.inner) }
     }
 
     /// In a forked child: nothing records (every type disabled), so the
@@ -227,7 +228,7 @@ impl Registry {
     pub(crate) unsafe fn stop_in_child(&self) {
         // SAFETY: the caller's contract: the lock is held for us and we are
         // the only thread.
-        let inner = unsafe { crate::sync::fork_data(&self.inner) };
+        let inner = unsafe { crate::base::sync::fork_data(&self.inner) };
         inner.recording = false;
         inner.live.clear();
         for ty in &inner.types {
@@ -265,7 +266,7 @@ impl Registry {
             .types
             .keys()
             .filter(|name| !types.iter().any(|t| t.info.name == name.as_str()))
-            .filter(|name| !crate::recording::config::settings::is_builtin_event(name))
+            .filter(|name| !crate::config::settings::is_builtin_event(name))
             .cloned()
             .collect();
         names.sort();
@@ -351,10 +352,10 @@ pub(crate) fn resolve(ty: &EventType, s: &Settings) -> (bool, bool, Option<std::
 /// defaults and the built-in types' taking part.
 fn union_of(inner: &RegistryInner) -> Settings {
     let live: Vec<&Settings> = inner.live.iter().map(|(_, s)| s).collect();
-    crate::recording::config::union::union(&live, |name| {
+    crate::config::union::union(&live, |name| {
         if let Some(ty) = inner.types.iter().find(|t| t.info.name == name) {
             let d = ty.info.defaults;
-            return settings::TypeSettings {
+            return crate::config::settings::TypeSettings {
                 enabled: Some(d.enabled),
                 stack_trace: Some(d.stack_trace),
                 threshold: (ty.info.kind == EventKind::Duration).then_some(d.threshold),
@@ -362,9 +363,9 @@ fn union_of(inner: &RegistryInner) -> Settings {
             };
         }
         #[cfg(not(flightrec_loom))]
-        return crate::recording::config::union::builtin_default(name);
+        return crate::config::union::builtin_default(name);
         #[cfg(flightrec_loom)]
-        settings::TypeSettings::default()
+        crate::config::settings::TypeSettings::default()
     })
 }
 
@@ -374,11 +375,11 @@ fn union_of(inner: &RegistryInner) -> Settings {
 /// so computing it never calibrates on a registering thread).
 fn fixed_bits(ty: &EventType, enabled: bool) -> u64 {
     let kind = match ty.info.kind {
-        EventKind::Duration => settings::DURATION,
+        EventKind::Duration => enabled::DURATION,
         EventKind::Instant => 0,
     };
     let tsc = if enabled && clock::reads_tsc() {
-        settings::CLOCK_TSC
+        enabled::CLOCK_TSC
     } else {
         0
     };

@@ -54,12 +54,12 @@ const INITIAL: usize = 4096;
 const LENT: *mut Scratch = std::ptr::without_provenance_mut(1);
 
 #[cfg(not(flightrec_loom))]
-crate::sync::thread_local! {
+crate::base::sync::thread_local! {
     static SCRATCH: Cell<*mut Scratch> = const { Cell::new(std::ptr::null_mut()) };
 }
 
 #[cfg(flightrec_loom)]
-crate::sync::thread_local! {
+crate::base::sync::thread_local! {
     static SCRATCH: Cell<*mut Scratch> = Cell::new(std::ptr::null_mut());
 }
 

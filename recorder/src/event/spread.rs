@@ -15,7 +15,7 @@
 //! little-endian word) of `encode_varint_fixed9(v)`, on every CPU.
 
 #[cfg(not(flightrec_loom))]
-use crate::sync::{AtomicBool, Ordering};
+use crate::base::sync::{AtomicBool, Ordering};
 
 /// True once [`init`] found a fast `pdep`. (Not under loom, whose atomics
 /// cannot be statics: models take the portable spread.)

@@ -66,7 +66,7 @@ pub(crate) use published::context_of;
 use std::cell::RefCell;
 use std::marker::PhantomData;
 
-use crate::sync::{AtomicBool, Ordering};
+use crate::base::sync::{AtomicBool, Ordering};
 
 /// A thread's label set: (key, value) string ids, sorted by key id.
 type Set = Vec<(i64, i64)>;
@@ -119,7 +119,7 @@ impl Drop for ThreadLabels {
     }
 }
 
-crate::sync::thread_local! {
+crate::base::sync::thread_local! {
     static CURRENT: RefCell<ThreadLabels> = RefCell::new(ThreadLabels::default());
 }
 
@@ -187,7 +187,7 @@ impl Drop for LabelScope {
 fn publish(cur: &mut ThreadLabels, context: u64) {
     cur.context = context;
     if cur.entry.is_none() && context != 0 {
-        cur.entry = published::Entry::claim(crate::sync::os_thread_id() as u64);
+        cur.entry = published::Entry::claim(crate::base::sync::os_thread_id() as u64);
     }
     if let Some(e) = &cur.entry {
         e.set(context);

@@ -21,8 +21,8 @@
 //! so the handler on thread `t` reads the id `t` published last: the store
 //! and the handler's load are on the same thread, in program order.
 
-use crate::recording::loss::LossCause;
-use crate::sync::{AtomicU64, Ordering};
+use crate::base::loss::LossCause;
+use crate::base::sync::{AtomicU64, Ordering};
 
 /// Entries in the table (a power of two).
 pub(crate) const CAPACITY: usize = 4096;

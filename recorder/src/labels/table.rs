@@ -23,8 +23,8 @@
 use std::collections::HashMap;
 
 use super::Set;
-use crate::recording::loss::LossCause;
-use crate::sync::Mutex;
+use crate::base::loss::LossCause;
+use crate::base::sync::Mutex;
 
 /// Most label sets the table holds.
 pub const MAX_CONTEXTS: usize = 16_384;

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::mutex::MutexGuard;
 use super::record::{NONE, PARK, Park, Wait, after_record};
-use crate::sync::program;
+use crate::base::sync::program;
 
 /// Whether a timed wait timed out (parking_lot's type).
 pub type WaitTimeoutResult = program::WaitTimeoutResult;

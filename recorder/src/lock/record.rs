@@ -25,11 +25,11 @@ use jfr_format::{Checkpoint, TypeId};
 
 use crate::cpool::named_classes::NamedClasses;
 
+use crate::base::loss::LossCause;
+use crate::base::sync::{AtomicU64, Ordering};
 use crate::buffer::local;
+use crate::config::settings::Settings;
 use crate::event::commit::{BuiltinRefs, emit_builtin};
-use crate::recording::config::settings::Settings;
-use crate::recording::loss::LossCause;
-use crate::sync::{AtomicU64, Ordering};
 use crate::{clock, runtime};
 
 /// Keys of the lock classes: a range of their own (`cpool::keys`).

@@ -17,7 +17,7 @@ use std::fmt;
 use std::ops::{Deref, DerefMut};
 
 use super::contended::Contention;
-use crate::sync::program;
+use crate::base::sync::program;
 
 /// A reader-writer lock: `parking_lot::RwLock` whose waits are recorded as
 /// `jdk.JavaMonitorEnter` events while a recording runs. No poisoning.

@@ -44,10 +44,10 @@
 
 use std::time::{Duration, Instant};
 
+use crate::base::loss::LossCause;
+use crate::base::sync::{Arc, Condvar, Mutex, OnceLock};
 use crate::event::descriptor::EventType;
-use crate::recording::loss::LossCause;
-use crate::recording::panic_guard::{self, Place};
-use crate::sync::{Arc, Condvar, Mutex, OnceLock};
+use crate::process::panic_guard::{self, Place};
 
 /// How long a chunk edge (and the stop) waits for its user calls.
 pub(crate) const EDGE_WAIT: Duration = Duration::from_millis(500);

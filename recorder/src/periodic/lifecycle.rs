@@ -49,12 +49,12 @@ use jfr_format::write::encode::Sink;
 use jfr_format::write::record::EventEncoder;
 
 use super::emit::emit_with;
-use crate::clock;
+use crate::base::clock;
+use crate::base::sync::Ordering;
 use crate::event::commit::{BuiltinRefs, emit_builtin_also};
 use crate::runtime::Runtime;
 use crate::sampler::birth::Parent;
 use crate::sampler::threads;
-use crate::sync::Ordering;
 
 #[derive(Debug)]
 struct Known {

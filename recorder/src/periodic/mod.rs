@@ -81,17 +81,17 @@ pub(crate) mod procfs;
 pub(crate) mod system;
 pub(crate) mod table;
 
-use crate::sync::OnceLock;
+use crate::base::sync::OnceLock;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::base::sync::{Arc, Condvar, Mutex, StdArc};
+use crate::config::settings::{Period, Settings};
 use crate::event::descriptor::EventType;
 use crate::event::registry::registry;
-use crate::recording::config::settings::{Period, Settings};
-use crate::recording::panic_guard::{self, Place};
-use crate::recording::statistics::{Role, RoleThread};
+use crate::lifecycle::statistics::{Role, RoleThread};
+use crate::process::panic_guard::{self, Place};
 use crate::runtime::Runtime;
-use crate::sync::{Arc, Condvar, Mutex, StdArc};
 
 /// Time between two polls of the thread list while threads come and go:
 /// how late a thread start or end is seen then.
@@ -247,7 +247,7 @@ fn shared_system() -> Option<Arc<Mutex<system::SystemEvents>>> {
         .map(|r| r.system.clone())
 }
 
-crate::sync::thread_local! {
+crate::base::sync::thread_local! {
     /// Set while this thread runs a chunk edge's tasks for the recorder.
     static AT_EDGE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }

@@ -40,9 +40,9 @@ use super::emit::{emit, emit_with};
 use super::lifecycle::Lifecycle;
 use super::procfs::{self, Cgroup};
 use super::table::{BUILTIN, enabled};
-use crate::clock;
+use crate::base::clock;
+use crate::config::settings::Settings;
 use crate::event::commit::BuiltinRefs;
-use crate::recording::config::settings::Settings;
 use crate::runtime::Runtime;
 
 /// An interface's name and bytes received and sent.
@@ -162,7 +162,7 @@ impl SystemEvents {
             "jdk.NetworkUtilization" => self.network(ticks),
             "jdk.JavaThreadStatistics" => self.thread_statistics(ticks),
             "jdk.ExceptionStatistics" => {
-                let n = crate::recording::panics::count() as i64;
+                let n = crate::process::panics::count() as i64;
                 emit(TypeId::EXCEPTION_STATISTICS, ticks, |e| e.put_i64(n));
             }
             "flightrec.RecorderStatistics" => self.recorder_statistics(ticks),
@@ -284,13 +284,13 @@ impl SystemEvents {
     }
 
     /// `flightrec.RecorderStatistics`: the totals since the recording
-    /// started (see `crate::recording::statistics`), and the rates since the last one
+    /// started (see `crate::lifecycle::statistics`), and the rates since the last one
     /// (over the recording's start for the first).
     fn recorder_statistics(&mut self, ticks: i64) {
-        let s = crate::recording::statistics::snapshot(self.rt.pool.occupancy());
+        let s = crate::lifecycle::statistics::snapshot(self.rt.pool.occupancy());
         let now = Instant::now();
         let (then, events0, samples0) = self.prev.statistics.unwrap_or((
-            crate::recording::statistics::started().unwrap_or(now),
+            crate::lifecycle::statistics::started().unwrap_or(now),
             0,
             0,
         ));
@@ -530,7 +530,7 @@ pub(crate) fn thread_times(tid: u64) -> Option<(u64, u64)> {
 /// Processors available to the process (affinity and cgroup quota), the
 /// JDK's divisor for CPU loads.
 pub(crate) fn cpus() -> f64 {
-    crate::sync::available_parallelism().map_or(1.0, |n| n.get() as f64)
+    crate::base::sync::available_parallelism().map_or(1.0, |n| n.get() as f64)
 }
 
 /// The values of `jdk.ContainerConfiguration`.

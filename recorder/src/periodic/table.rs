@@ -8,7 +8,7 @@
 //! Invariant: [`BUILTIN`]'s order is the task index the scheduler and
 //! [`super::system::SystemEvents::run`] share.
 
-use crate::recording::config::settings::{Period, Settings};
+use crate::config::settings::{Period, Settings};
 
 /// One built-in periodic event type and its defaults (JDK 25's
 /// `default.jfc`, except where said).

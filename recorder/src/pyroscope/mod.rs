@@ -52,7 +52,7 @@ pub use upload::UploadTotals;
 pub use upload::UPLOAD_EVENT;
 pub(crate) use upload::Uploader;
 
-use crate::sync::{Arc, Mutex};
+use crate::base::sync::{Arc, Mutex};
 
 /// The running uploaders, by recording id.
 static UPLOADERS: Mutex<Vec<(u64, Arc<Uploader>)>> = Mutex::new(Vec::new());

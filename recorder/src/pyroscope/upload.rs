@@ -43,10 +43,10 @@ use std::time::{Duration, Instant};
 
 use super::config::{PyroscopeConfig, Uploaded};
 use super::queue::{Chunk, Queue};
+use crate::base::sync::{Arc, AtomicU64, Condvar, Mutex, OnceLock, Ordering};
 use crate::event::descriptor::EventType;
 use crate::event::dynamic::{EventTypeBuilder, Value};
 use crate::event::field::FieldKind;
-use crate::sync::{Arc, AtomicU64, Condvar, Mutex, OnceLock, Ordering};
 
 /// The event each outcome is recorded as.
 pub const UPLOAD_EVENT: &str = "flightrec.PyroscopeUpload";
@@ -427,7 +427,7 @@ fn gzip(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
 /// content type (with the boundary) and the body.
 fn multipart(jfr: &[u8], labels: &[u8]) -> (String, Vec<u8>) {
     static SEQ: AtomicU64 = AtomicU64::new(0);
-    let mut n = crate::clock::wall_nanos() as u64 ^ (std::process::id() as u64) << 32;
+    let mut n = crate::base::clock::wall_nanos() as u64 ^ (std::process::id() as u64) << 32;
     let boundary = loop {
         n = n
             .wrapping_add(SEQ.fetch_add(1, Ordering::Relaxed))

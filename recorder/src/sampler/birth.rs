@@ -72,7 +72,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
+use crate::base::sync::{AtomicBool, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
 
 /// What the hook records of a thread's creation (module docs): nothing,
 /// the creator, or the creator and its stack.
@@ -236,11 +236,13 @@ pub(crate) fn creator() -> Option<Parent> {
     // Its kernel name (a thread's own first event gives the key its Rust
     // name); nothing here panics, so the hook needs no unwinding guard (a
     // guard's frames would sit between the stack and the hook).
-    let key = rt.threads.key_for_tid(crate::sync::os_thread_id(), || {
-        let name = own_name();
-        let len = name.iter().position(|&c| c == 0).unwrap_or(name.len());
-        String::from_utf8_lossy(&name[..len]).into_owned()
-    });
+    let key = rt
+        .threads
+        .key_for_tid(crate::base::sync::os_thread_id(), || {
+            let name = own_name();
+            let len = name.iter().position(|&c| c == 0).unwrap_or(name.len());
+            String::from_utf8_lossy(&name[..len]).into_owned()
+        });
     let (stack, stack_epoch) = if starts == STARTS_STACK {
         creator_stack(rt)
     } else {
@@ -271,7 +273,7 @@ fn creator_stack(rt: &crate::runtime::Runtime) -> (u64, u64) {
         Some(key) => (key, epoch),
         None => {
             rt.losses
-                .record(crate::recording::loss::LossCause::StackDropped, 0);
+                .record(crate::base::loss::LossCause::StackDropped, 0);
             (0, 0)
         }
     }
@@ -297,7 +299,7 @@ pub(crate) fn announce(parent: Option<Parent>) -> Option<Born> {
     if !active && parent.is_none() {
         return None;
     }
-    let tid = crate::sync::os_thread_id() as u64;
+    let tid = crate::base::sync::os_thread_id() as u64;
     let name = own_name();
     let deadline = Instant::now() + WAIT;
     let mut b = BIRTHS.lock();
@@ -423,7 +425,7 @@ pub(crate) fn set_active(on: bool) {
 
 /// Holds the announcements' lock across a `fork()`.
 pub(crate) fn fork_lock() {
-    crate::sync::fork_lock(&BIRTHS);
+    crate::base::sync::fork_lock(&BIRTHS);
 }
 
 /// Releases what [`fork_lock`] holds; in the child, first forgets the
@@ -439,7 +441,7 @@ pub(crate) unsafe fn fork_unlock(in_child: bool) {
         STARTS.store(STARTS_OFF, Ordering::Relaxed);
         // SAFETY: the caller's contract: the lock is held for us and we
         // are the only thread.
-        let b = unsafe { crate::sync::fork_data(&BIRTHS) };
+        let b = unsafe { crate::base::sync::fork_data(&BIRTHS) };
         b.pending.clear();
         b.attached.clear();
         b.busy = false;
@@ -447,7 +449,7 @@ pub(crate) unsafe fn fork_unlock(in_child: bool) {
         b.parents.clear();
     }
     // SAFETY: the caller's contract.
-    unsafe { crate::sync::fork_unlock(&BIRTHS) }
+    unsafe { crate::base::sync::fork_unlock(&BIRTHS) }
 }
 
 #[cfg(not(flightrec_loom))]
@@ -458,7 +460,7 @@ mod hook {
 
     use std::ffi::{c_int, c_void};
 
-    use crate::sync::{AtomicUsize, Ordering};
+    use crate::base::sync::{AtomicUsize, Ordering};
 
     /// A thread's start routine.
     pub type Start = extern "C" fn(*mut c_void) -> *mut c_void;

@@ -44,7 +44,7 @@
 
 use std::time::Duration;
 
-use crate::sync::{AtomicU64, Ordering};
+use crate::base::sync::{AtomicU64, Ordering};
 
 /// Signals the program has claimed: bit `s - 1` for signal `s`.
 static CLAIMED: AtomicU64 = AtomicU64::new(0);
@@ -133,7 +133,7 @@ pub(crate) fn choose(preferred: i32) -> Option<i32> {
     (libc::SIGRTMIN()..=libc::SIGRTMAX()).rev().find(|&s| {
         !is_claimed(s)
             && blocked & bit(s) == 0
-            && crate::signals::query(s).is_ok_and(|a| {
+            && crate::process::signals::query(s).is_ok_and(|a| {
                 a.sa_sigaction == libc::SIG_DFL
                     || a.sa_sigaction == super::signal::handler_address()
             })

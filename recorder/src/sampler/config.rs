@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use crate::recording::config::settings::{Period, Settings, Throttle, format_duration};
+use crate::config::settings::{Period, Settings, Throttle, format_duration};
 
 /// The event CPU-time samples are written as.
 pub const CPU_EVENT: &str = "jdk.CPUTimeSample";
@@ -163,7 +163,7 @@ impl SamplerConfig {
 #[cfg(all(test, not(flightrec_loom)))]
 mod tests {
     use super::*;
-    use crate::recording::config::settings::parse_throttle;
+    use crate::config::settings::parse_throttle;
 
     #[test]
     fn throttles_become_per_thread_intervals() {

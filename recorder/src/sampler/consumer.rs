@@ -92,14 +92,14 @@ use super::signal::{self, SLOTS};
 use super::threads;
 use super::unwind::{self, ModuleWatch};
 use super::wake::{self, ThreadWatch};
-use crate::clock;
+use crate::base::clock;
+use crate::base::loss::LossCause;
+use crate::base::sync::{Arc, AtomicBool, Ordering};
 use crate::cpool::threads::ThreadTags;
 use crate::event::commit::{BuiltinRefs, emit_builtin};
-use crate::recording::loss::LossCause;
-use crate::recording::panic_guard::{self, Place};
-use crate::recording::statistics;
+use crate::lifecycle::statistics;
+use crate::process::panic_guard::{self, Place};
 use crate::runtime::Runtime;
-use crate::sync::{Arc, AtomicBool, Ordering};
 
 /// How often the CPU time per signal is measured (see `measure_per_signal`).
 const PER_SIGNAL_EVERY: Duration = Duration::from_millis(500);
@@ -207,7 +207,7 @@ impl Consumer {
         Self {
             rt,
             slots,
-            own_tid: crate::sync::os_thread_id() as u64,
+            own_tid: crate::base::sync::os_thread_id() as u64,
             tracked: HashMap::new(),
             config: None,
             cpu: None,
@@ -352,7 +352,7 @@ impl Consumer {
     #[cold]
     fn count_disarmed(&mut self) {
         let Some(period) = self.config.as_ref().and_then(|c| c.cpu).map(|t| {
-            let cpus = crate::sync::available_parallelism().map_or(1, |n| n.get());
+            let cpus = crate::base::sync::available_parallelism().map_or(1, |n| n.get());
             config::cpu_period(t, cpus).as_nanos() as u64
         }) else {
             return;
@@ -418,7 +418,7 @@ impl Consumer {
             t.blocked = false;
         }
         if let Some(signal) = signal {
-            let cpus = crate::sync::available_parallelism().map_or(1, |n| n.get());
+            let cpus = crate::base::sync::available_parallelism().map_or(1, |n| n.get());
             self.cpu = config.cpu.map(|t| {
                 ThreadTimers::new(TimerClock::ThreadCpu, config::cpu_period(t, cpus), signal)
             });
@@ -758,7 +758,7 @@ impl Consumer {
         let (rt, slots, watch) = (self.rt, self.slots, &mut self.watch);
         let merged = &mut self.pass_merged;
         // The handler's time on flightrec's own threads is in their CPU
-        // time already (see `crate::recording::statistics`).
+        // time already (see `crate::lifecycle::statistics`).
         let own_thread = statistics::is_own_thread(tid);
         let (mut handler_ticks, mut written) = (0u64, 0u64);
         // SAFETY: this thread is the only consumer of every queue.
@@ -881,7 +881,7 @@ impl Consumer {
         }
         let cpu_on = if c.cpu.is_some() { "true" } else { "false" };
         let throttle = c.cpu.map_or_else(
-            || crate::recording::config::settings::format_duration(config::DEFAULT_THROTTLE),
+            || crate::config::settings::format_duration(config::DEFAULT_THROTTLE),
             config::throttle_text,
         );
         write_setting(TypeId::CPU_TIME_SAMPLE, "enabled", cpu_on);
@@ -893,7 +893,7 @@ impl Consumer {
             write_setting(
                 TypeId::EXECUTION_SAMPLE,
                 "period",
-                &crate::recording::config::settings::format_duration(p),
+                &crate::config::settings::format_duration(p),
             );
         }
     }

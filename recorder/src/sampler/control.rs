@@ -13,16 +13,16 @@
 //! Only the caller of [`reconcile`]/[`shutdown`] (under `CONTROL`'s lock)
 //! moves between states; the sampler thread only reads the settings.
 
-use crate::sync::OnceLock;
+use crate::base::sync::OnceLock;
 use std::thread::JoinHandle;
 
 use super::config::SamplerConfig;
 use super::consumer::Consumer;
+use crate::base::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
+use crate::config::settings::SettingError;
 use crate::event::registry::registry;
-use crate::recording::config::settings::SettingError;
-use crate::recording::statistics::{Role, RoleThread};
+use crate::lifecycle::statistics::{Role, RoleThread};
 use crate::runtime;
-use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
 
 struct Running {
     stop: Arc<AtomicBool>,
@@ -108,7 +108,7 @@ pub(crate) fn reconcile() {
 /// Holds the control lock across a `fork()`.
 #[cfg(not(flightrec_loom))]
 pub(crate) fn fork_lock() {
-    crate::sync::fork_lock(control());
+    crate::base::sync::fork_lock(control());
     super::birth::fork_lock();
 }
 
@@ -127,14 +127,14 @@ pub(crate) unsafe fn fork_unlock(in_child: bool) {
     if in_child {
         // SAFETY: the caller's contract: the lock is held for us and we
         // are the only thread.
-        let running = unsafe { crate::sync::fork_data(control()) }.take();
+        let running = unsafe { crate::base::sync::fork_data(control()) }.take();
         // No timer of the parent's is armed here.
         super::claim::forget_armed();
         // Joining or detaching a thread of the parent is undefined here.
         std::mem::forget(running);
     }
     // SAFETY: the caller's contract.
-    unsafe { crate::sync::fork_unlock(control()) }
+    unsafe { crate::base::sync::fork_unlock(control()) }
 }
 
 /// Stops the sampler thread: deletes every timer, writes the remaining

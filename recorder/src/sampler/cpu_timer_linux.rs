@@ -62,7 +62,7 @@ impl ThreadTimers {
             period: period.max(Duration::from_micros(100)),
             signal,
             timers: HashMap::new(),
-            rng: crate::clock::ticks() as u64 | 1,
+            rng: crate::base::clock::ticks() as u64 | 1,
         }
     }
 
@@ -144,7 +144,7 @@ mod tests {
         assert_eq!(r, 0);
         let t = ThreadTimers::new(TimerClock::ThreadCpu, Duration::from_millis(10), 0);
         // glibc encodes the calling thread's clock by its tid as well.
-        let tid = crate::sync::os_thread_id() as u64;
+        let tid = crate::base::sync::os_thread_id() as u64;
         let ours = t.clock_id(tid);
         let mut a = libc::timespec {
             tv_sec: 0,

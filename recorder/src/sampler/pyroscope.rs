@@ -46,7 +46,7 @@ use jfr_format::write::record::{begin_record, end_record};
 use super::config::SamplerConfig;
 use std::time::Duration;
 
-use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use crate::base::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 static ON: AtomicBool = AtomicBool::new(false);
 

@@ -49,7 +49,9 @@
 //! that only the consumer reads; entries outside are only touched by the
 //! producer.
 
-use crate::sync::{AtomicPtr, AtomicU64, AtomicUsize, Ordering, UnsafeCell, fence, spin_hint};
+use crate::base::sync::{
+    AtomicPtr, AtomicU64, AtomicUsize, Ordering, UnsafeCell, fence, spin_hint,
+};
 
 /// Retiring a slot skips the wait for handlers inside it: the loom negative
 /// control `--cfg flightrec_loom_weaken="skip_retire_wait"` (see
@@ -120,7 +122,7 @@ pub(crate) struct RawSample {
     /// at its tick, so periods shorter than a tick arrive as overruns).
     pub(crate) overrun: u32,
     /// Ticks the handler spent on this sample, from its entry to the end
-    /// of the unwind (summed into `crate::recording::statistics` by the consumer).
+    /// of the unwind (summed into `crate::lifecycle::statistics` by the consumer).
     pub(crate) handler_ticks: u64,
     /// The thread's label context id when the signal came (see
     /// `crate::labels`); 0 for none.
@@ -318,7 +320,7 @@ impl SampleSlot {
         while self.in_handler.load(Ordering::Acquire) != 0 {
             spins = spins.saturating_add(1);
             if cfg!(not(flightrec_loom)) && spins > 64 {
-                crate::sync::yield_now();
+                crate::base::sync::yield_now();
             } else {
                 spin_hint();
             }

@@ -25,7 +25,7 @@
 //! `MustNotAllocateDuringUnwind` cache preallocated per slot, bounds-checked
 //! reads of the own stack, the label context lookup (`labels::context_of`:
 //! bounded atomic loads in a static table), and the previous handler
-//! ([`crate::signals::call`]). It never allocates, locks, touches a lazily
+//! ([`crate::process::signals::call`]). It never allocates, locks, touches a lazily
 //! initialised thread-local, or blocks; its work is
 //! bounded by [`MAX_DEPTH`](super::queue::MAX_DEPTH) frames. `errno` is saved
 //! on entry and restored on exit.
@@ -39,13 +39,13 @@
 //! pending after the timer is deleted, and the default action of `SIGPROF`
 //! would end the process.
 
-use crate::sync::OnceLock;
+use crate::base::sync::OnceLock;
 use std::io;
 
 use super::queue::{SampleKind, SlotTable};
 use super::unwind::{self, Regs};
-use crate::clock;
-use crate::sync::{AtomicPtr, Ordering};
+use crate::base::clock;
+use crate::base::sync::{AtomicPtr, Ordering};
 
 /// High 16 bits of every value our timers carry.
 const TAG: u64 = 0xf1e7;
@@ -83,10 +83,10 @@ pub(crate) fn install(signal: i32) -> io::Result<()> {
         return Err(io::Error::from_raw_os_error(libc::EINVAL));
     };
     let ours = handler_address();
-    if crate::signals::query(signal)?.sa_sigaction == ours {
+    if crate::process::signals::query(signal)?.sa_sigaction == ours {
         return Ok(());
     }
-    let prev = Box::new(crate::signals::install(signal, ours, 0)?);
+    let prev = Box::new(crate::process::signals::install(signal, ours, 0)?);
     // Release: the previous handler's fields before the pointer. A signal
     // arriving between sigaction and this store is chained to the handler
     // remembered before (or ignored if none): our timers are not armed yet.
@@ -105,7 +105,8 @@ pub(crate) fn handler_address() -> libc::sighandler_t {
 /// nothing changes). A program that installs its own handler after ours
 /// takes every sample signal from then on.
 pub(crate) fn is_installed(signal: i32) -> bool {
-    crate::signals::query(signal).is_ok_and(|current| current.sa_sigaction == handler_address())
+    crate::process::signals::query(signal)
+        .is_ok_and(|current| current.sa_sigaction == handler_address())
 }
 
 /// The part of `siginfo_t` a POSIX timer fills (Linux, 64-bit).
@@ -355,17 +356,17 @@ unsafe fn chain(sig: libc::c_int, info: *mut libc::siginfo_t, uc: *mut libc::c_v
     // arguments are ours. A stray profiling signal with no handler before
     // ours (SIG_DFL, SIG_IGN) is dropped rather than let the default
     // action end the process.
-    unsafe { crate::signals::call(h, prev.sa_flags, sig, info, uc) };
+    unsafe { crate::process::signals::call(h, prev.sa_flags, sig, info, uc) };
     CHAINING.with(|c| c.set(false));
 }
 
 #[cfg(not(flightrec_loom))]
-crate::sync::thread_local! {
+crate::base::sync::thread_local! {
     static CHAINING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 #[cfg(flightrec_loom)]
-crate::sync::thread_local! {
+crate::base::sync::thread_local! {
     static CHAINING: std::cell::Cell<bool> = std::cell::Cell::new(false);
 }
 

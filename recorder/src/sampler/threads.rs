@@ -293,7 +293,7 @@ mod tests {
     fn a_swap_of_threads_between_polls_is_seen() {
         let mut w = Watch::with_relist(Duration::from_secs(3600));
         let mut out = Vec::new();
-        let (tx, rx) = crate::sync::mpsc::channel::<()>();
+        let (tx, rx) = crate::base::sync::mpsc::channel::<()>();
         let first = std::thread::spawn(move || rx.recv().unwrap_or(()));
         let now = Instant::now();
         assert!(w.poll_into(now, &mut out));
@@ -308,7 +308,7 @@ mod tests {
         );
         tx.send(()).unwrap();
         first.join().unwrap();
-        let (tx, rx) = crate::sync::mpsc::channel::<()>();
+        let (tx, rx) = crate::base::sync::mpsc::channel::<()>();
         let second = std::thread::spawn(move || rx.recv().unwrap_or(()));
         assert!(
             w.poll_into(now, &mut out),
@@ -320,12 +320,12 @@ mod tests {
 
     #[test]
     fn sees_a_named_thread_come_and_go() {
-        let (tx, rx) = crate::sync::mpsc::channel();
-        let (done_tx, done_rx) = crate::sync::mpsc::channel::<()>();
+        let (tx, rx) = crate::base::sync::mpsc::channel();
+        let (done_tx, done_rx) = crate::base::sync::mpsc::channel::<()>();
         let h = std::thread::Builder::new()
             .name("threads-test".into())
             .spawn(move || {
-                tx.send(crate::sync::os_thread_id() as u64).unwrap();
+                tx.send(crate::base::sync::os_thread_id() as u64).unwrap();
                 done_rx.recv().unwrap();
             })
             .unwrap();
@@ -372,7 +372,7 @@ mod tests {
 
     #[test]
     fn a_blocked_signal_shows_in_the_threads_mask() {
-        let tid = crate::sync::os_thread_id() as u64;
+        let tid = crate::base::sync::os_thread_id() as u64;
         // SAFETY: valid sigsets for pthread_sigmask on this thread.
         let old = unsafe {
             let mut set: libc::sigset_t = std::mem::zeroed();
@@ -399,7 +399,7 @@ mod tests {
         // each waits until its sender is dropped.
         let (senders, threads): (Vec<_>, Vec<_>) = (0..150)
             .map(|_| {
-                let (tx, rx) = crate::sync::mpsc::channel::<()>();
+                let (tx, rx) = crate::base::sync::mpsc::channel::<()>();
                 (tx, std::thread::spawn(move || rx.recv().is_err()))
             })
             .unzip();

@@ -45,7 +45,7 @@ use framehop::{
 };
 
 use super::queue::{MAX_DEPTH, RawSample, SlotTable};
-use crate::sync::{AtomicPtr, Ordering};
+use crate::base::sync::{AtomicPtr, Ordering};
 
 /// Bytes of stack copied when the bounds are unknown.
 pub(crate) const SNAPSHOT: usize = 32 << 10;

@@ -41,8 +41,8 @@ use std::os::fd::IntoRawFd;
 use std::time::Duration;
 
 use super::queue::QUEUE_CAPACITY;
-use crate::clock;
-use crate::sync::{AtomicU64, Doorbell, Ordering};
+use crate::base::clock;
+use crate::base::sync::{AtomicU64, Doorbell, Ordering};
 
 /// The sampler thread's bell (module docs).
 pub(crate) static BELL: Doorbell = Doorbell::new();

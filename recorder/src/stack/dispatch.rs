@@ -29,7 +29,8 @@ use super::ResolvedFrame;
 
 /// Module paths (`tracing_core`) whose leading frames are cut.
 #[cfg(not(flightrec_loom))]
-static CRATES: crate::sync::Mutex<Vec<&'static str>> = crate::sync::Mutex::new(Vec::new());
+static CRATES: crate::base::sync::Mutex<Vec<&'static str>> =
+    crate::base::sync::Mutex::new(Vec::new());
 
 #[cfg(not(flightrec_loom))]
 fn registered() -> Vec<&'static str> {

@@ -22,7 +22,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 #[cfg(not(flightrec_loom))]
-use crate::sync::Mutex;
+use crate::base::sync::Mutex;
 
 /// A chunk and a descriptor of it.
 type Chunk = (PathBuf, File);

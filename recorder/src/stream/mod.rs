@@ -84,7 +84,7 @@ use jfr_format::write::header::{ChunkHeader, HEADER_LEN};
 pub use event::{Frame, RecordedEvent};
 pub use files::FileKind;
 
-use crate::sync::{Arc, AtomicBool, Ordering};
+use crate::base::sync::{Arc, AtomicBool, Ordering};
 
 type EventFn = Box<dyn FnMut(&RecordedEvent<'_>) + Send>;
 type FlushFn = Box<dyn FnMut() + Send>;

@@ -1,7 +1,7 @@
 //! Whether the process writing a followed repository is still there.
 //!
 //! A chunk file's name ends in the id of the process that wrote it
-//! (`…_<pid>.jfr`, see `crate::recording::repository`), so the newest
+//! (`…_<pid>.jfr`, see `crate::repository::store`), so the newest
 //! chunk of a repository names its writer. The writer is gone when
 //! `kill(pid, 0)` fails with `ESRCH`, or when the process is a zombie
 //! (killed, not yet reaped by its parent: it writes nothing more). A
@@ -16,7 +16,7 @@
 
 use std::path::Path;
 
-use crate::recording::files::chunk_name_pid;
+use crate::repository::files::chunk_name_pid;
 
 /// The process that wrote the newest of `chunks` (in name order, oldest
 /// first), if its name says.

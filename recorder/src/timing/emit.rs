@@ -36,11 +36,11 @@ use jfr_format::{Checkpoint, TypeId};
 use super::accum;
 use super::site::TRACE_STACK;
 use super::sites::{SITES, TRACE_THRESHOLD};
+use crate::base::loss::LossCause;
+use crate::base::sync::Ordering;
 use crate::buffer::local;
 use crate::event::commit::{BuiltinRefs, builtin};
-use crate::recording::loss::LossCause;
 use crate::runtime;
-use crate::sync::Ordering;
 
 /// The first key of the sites' constants (see the module docs).
 pub(crate) const SITE_KEY_BASE: u64 = crate::cpool::keys::TIMED_SITES;

@@ -10,7 +10,7 @@ use super::site::{
     CLOCK_TSC, GEN_SHIFT, INDEX_MASK, INDEX_SHIFT, Site, TIMING, TRACE, UNREGISTERED,
 };
 use super::{accum, emit, sites};
-use crate::sync::{Ordering, fence};
+use crate::base::sync::{Ordering, fence};
 
 impl Site {
     /// Starts a call: one relaxed load and one branch when the site is not
@@ -48,9 +48,9 @@ impl Site {
 #[inline(always)]
 fn ticks(w: u64) -> i64 {
     if w & CLOCK_TSC != 0 {
-        crate::clock::read_tsc()
+        crate::base::clock::read_tsc()
     } else {
-        crate::clock::ticks()
+        crate::base::clock::ticks()
     }
 }
 

@@ -10,7 +10,7 @@
 //! is selected then.
 //!
 //! The filters here are those of the settings in force: the union over
-//! the live recordings (see `crate::recording::config::union`) of the filters each was given
+//! the live recordings (see `crate::config::union`) of the filters each was given
 //! (`method-timing=`/`method-trace=` and `jdk.MethodTiming#filter`/
 //! `jdk.MethodTrace#filter` in `FLIGHTREC` and in every settings file,
 //! joined); `Recording::set` replaces one recording's filter (which is how
@@ -24,9 +24,9 @@ use super::site::{
     CLOCK_TSC, GEN_SHIFT, INDEX_MASK, INDEX_SHIFT, Site, SitePath, TIMING, TRACE, TRACE_STACK,
     UNREGISTERED,
 };
-use crate::recording::config::settings::Settings;
+use crate::base::sync::{AtomicU64, Mutex, Ordering};
+use crate::config::settings::Settings;
 use crate::stack::names::jfr_name;
-use crate::sync::{AtomicU64, Mutex, Ordering};
 
 /// A registered site's names.
 #[derive(Debug, Clone)]
@@ -206,7 +206,7 @@ impl Sites {
                 w |= TRACE_STACK;
             }
         }
-        if (timing || trace) && crate::clock::reads_tsc() {
+        if (timing || trace) && crate::base::clock::reads_tsc() {
             w |= CLOCK_TSC;
         }
         e.site.word.store(w, Ordering::Release);
@@ -258,7 +258,7 @@ fn apply_locked(s: &mut Sites, settings: &Settings, recording: bool) {
     s.trace_stack = trace_set.and_then(|t| t.stack_trace).unwrap_or(true);
     let threshold = trace_set.and_then(|t| t.threshold).unwrap_or_default();
     TRACE_THRESHOLD.store(
-        crate::clock::duration_to_ticks(threshold).max(0) as u64,
+        crate::base::clock::duration_to_ticks(threshold).max(0) as u64,
         Ordering::Relaxed,
     );
     s.recording = recording;

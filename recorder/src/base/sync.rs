@@ -1,0 +1,419 @@
+//! Every atomic, fence, cell and thread-local of the runtime, in one place.
+//!
+//! Under `cfg(flightrec_loom)` these are loom's model-checked twins; otherwise
+//! std's. The rest of the crate is written against loom's API (notably
+//! [`UnsafeCell::with`]/[`UnsafeCell::with_mut`]), so the same code runs in
+//! production and inside loom models. Sources of nondeterminism (the clock,
+//! thread ids) are routed through [`crate::base::clock`] and [`os_thread_id`].
+
+#[cfg(not(flightrec_loom))]
+mod imp {
+    pub(crate) use std::sync::Arc;
+    use std::sync::PoisonError;
+
+    /// std's mutex with a poison-free `lock()`.
+    ///
+    /// std's futex mutex rather than parking_lot's: a forked child unlocks
+    /// the runtime's mutexes that the fork handler held (see `crate::process::fork`),
+    /// and parking_lot may hand a contended lock on unlock to a waiter
+    /// parked in its global table, a thread that does not exist in the
+    /// child, which leaves the lock held forever. std's lock is one word.
+    #[derive(Debug, Default)]
+    pub(crate) struct Mutex<T>(std::sync::Mutex<T>);
+
+    /// Guard of [`Mutex`].
+    pub(crate) type MutexGuard<'a, T> = std::sync::MutexGuard<'a, T>;
+
+    impl<T> Mutex<T> {
+        /// Wraps `value`.
+        pub(crate) const fn new(value: T) -> Self {
+            Self(std::sync::Mutex::new(value))
+        }
+
+        /// Locks; a panic while the lock was held does not poison it (every
+        /// critical section leaves its data consistent at each step).
+        #[inline]
+        pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
+            self.0.lock().unwrap_or_else(PoisonError::into_inner)
+        }
+
+        /// Locks if free now, else `None` (never waits).
+        pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+            match self.0.try_lock() {
+                Ok(g) => Some(g),
+                Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+                Err(std::sync::TryLockError::WouldBlock) => None,
+            }
+        }
+
+        /// The value, through exclusive access (no locking).
+        pub(crate) fn get_mut(&mut self) -> &mut T {
+            self.0.get_mut().unwrap_or_else(PoisonError::into_inner)
+        }
+    }
+
+    /// std's condition variable, for [`Mutex`].
+    #[derive(Debug, Default)]
+    pub(crate) struct Condvar(std::sync::Condvar);
+
+    impl Condvar {
+        /// A new condition variable.
+        pub(crate) const fn new() -> Self {
+            Self(std::sync::Condvar::new())
+        }
+
+        /// Wakes one waiter.
+        pub(crate) fn notify_one(&self) {
+            self.0.notify_one();
+        }
+
+        /// Wakes all waiters.
+        pub(crate) fn notify_all(&self) {
+            self.0.notify_all();
+        }
+
+        /// Waits until woken or `timeout` passes; returns the guard.
+        pub(crate) fn wait_for<'a, T>(
+            &self,
+            guard: MutexGuard<'a, T>,
+            timeout: std::time::Duration,
+        ) -> MutexGuard<'a, T> {
+            match self.0.wait_timeout(guard, timeout) {
+                Ok((g, _)) => g,
+                Err(poisoned) => poisoned.into_inner().0,
+            }
+        }
+    }
+    pub(crate) use std::sync::atomic::{
+        AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering, compiler_fence, fence,
+    };
+    pub(crate) use std::thread_local;
+
+    /// `std::cell::UnsafeCell` with loom's closure API.
+    #[allow(dead_code)] // used by the loom models' shared cells
+    #[derive(Debug, Default)]
+    #[repr(transparent)]
+    pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+
+    #[allow(dead_code)]
+    impl<T> UnsafeCell<T> {
+        /// Wraps `value`.
+        pub(crate) const fn new(value: T) -> Self {
+            Self(std::cell::UnsafeCell::new(value))
+        }
+
+        /// Runs `f` with a shared pointer to the value.
+        #[inline(always)]
+        pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+            f(self.0.get())
+        }
+
+        /// Runs `f` with a mutable pointer to the value.
+        #[inline(always)]
+        pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+            f(self.0.get())
+        }
+    }
+
+    /// A spin-loop hint for waits that expect to be short.
+    #[inline]
+    pub(crate) fn spin_hint() {
+        std::hint::spin_loop();
+    }
+
+    /// Access tracking of buffer bytes ([`super::ByteCell`]): nothing
+    /// outside loom.
+    #[derive(Debug)]
+    pub(crate) struct ByteShadow;
+
+    impl ByteShadow {
+        /// Tracking for `capacity` bytes.
+        #[inline(always)]
+        pub(crate) fn new(_capacity: usize) -> Self {
+            Self
+        }
+
+        /// Records that this thread wrote `range`.
+        #[inline(always)]
+        pub(crate) fn wrote(&self, _range: std::ops::Range<usize>) {}
+
+        /// Records that this thread read `range`.
+        #[inline(always)]
+        pub(crate) fn read(&self, _range: std::ops::Range<usize>) {}
+    }
+}
+
+#[cfg(flightrec_loom)]
+mod imp {
+    pub(crate) use loom::cell::UnsafeCell;
+    pub(crate) use loom::sync::Arc;
+    pub(crate) use loom::sync::atomic::{
+        AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering, fence,
+    };
+    pub(crate) use loom::thread_local;
+
+    /// loom's mutex with a poison-free `lock()` (as the std twin's).
+    #[derive(Debug, Default)]
+    pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
+
+    /// Guard of [`Mutex`].
+    pub(crate) type MutexGuard<'a, T> = loom::sync::MutexGuard<'a, T>;
+
+    impl<T> Mutex<T> {
+        /// Wraps `value`.
+        pub(crate) fn new(value: T) -> Self {
+            Self(loom::sync::Mutex::new(value))
+        }
+
+        /// Locks; loom models never poison.
+        pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
+            self.0.lock().expect("loom mutex poisoned")
+        }
+
+        /// The value, through exclusive access (no locking).
+        pub(crate) fn get_mut(&mut self) -> &mut T {
+            self.0.get_mut().expect("loom mutex poisoned")
+        }
+    }
+
+    /// loom's condition variable with the std twin's API shape.
+    #[derive(Debug, Default)]
+    pub(crate) struct Condvar(loom::sync::Condvar);
+
+    impl Condvar {
+        /// A new condition variable.
+        pub(crate) fn new() -> Self {
+            Self(loom::sync::Condvar::new())
+        }
+
+        /// Wakes one waiter.
+        pub(crate) fn notify_one(&self) -> bool {
+            self.0.notify_one();
+            true
+        }
+
+        /// Wakes all waiters.
+        pub(crate) fn notify_all(&self) -> usize {
+            self.0.notify_all();
+            0
+        }
+    }
+
+    /// FIXME(loom#117): loom does not model `compiler_fence`; a full fence
+    /// over-approximates it (it orders more than the real one does).
+    pub(crate) fn compiler_fence(order: Ordering) {
+        fence(order)
+    }
+
+    /// Loom's scheduler is unfair: spinning must yield to let others run.
+    #[inline]
+    pub(crate) fn spin_hint() {
+        loom::thread::yield_now();
+    }
+
+    /// One loom cell per buffer byte, touched (not holding the data) at each
+    /// access of the real bytes, so loom reports a read of bytes that does
+    /// not happen-after their write (or a write racing a read) as a
+    /// causality violation, which it cannot do for the std cells.
+    #[derive(Debug)]
+    pub(crate) struct ByteShadow(Box<[UnsafeCell<()>]>);
+
+    impl ByteShadow {
+        /// Tracking for `capacity` bytes.
+        pub(crate) fn new(capacity: usize) -> Self {
+            Self((0..capacity).map(|_| UnsafeCell::new(())).collect())
+        }
+
+        /// Records that this thread wrote `range`.
+        pub(crate) fn wrote(&self, range: std::ops::Range<usize>) {
+            for cell in &self.0[range] {
+                cell.with_mut(|_| ());
+            }
+        }
+
+        /// Records that this thread read `range`.
+        pub(crate) fn read(&self, range: std::ops::Range<usize>) {
+            for cell in &self.0[range] {
+                cell.with(|_| ());
+            }
+        }
+    }
+}
+
+pub(crate) use imp::*;
+
+// Init-once cells, channels, the swappable settings pointer and the scheduler
+// calls: std's (and arc-swap's) in both builds, as before they were routed
+// here. Loom does not model them; the models never block on them.
+pub(crate) use arc_swap::ArcSwap;
+pub(crate) use std::sync::{Arc as StdArc, Once, OnceLock, mpsc};
+pub(crate) use std::thread::{available_parallelism, yield_now};
+
+/// The program's locks that `crate::lock` wraps to record contention: the
+/// same in both builds (no model drives them), never used for the
+/// runtime's own state (see `Mutex` above for why).
+pub(crate) mod program {
+    pub(crate) use parking_lot::{
+        Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard, WaitTimeoutResult,
+    };
+}
+
+/// The cell type of buffer bytes. Always std's: a buffer is handed out as one
+/// contiguous `&mut [u8]`, which loom's per-cell tracking cannot express.
+/// Loom checks the positions (`committed`, `flushed`) that order every access
+/// to these bytes, and [`ByteShadow`] mirrors each access onto one loom cell
+/// per byte so that a missing happens-before edge is reported.
+pub(crate) type ByteCell = std::cell::UnsafeCell<u8>;
+
+/// A guard `fork_lock` holds: the mutex's address, a pointer to its value,
+/// the guard.
+#[cfg(not(flightrec_loom))]
+type Held = (usize, *mut (), Box<dyn std::any::Any>);
+
+#[cfg(not(flightrec_loom))]
+std::thread_local! {
+    /// The guards `fork_lock` holds on this thread.
+    static FORK_HELD: std::cell::RefCell<Vec<Held>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Locks `m` for a `fork()` and keeps it locked (the guard is kept on this
+/// thread): `pthread_atfork`'s prepare handler, so that no other thread is
+/// inside it when the process is copied. Undone by [`fork_unlock`].
+#[cfg(not(flightrec_loom))]
+pub(crate) fn fork_lock<T: 'static>(m: &'static Mutex<T>) {
+    let mut guard = m.lock();
+    let value: *mut T = &mut *guard;
+    FORK_HELD.with(|h| {
+        h.borrow_mut()
+            .push((std::ptr::from_ref(m).addr(), value.cast(), Box::new(guard)))
+    });
+}
+
+/// The value behind a mutex that [`fork_lock`] holds.
+///
+/// # Safety
+///
+/// `m` is held by [`fork_lock`] on the calling thread (between the prepare
+/// handler and [`fork_unlock`]), and no other reference to the value is
+/// live: in the child no other thread exists, and in the parent every other
+/// thread is kept out by the lock.
+#[cfg(not(flightrec_loom))]
+#[allow(clippy::mut_from_ref)]
+pub(crate) unsafe fn fork_data<T: 'static>(m: &Mutex<T>) -> &mut T {
+    let addr = std::ptr::from_ref(m).addr();
+    let value = FORK_HELD.with(|h| {
+        h.borrow()
+            .iter()
+            .find(|(a, _, _)| *a == addr)
+            .map(|(_, v, _)| *v)
+            .expect("fork_data: the mutex is held by fork_lock")
+    });
+    // SAFETY: `value` points at the value of `m`, whose guard `FORK_HELD`
+    // keeps alive; the caller guarantees no other reference to it is live.
+    unsafe { &mut *value.cast::<T>() }
+}
+
+/// Unlocks a mutex locked by [`fork_lock`] (drops its guard; in a forked
+/// child, where the lock word was copied locked, that makes it free).
+///
+/// # Safety
+///
+/// No reference from [`fork_data`] to `m`'s value outlives this call.
+#[cfg(not(flightrec_loom))]
+pub(crate) unsafe fn fork_unlock<T: 'static>(m: &Mutex<T>) {
+    let addr = std::ptr::from_ref(m).addr();
+    let guard = FORK_HELD.with(|h| {
+        let mut h = h.borrow_mut();
+        let at = h.iter().rposition(|(a, _, _)| *a == addr);
+        at.map(|i| h.remove(i))
+    });
+    drop(guard);
+}
+
+/// A word one thread sleeps on and any thread, a signal handler included,
+/// rings: the sampler and periodic threads sleep on one instead of polling.
+///
+/// `ring` is async-signal-safe: one atomic add, one atomic load and, only
+/// while a thread sleeps, one `futex(FUTEX_WAKE)` system call: no lock, no
+/// allocation, nothing that waits (the caller saves `errno`, which the
+/// system call may set). A ring between [`ticket`](Self::ticket) and
+/// [`wait`](Self::wait) is never lost: the word has moved on, so the wait
+/// returns at once (the kernel compares the word under its own lock).
+#[cfg(not(flightrec_loom))]
+#[derive(Debug)]
+pub(crate) struct Doorbell {
+    /// Bumped by every ring (the futex word).
+    rings: std::sync::atomic::AtomicU32,
+    /// Threads inside `wait` (so a ring with nobody asleep makes no call).
+    sleepers: std::sync::atomic::AtomicU32,
+}
+
+#[cfg(not(flightrec_loom))]
+impl Doorbell {
+    /// A bell nobody rang.
+    pub(crate) const fn new() -> Self {
+        Self {
+            rings: std::sync::atomic::AtomicU32::new(0),
+            sleepers: std::sync::atomic::AtomicU32::new(0),
+        }
+    }
+
+    /// The rings so far: take it before looking at what a ring announces,
+    /// then [`wait`](Self::wait) with it.
+    #[inline]
+    pub(crate) fn ticket(&self) -> u32 {
+        // Acquire: what the ringer did before its ring is visible after.
+        self.rings.load(Ordering::Acquire)
+    }
+
+    /// Sleeps until the bell rings after `ticket` was taken, or `timeout`
+    /// passes (or a signal interrupts the sleep: callers loop anyway).
+    pub(crate) fn wait(&self, ticket: u32, timeout: std::time::Duration) {
+        let ts = libc::timespec {
+            tv_sec: timeout.as_secs().min(i64::MAX as u64) as libc::time_t,
+            tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        };
+        // SeqCst: the count before the word's load in the kernel, against
+        // the ringer's add before its count load (Dekker): either the
+        // ringer sees us asleep and wakes us, or we see its ring.
+        self.sleepers.fetch_add(1, Ordering::SeqCst);
+        // SAFETY: the word is a valid, aligned u32 that outlives the call;
+        // FUTEX_WAIT only reads it and sleeps while it equals `ticket`.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                self.rings.as_ptr(),
+                libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+                ticket,
+                &raw const ts,
+            )
+        };
+        self.sleepers.fetch_sub(1, Ordering::Release);
+    }
+
+    /// Wakes every thread waiting on the bell (async-signal-safe, see above).
+    #[inline]
+    pub(crate) fn ring(&self) {
+        // SeqCst: see `wait`.
+        self.rings.fetch_add(1, Ordering::SeqCst);
+        if self.sleepers.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        // SAFETY: as in `wait`; FUTEX_WAKE only wakes waiters on the word.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                self.rings.as_ptr(),
+                libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+                i32::MAX,
+            )
+        };
+    }
+}
+
+/// The calling thread's kernel thread id (`gettid`).
+#[inline]
+pub(crate) fn os_thread_id() -> i64 {
+    // SAFETY: gettid has no preconditions and cannot fail.
+    unsafe { libc::gettid() as i64 }
+}
