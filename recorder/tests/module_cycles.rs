@@ -1,11 +1,14 @@
 //! No import loop of more than two files inside `recorder/src`.
 //!
 //! `scripts/module-cycles.py` reads every file of a source tree, follows
-//! each `crate::`, `super::` and `self::` path to the file of the module it
-//! names, and prints the strongly connected components of that graph; with
-//! `--max 2` it exits 1 when one has more than two files. This test runs it
-//! on `recorder/src`, and (negative controls) on small synthetic trees: a
-//! three-file loop must fail, a two-file loop must pass, and a test module's
+//! each path (`crate::`, `super::`, `self::`, and relative ones through a
+//! child module or a `use`d module) to the file of the module it names, and
+//! prints the strongly connected components of that graph; with `--max 2`
+//! it exits 1 when one has more than two files. This test runs it on
+//! `recorder/src`, and (negative controls) on small synthetic trees: a
+//! three-file loop must fail, also when it goes through a `mod.rs`
+//! re-export (`pub(crate) use inner::X;`) in any of the forms a path to a
+//! child module takes; a two-file loop must pass, and a test module's
 //! `use super::*` names its own file, not the parent module.
 
 use std::path::{Path, PathBuf};
@@ -79,6 +82,70 @@ fn a_three_file_loop_fails() {
         assert!(printed.contains(f), "{f} missing: {printed}");
     }
     assert!(printed.contains("FAIL"), "{printed}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// a.rs uses `crate::m::X`; m/mod.rs re-exports (or names) `X` of its
+/// child m/inner.rs; m/inner.rs uses `crate::a::A`: a loop of three files
+/// that the checker saw as none while it stopped at m/mod.rs. Each form of
+/// m/mod.rs's path to its child must close the loop.
+#[test]
+fn a_three_file_loop_through_a_mod_rs_reexport_fails() {
+    let forms = [
+        "pub(crate) use inner::X;\n",
+        "pub(crate) use self::inner::X;\n",
+        "pub(crate) use {inner::X};\n",
+        "pub(crate) type X = inner::X;\n",
+        "use inner as i;\npub(crate) type X = i::X;\n",
+        "use self::inner::{self};\npub(crate) fn x() -> inner::X {\n    inner::X(crate::a::A)\n}\n",
+    ];
+    for (k, reexport) in forms.iter().enumerate() {
+        let body = format!("mod inner;\n{reexport}");
+        let dir = tree(
+            &format!("reexport{k}"),
+            &[
+                ("lib.rs", "mod a;\nmod m;\n"),
+                ("a.rs", "use crate::m::X;\npub struct A;\n"),
+                ("m/mod.rs", &body),
+                ("m/inner.rs", "use crate::a::A;\npub struct X(pub A);\n"),
+            ],
+        );
+        let out = check(&dir);
+        let printed = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{reexport}: {printed}");
+        assert!(
+            printed.contains("cycle of 3 files"),
+            "{reexport}: {printed}"
+        );
+        for f in ["a.rs", "m/mod.rs", "m/inner.rs"] {
+            assert!(printed.contains(f), "{reexport}: {f} missing: {printed}");
+        }
+        assert!(printed.contains("FAIL"), "{reexport}: {printed}");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+/// The same three files where m/mod.rs names nothing of m/inner.rs (it
+/// only declares it): no loop, so the checker passes; and a name that is
+/// no child module (`std::x`, a local `inner` type's path) adds no edge.
+#[test]
+fn a_mod_rs_that_only_declares_its_child_closes_no_loop() {
+    let dir = tree(
+        "declares",
+        &[
+            ("lib.rs", "mod a;\nmod m;\n"),
+            ("a.rs", "use crate::m::X;\npub struct A;\n"),
+            (
+                "m/mod.rs",
+                "mod inner;\npub(crate) struct X;\nfn f() { let _ = std::inner::g(); let _ = v.inner::<u8>(); }\n",
+            ),
+            ("m/inner.rs", "use crate::a::A;\npub struct Y(pub A);\n"),
+        ],
+    );
+    let out = check(&dir);
+    let printed = text(&out);
+    assert!(out.status.success(), "{printed}");
+    assert!(printed.contains(", 0 import cycles"), "{printed}");
     let _ = std::fs::remove_dir_all(dir);
 }
 
