@@ -44,6 +44,8 @@ pub mod config;
 pub(crate) mod cpool;
 pub(crate) mod epoch;
 pub mod event;
+pub(crate) mod feature;
+pub(crate) mod feature_table;
 #[cfg(not(flightrec_loom))]
 pub mod labels;
 pub(crate) mod lifecycle;

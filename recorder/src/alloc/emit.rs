@@ -26,7 +26,8 @@ use jfr_format::write::encode::Sink;
 use jfr_format::write::record::{EventEncoder, begin_record, end_record};
 use jfr_format::{Checkpoint, TypeId};
 
-use super::{LIVE, QUEUE, queue::RawSample, state, threads};
+use super::state::{LIVE, QUEUE, state};
+use super::{queue::RawSample, threads};
 use crate::base::loss::LossCause;
 use crate::base::sync::{Arc, AtomicU64, Mutex, Ordering};
 use crate::cpool::named_classes::NamedClasses;

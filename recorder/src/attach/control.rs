@@ -20,7 +20,6 @@ use crate::base::sync::Mutex;
 use crate::config::builder::RecordingConfig;
 use crate::lifecycle::outcome::RecordingError;
 use crate::output::recorder_thread::Command;
-use crate::runtime::Runtime;
 
 /// How long a dump requested by `jcmd` may take.
 pub(crate) const DUMP_TIMEOUT: Duration = Duration::from_secs(60);
@@ -51,7 +50,6 @@ pub(crate) struct Active {
     /// Its configuration at start.
     pub(crate) config: RecordingConfig,
     pid: u32,
-    remote: Remote,
 }
 
 impl Active {
@@ -78,9 +76,10 @@ impl Active {
         to: Option<i64>,
         max_size: Option<u64>,
     ) -> Result<(), RecordingError> {
+        let (commands, rt) =
+            crate::lifecycle::physical::sender().ok_or(RecordingError::RecorderGone)?;
         let (reply, rx) = mpsc::channel();
-        self.remote
-            .commands
+        commands
             .send(Command::Dump {
                 id: self.id,
                 path,
@@ -90,36 +89,20 @@ impl Active {
                 reply,
             })
             .map_err(|_| RecordingError::RecorderGone)?;
-        self.remote.rt.pool.wake_for_command();
+        rt.pool.wake_for_command();
         rx.recv_timeout(DUMP_TIMEOUT)
             .map_err(|_| RecordingError::RecorderGone)?
     }
 }
 
-/// A way to the recorder thread.
-#[derive(Debug, Clone)]
-struct Remote {
-    commands: mpsc::Sender<Command>,
-    rt: &'static Runtime,
-}
-
 /// Records recording `id`, which just started.
-pub(crate) fn started(
-    id: u64,
-    config: &RecordingConfig,
-    commands: &mpsc::Sender<Command>,
-    rt: &'static Runtime,
-) {
+pub(crate) fn started(id: u64, config: &RecordingConfig) {
     let mut active = ACTIVE.lock();
     active.retain(|a| a.pid == std::process::id());
     active.push(Active {
         id,
         config: config.clone(),
         pid: std::process::id(),
-        remote: Remote {
-            commands: commands.clone(),
-            rt,
-        },
     });
 }
 

@@ -24,7 +24,7 @@ use super::control::{self, Active, CONFIGURED};
 use super::dcmd::{self, Arg};
 use crate::config::builder::StartError;
 use crate::config::options;
-use crate::process::autostart::{self, AutoStartError};
+use crate::process::automatic::{self as autostart, AutoStartError};
 
 /// Every command, for `help`.
 const COMMANDS: &[(&str, &str)] = &[

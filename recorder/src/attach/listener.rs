@@ -71,6 +71,9 @@ pub fn listen() -> io::Result<PathBuf> {
         })?;
     *listening = pid;
     register_exit_handler();
+    // A terminating signal ends the process without `atexit`: the
+    // automatic recordings' shutdown thread removes them then.
+    crate::process::shutdown::on_terminate(super::remove_socket);
     // Only the listing depends on it (see `perfdata.rs`).
     let _ = super::perfdata::publish();
     Ok(path)

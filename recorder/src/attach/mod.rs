@@ -98,6 +98,7 @@ mod dcmd;
 mod jfr;
 mod listener;
 mod perfdata;
+mod plug;
 mod protocol;
 mod sigquit;
 
@@ -108,6 +109,7 @@ pub(crate) fn remove_socket() {
     perfdata::remove_at_exit();
 }
 pub use listener::{listen, socket_path};
+pub(crate) use plug::Jcmd;
 pub use sigquit::listen_on_sigquit;
 
 use crate::config::builder::Attach;

@@ -48,7 +48,6 @@ static CLOCK: OnceLock<Calibration> = OnceLock::new();
 #[cold]
 pub fn init() {
     calibration();
-    crate::event::spread::init();
 }
 
 fn calibration() -> &'static Calibration {
@@ -221,6 +220,23 @@ fn measure_tsc_frequency() -> i64 {
     let (t1, n1) = bracketed(read_tsc, monotonic_nanos);
     let nanos = (n1 - n0).max(1) as i128;
     ((t1 - t0) as i128 * 1_000_000_000 / nanos) as i64
+}
+
+/// CPU time (user and system) thread `tid` of this process has used, in
+/// ns, from its per-thread CPU clock (`MAKE_THREAD_CPUCLOCK(tid,
+/// CPUCLOCK_SCHED)`, as the timers use); `None` once it exited.
+pub(crate) fn thread_cpu_time_ns(tid: u64) -> Option<u64> {
+    let clock = (!(tid as libc::clockid_t) << 3) | 6;
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a per-thread CPU clock id and a valid out-pointer; an exited
+    // thread's clock fails with EINVAL, reported as `None`.
+    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
+        return None;
+    }
+    Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
 #[cfg(all(test, not(flightrec_loom)))]

@@ -57,7 +57,7 @@ pub struct RecordingConfig {
     pub(crate) attach: Attach,
     /// Push each period's chunk to Pyroscope.
     #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
-    pub(crate) pyroscope: Option<crate::pyroscope::PyroscopeConfig>,
+    pub(crate) pyroscope: Option<crate::pyroscope::config::PyroscopeConfig>,
 }
 
 /// When the `jcmd` listener (see [`crate::attach`]) starts.
@@ -117,9 +117,9 @@ impl RecordingConfig {
     /// limit is lowered to it) and uploaded by a thread of its own; see
     /// [`crate::pyroscope`].
     ///
-    /// [`PyroscopeConfig::period`]: crate::pyroscope::PyroscopeConfig::period
+    /// [`PyroscopeConfig::period`]: crate::pyroscope::config::PyroscopeConfig::period
     #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
-    pub fn pyroscope(mut self, upload: crate::pyroscope::PyroscopeConfig) -> Self {
+    pub fn pyroscope(mut self, upload: crate::pyroscope::config::PyroscopeConfig) -> Self {
         self.pyroscope = Some(upload);
         self
     }
@@ -467,7 +467,7 @@ pub enum StartError {
     /// The Pyroscope uploader could not start (its `Authorization`
     /// variable is not set, ...).
     #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
-    Pyroscope(crate::pyroscope::PyroscopeError),
+    Pyroscope(crate::pyroscope::config::PyroscopeError),
     /// The repository or the first chunk could not be created.
     Io {
         /// The file or directory.

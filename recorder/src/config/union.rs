@@ -127,7 +127,7 @@ fn most_permissive(a: Throttle, b: Throttle) -> Throttle {
 /// where known (`None` fields: unknown).
 #[cfg(not(flightrec_loom))]
 pub(crate) fn builtin_default(name: &str) -> TypeSettings {
-    use crate::sampler::{CPU_EVENT, DEFAULT_THROTTLE, DEFAULT_WALL_PERIOD, WALL_EVENT};
+    use crate::sampler::config::{CPU_EVENT, DEFAULT_THROTTLE, DEFAULT_WALL_PERIOD, WALL_EVENT};
     let mut t = TypeSettings::default();
     if let Some(b) = crate::periodic::table::BUILTIN
         .iter()

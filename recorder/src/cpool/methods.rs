@@ -32,49 +32,17 @@ use jfr_format::write::constants::{
 use jfr_format::{Checkpoint, TypeId};
 
 use super::stacks::StackRepository;
+use crate::feature::TopCut;
 use crate::stack::{ResolvedFrame, Symbolizer};
 
 /// Classes of the recorder's own functions (`recorder::event::commit`, …).
 const RECORDER_CLASS_PREFIX: &str = "recorder/";
 
-#[cfg(not(flightrec_loom))]
-fn timed_site(frame: u64) -> Option<usize> {
-    crate::timing::trace_marker_site(frame)
-}
-
-#[cfg(flightrec_loom)]
-fn timed_site(_frame: u64) -> Option<usize> {
-    None
-}
-
-#[cfg(not(flightrec_loom))]
-fn alloc_marker(frame: u64) -> bool {
-    crate::alloc::alloc_stack_marker(frame)
-}
-
-#[cfg(flightrec_loom)]
-fn alloc_marker(_frame: u64) -> bool {
-    false
-}
-
-/// A frame of the allocation machinery, above the function that asked for
-/// memory in an allocation stack (see `crate::alloc`).
-fn allocation_machinery(f: &ResolvedFrame) -> bool {
-    const CLASSES: [&str; 5] = ["recorder/", "alloc/", "core/", "std/", "hashbrown/"];
-    CLASSES.iter().any(|c| f.class.starts_with(c))
-        || f.method.starts_with("__rust")
-        || f.method.starts_with("__rdl")
-        || f.class.contains("SamplingAllocator")
-}
-
-#[cfg(not(flightrec_loom))]
-fn timed_method(site: usize) -> Option<String> {
-    crate::timing::site_method(site)
-}
-
-#[cfg(flightrec_loom)]
-fn timed_method(_site: usize) -> Option<String> {
-    None
+/// The first feature whose marker `frame` is, and what it cuts.
+fn stack_marker(frame: u64) -> Option<TopCut> {
+    crate::feature::all()
+        .iter()
+        .find_map(|f| f.stack_marker(frame))
 }
 
 /// The class loader of the program's own classes (`jdk.types.ClassLoader`
@@ -215,17 +183,16 @@ impl FrameTables {
         let Some(entry) = repo.get(key) else {
             return false;
         };
-        // A `jdk.MethodTrace` stack starts with a marker naming its site
-        // (see `crate::timing`): the trace starts at the timed function's caller.
-        // An allocation stack starts with a marker too: its top frames
-        // are the allocation machinery's, cut below.
-        let (site, alloc, addrs) = match entry.frames.split_first() {
-            Some((&first, rest)) => match timed_site(first) {
-                Some(site) => (Some(site), false, rest),
-                None if alloc_marker(first) => (None, true, rest),
-                None => (None, false, &entry.frames[..]),
+        // A stack may start with a feature's marker (a `jdk.MethodTrace`
+        // stack's names its timed site; an allocation stack's says its top
+        // frames are the allocator's): the marker goes, and after the
+        // frames are resolved the feature's cut applies.
+        let (cut, addrs) = match entry.frames.split_first() {
+            Some((&first, rest)) => match stack_marker(first) {
+                Some(cut) => (cut, rest),
+                None => (TopCut::Nothing, &entry.frames[..]),
             },
-            None => (None, false, &entry.frames[..]),
+            None => (TopCut::Nothing, &entry.frames[..]),
         };
         self.symbolizer.prefetch(addrs);
         let mut resolved: Vec<ResolvedFrame> = Vec::new();
@@ -239,22 +206,22 @@ impl FrameTables {
         if own < resolved.len() {
             resolved.drain(..own);
         }
-        if alloc {
-            let machinery = resolved
-                .iter()
-                .take_while(|f| allocation_machinery(f))
-                .count();
-            if machinery < resolved.len() {
-                resolved.drain(..machinery);
+        match cut {
+            TopCut::Nothing => {}
+            TopCut::While(machinery) => {
+                let n = resolved.iter().take_while(|f| machinery(f)).count();
+                if n < resolved.len() {
+                    resolved.drain(..n);
+                }
             }
-        }
-        if let Some(callee) = site.and_then(timed_method) {
-            // The timed function's own frame (and any inlined glue of its
-            // guard above it) goes: its caller is the top frame.
-            if let Some(at) = resolved.iter().take(8).position(|f| f.method == callee)
-                && at + 1 < resolved.len()
-            {
-                resolved.drain(..=at);
+            TopCut::Through(callee) => {
+                // The timed function's own frame (and any inlined glue of
+                // its guard above it) goes: its caller is the top frame.
+                if let Some(at) = resolved.iter().take(8).position(|f| f.method == callee)
+                    && at + 1 < resolved.len()
+                {
+                    resolved.drain(..=at);
+                }
             }
         }
         let frames: Vec<FrameValue> = resolved

@@ -39,8 +39,9 @@ use jfr_format::write::metadata::{Metadata, SchemaError};
 use super::commit::{Fields, StackTrace, ThreadRef, commit_span, emit};
 use super::descriptor::{DefaultSettings, EventKind, EventType, EventTypeInfo, FieldInfo};
 use super::field::{ContentType, FieldKind, FieldValue, FieldWriter};
+use crate::base::clock;
 use crate::base::loss::LossCause;
-use crate::{clock, runtime};
+use crate::runtime;
 
 /// Declares an event type at run time.
 #[derive(Debug, Clone)]

@@ -184,12 +184,7 @@ impl Registry {
     /// type's word under the lock, then (outside it) tells the watchers.
     fn install(&self, inner: crate::base::sync::MutexGuard<'_, RegistryInner>, settings: Settings) {
         let recording = inner.recording;
-        #[cfg(not(flightrec_loom))]
-        crate::timing::apply(&settings, recording);
-        #[cfg(not(flightrec_loom))]
-        crate::lock::apply(&settings, recording);
-        #[cfg(not(flightrec_loom))]
-        crate::alloc::apply(&settings, recording);
+        crate::feature::each(|f| f.apply(&settings, recording));
         self.settings.store(StdArc::new(settings));
         for ty in &inner.types {
             ty.word
@@ -234,8 +229,7 @@ impl Registry {
         for ty in &inner.types {
             ty.word.store(self.word_for(ty, false), Ordering::Release);
         }
-        crate::timing::stop_in_child();
-        crate::alloc::stop_in_child();
+        crate::feature::each(|f| f.stop_in_child());
     }
 
     /// Number of registered types.
@@ -322,7 +316,7 @@ impl Registry {
 /// loom models, which have no labels.
 fn context_ids() -> bool {
     #[cfg(not(flightrec_loom))]
-    return crate::labels::in_samples();
+    return crate::labels::latch::in_samples();
     #[cfg(flightrec_loom)]
     false
 }

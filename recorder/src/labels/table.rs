@@ -22,7 +22,9 @@
 
 use std::collections::HashMap;
 
-use super::Set;
+/// A thread's label set: (key, value) string ids, sorted by key id.
+pub(super) type Set = Vec<(i64, i64)>;
+
 use crate::base::loss::LossCause;
 use crate::base::sync::Mutex;
 

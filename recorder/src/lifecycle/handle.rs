@@ -18,24 +18,18 @@
 //! panic's message as the error's source.
 
 use crate::base::sync::mpsc;
-use std::io;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use crate::base::clock;
 use crate::base::loss::LossCounts;
-use crate::config::builder::{RecordingConfig, StartError};
 use crate::config::settings::{SettingError, Settings};
-use crate::epoch::membarrier;
 use crate::event::registry::registry;
-use crate::lifecycle::active_recording;
-use crate::lifecycle::member::Member;
+use crate::feature;
 use crate::lifecycle::outcome::{RecordingError, RecordingSummary};
-use crate::lifecycle::physical::{PHYSICAL, Physical, Turn};
-use crate::lifecycle::statistics::{RecorderStatistics, Role, RoleThread};
-use crate::output::recorder_thread::{Command, Recorder};
-use crate::repository::store::Repository;
-use crate::runtime::{self, Runtime};
+use crate::lifecycle::physical::{PHYSICAL, Turn};
+use crate::lifecycle::statistics::RecorderStatistics;
+use crate::output::recorder_thread::Command;
+use crate::runtime::Runtime;
 
 /// The memory the recorder holds, by its own accounting
 /// ([`Recording::memory`]). Buffers plus constants stay within the
@@ -77,184 +71,18 @@ pub struct MemoryUse {
 #[derive(Debug)]
 pub struct Recording {
     /// 1, 2, ... in the process, as `jdk.ActiveRecording` and `jcmd` show.
-    id: u64,
-    rt: &'static Runtime,
-    repository: PathBuf,
+    pub(super) id: u64,
+    pub(super) rt: &'static Runtime,
+    pub(super) repository: PathBuf,
     /// The process that started it: a forked child must not wait for the
     /// parent's recorder thread.
-    pid: u32,
-    stopped: bool,
+    pub(super) pid: u32,
+    pub(super) stopped: bool,
     /// Its `memory_size` when kept in memory (`disk(false)`).
-    memory_bound: Option<u64>,
+    pub(super) memory_bound: Option<u64>,
 }
 
 impl Recording {
-    /// Starts recording. The first recording in the process starts the
-    /// recorder; a later one joins it (the current chunk ends, and the new
-    /// recording holds the chunks from the next one on). A name already in
-    /// use by a running recording is refused ([`StartError::NameInUse`]).
-    pub fn start(config: RecordingConfig) -> Result<Recording, StartError> {
-        config.validate()?;
-        let config = config.effective();
-        clock::init();
-        crate::process::fork::install();
-        membarrier::register();
-        // Held for the whole start (a rotation, when others record); the
-        // recorder itself is locked only for moments, so a `fork()`
-        // meanwhile does not wait (see `crate::lifecycle::physical`).
-        let _turn = Turn::take();
-        let running = PHYSICAL.lock().as_ref().map(|p| {
-            let name_taken = config.name.as_deref().and_then(|n| p.named(n));
-            (p.commands.clone(), p.rt, name_taken)
-        });
-        if let Some((commands, rt, name_taken)) = running {
-            return Self::join(commands, rt, name_taken, config);
-        }
-        let reg = registry();
-        if !reg.claim_recording() {
-            return Err(StartError::AlreadyRecording);
-        }
-        let release = |e: StartError| {
-            reg.apply(Settings::new(), false);
-            e
-        };
-        // Whether the samples carry `contextId`, for the recorder's life.
-        #[cfg(feature = "pyroscope")]
-        let uploads = config.pyroscope.is_some();
-        #[cfg(not(feature = "pyroscope"))]
-        let uploads = false;
-        crate::labels::latch_for_recording(crate::sampler::pyroscope_events() || uploads);
-        let rt = runtime::init(
-            config.thread_buffer_size,
-            config.buffer_blocks(),
-            config.max_stack_depth,
-            config.constant_memory(),
-        );
-        let repo = if config.disk {
-            Repository::create(config.repository.as_deref(), config.keep_repository)
-                .map_err(release)?
-        } else {
-            Repository::in_memory()
-        };
-        let repository = repo.dir().to_path_buf();
-        let id = active_recording::next_id();
-        let member = Member::new(id, config.clone(), rt.losses.snapshot());
-        let recorder = Recorder::new(rt, member, repo).map_err(|source| {
-            release(StartError::Io {
-                path: repository.clone(),
-                source,
-            })
-        })?;
-        #[cfg(feature = "pyroscope")]
-        crate::pyroscope::start(id, config.pyroscope.as_ref())
-            .map_err(|e| release(StartError::Pyroscope(e)))?;
-        reg.add_live(id, config.settings.clone());
-        crate::lifecycle::statistics::reset();
-        let (tx, rx) = mpsc::channel();
-        let thread = std::thread::Builder::new()
-            .name("flightrec-recorder".into())
-            .spawn(move || {
-                let _role = RoleThread::enter(Role::Recorder);
-                recorder.run_guarded(rx)
-            })
-            .map_err(|source| {
-                reg.clear_live();
-                #[cfg(feature = "pyroscope")]
-                crate::pyroscope::finish(id);
-                release(StartError::Io {
-                    path: PathBuf::from("<recorder thread>"),
-                    source,
-                })
-            })?;
-        crate::sampler::reconcile();
-        crate::process::panics::start();
-        crate::periodic::start(rt);
-        crate::attach::control::started(id, &config, &tx, rt);
-        *PHYSICAL.lock() = Some(Physical {
-            commands: tx,
-            thread,
-            rt,
-            members: vec![(id, config.name.clone())],
-        });
-        if let Err(e) = crate::attach::start(config.attach) {
-            eprintln!("flightrec: attach: {e}");
-        }
-        Ok(Recording {
-            id,
-            rt,
-            repository,
-            pid: std::process::id(),
-            stopped: false,
-            memory_bound: config.memory_bound(),
-        })
-    }
-
-    /// Starts a recording beside the running ones (the caller holds the
-    /// turn): `commands` reach their recorder thread, `name_taken` is the
-    /// running recording with the new one's name, if any.
-    fn join(
-        commands: mpsc::Sender<Command>,
-        rt: &'static Runtime,
-        name_taken: Option<u64>,
-        config: RecordingConfig,
-    ) -> Result<Recording, StartError> {
-        let config = config.effective();
-        if let Some(name) = &config.name
-            && let Some(id) = name_taken
-        {
-            return Err(StartError::NameInUse {
-                name: name.clone(),
-                id,
-            });
-        }
-        let id = active_recording::next_id();
-        let member = Member::new(id, config.clone(), rt.losses.snapshot());
-        #[cfg(feature = "pyroscope")]
-        crate::pyroscope::start(id, config.pyroscope.as_ref()).map_err(StartError::Pyroscope)?;
-        let (tx, rx) = mpsc::channel();
-        let gone = || StartError::Io {
-            path: PathBuf::from("<recorder thread>"),
-            source: io::Error::other("the recorder thread has stopped"),
-        };
-        let added = commands
-            .send(Command::Add {
-                member: Box::new(member),
-                reply: tx,
-            })
-            .map_err(|_| gone())
-            .and_then(|()| {
-                rt.pool.wake_for_command();
-                rx.recv().map_err(|_| gone())?
-            });
-        let dir = match added {
-            Ok(dir) => dir,
-            Err(e) => {
-                #[cfg(feature = "pyroscope")]
-                crate::pyroscope::finish(id);
-                return Err(e);
-            }
-        };
-        let repository = if config.disk { dir } else { PathBuf::new() };
-        registry().add_live(id, config.settings.clone());
-        crate::sampler::reconcile();
-        crate::periodic::wake();
-        crate::attach::control::started(id, &config, &commands, rt);
-        if let Some(p) = PHYSICAL.lock().as_mut() {
-            p.members.push((id, config.name.clone()));
-        }
-        if let Err(e) = crate::attach::start(config.attach) {
-            eprintln!("flightrec: attach: {e}");
-        }
-        Ok(Recording {
-            id,
-            rt,
-            repository,
-            pid: std::process::id(),
-            stopped: false,
-            memory_bound: config.memory_bound(),
-        })
-    }
-
     /// The recording's id: 1, 2, ... in the process, as
     /// `jdk.ActiveRecording` and `jcmd <pid> JFR.check` show it.
     pub fn id(&self) -> u64 {
@@ -280,8 +108,7 @@ impl Recording {
         s.set(event, setting, value)?;
         s.check_supported()?;
         reg.set_live(self.id, s);
-        crate::sampler::reconcile();
-        crate::periodic::wake();
+        feature::each(|f| f.settings_changed());
         Ok(())
     }
 
@@ -293,8 +120,7 @@ impl Recording {
             return;
         }
         registry().set_live(self.id, settings);
-        crate::sampler::reconcile();
-        crate::periodic::wake();
+        feature::each(|f| f.settings_changed());
     }
 
     /// Writes every event committed before the call to the current chunk in
@@ -370,13 +196,6 @@ impl Recording {
         crate::lifecycle::statistics::snapshot(self.rt.pool.occupancy())
     }
 
-    /// What this recording's Pyroscope uploader has done so far (`None`
-    /// without one). See [`crate::pyroscope`].
-    #[cfg(feature = "pyroscope")]
-    pub fn pyroscope_totals(&self) -> Option<crate::pyroscope::UploadTotals> {
-        crate::pyroscope::totals(self.id)
-    }
-
     fn request(
         &self,
         cmd: impl FnOnce(mpsc::Sender<Result<(), RecordingError>>) -> Command,
@@ -384,7 +203,7 @@ impl Recording {
         if self.pid != std::process::id() {
             return Err(RecordingError::InForkedChild);
         }
-        if crate::periodic::at_chunk_edge() {
+        if feature::any(|f| f.busy_at_chunk_edge()) {
             return Err(RecordingError::FromChunkEdge);
         }
         if self.stopped {
@@ -436,8 +255,8 @@ impl Recording {
         // While its last chunk is open (and before the lock: this may wait
         // up to the stop timeout), the uploader settles or its losses are
         // recorded in that chunk.
-        #[cfg(feature = "pyroscope")]
-        crate::pyroscope::before_last_chunk(self.id);
+        let id = self.id;
+        feature::each(|f| f.before_last_chunk(id));
         // Held for the whole stop; the recorder is locked only for moments
         // (see `crate::lifecycle::physical`).
         let _turn = Turn::take();
@@ -454,7 +273,7 @@ impl Recording {
             // others applies.
             p.members.retain(|(i, _)| *i != self.id);
             drop(physical);
-            crate::attach::control::stopped(self.id);
+            feature::each(|f| f.member_leaving(id));
             let stop = Command::Stop {
                 id: self.id,
                 write,
@@ -468,24 +287,20 @@ impl Recording {
                 Err(_) => Err(RecordingError::RecorderGone),
             };
             registry().remove_live(self.id);
-            crate::sampler::reconcile();
-            crate::periodic::wake();
-            // Its last chunk is queued: the uploader sends what is left.
-            #[cfg(feature = "pyroscope")]
-            crate::pyroscope::finish(self.id);
+            feature::each(|f| f.settings_changed());
+            // Its last chunk is queued: an uploader sends what is left.
+            feature::each(|f| f.member_gone(id));
             return result;
         }
         let p = physical.take().expect("checked above");
         drop(physical);
-        // Periodic events first: their last round (end-of-chunk events,
-        // jdk.Shutdown) lands in the last chunk, and none lands after it.
-        crate::periodic::shutdown(reason);
+        // In the table's order: periodic events first (their last round,
+        // end-of-chunk events and jdk.Shutdown, lands in the last chunk,
+        // and none lands after it), then the samplers, whose queued samples
+        // land in the last chunk too.
+        feature::each(|f| f.shutdown(reason));
         crate::process::panics::stop();
-        // Before the hang-up below: the attach registry holds a sender too.
-        crate::attach::control::stopped(self.id);
-        crate::sampler::shutdown();
-        // Queued allocation samples land in the last chunk.
-        crate::alloc::shutdown();
+        feature::each(|f| f.member_leaving(id));
         let sent = p.commands.send(Command::Stop {
             id: self.id,
             write,
@@ -501,12 +316,11 @@ impl Recording {
         // handling it) sees the channel close and finishes.
         drop(p.commands);
         let _ = p.thread.join();
-        crate::alloc::stopped();
+        feature::each(|f| f.stopped());
         registry().apply(Settings::new(), false);
         registry().clear_live();
-        // Every chunk is queued: the uploader sends what is left.
-        #[cfg(feature = "pyroscope")]
-        crate::pyroscope::finish(self.id);
+        // Every chunk is queued: an uploader sends what is left.
+        feature::each(|f| f.member_gone(id));
         result
     }
 }

@@ -1,7 +1,7 @@
 //! The recording lifecycle: the [`Recording`](handle::Recording) handle a
 //! program holds, its errors and summary, the physical recorder that serves
 //! every live recording, each recording's member state, the recorder's own
-//! statistics, and the end of the process for the automatic recordings.
+//! statistics.
 //!
 //! Invariant: the lifecycle names no feature. What a feature does when a
 //! recording starts, changes its settings, dumps or stops goes through the
@@ -18,6 +18,6 @@ pub(crate) mod outcome;
 #[cfg(not(flightrec_loom))]
 pub(crate) mod physical;
 #[cfg(not(flightrec_loom))]
-pub(crate) mod shutdown;
+pub(crate) mod start;
 #[cfg(not(flightrec_loom))]
 pub(crate) mod statistics;

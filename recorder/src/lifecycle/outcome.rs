@@ -32,7 +32,7 @@ pub enum RecordingError {
     /// Chunk data could not be written (disk full, an I/O error). The
     /// recording went on in memory, up to its `max_memory`, and wrote again
     /// once it could; what it could not write is counted lost
-    /// ([`LossCause::WriteError`](crate::LossCause::WriteError), and
+    /// ([`LossCause::WriteError`](crate::base::loss::LossCause::WriteError), and
     /// [`LossCause::PoolExhausted`](crate::LossCause::PoolExhausted) for
     /// events that found no buffer meanwhile) in `lost` and in the file's
     /// `flightrec.EventsLost` and `jdk.DataLoss` events. Returned by
@@ -77,7 +77,7 @@ impl std::fmt::Display for RecordingError {
                     "cannot write {}: {source}; {} events lost ({} unwritten), counted in the file",
                     path.display(),
                     lost.total_events(),
-                    lost.events(crate::LossCause::WriteError),
+                    lost.events(crate::base::loss::LossCause::WriteError),
                 )?;
                 match summary.as_ref().and_then(|s| s.destination.as_ref()) {
                     Some(d) => write!(f, "; the recording was written to {}", d.display()),

@@ -170,7 +170,7 @@ impl RoleThread {
         let tid = crate::base::sync::os_thread_id() as u64;
         COUNTERS.tid[role as usize].store(tid, Ordering::Release);
         // The recorder's own allocations are not the program's.
-        crate::alloc::never_sample_this_thread();
+        crate::feature::each(|f| f.own_thread());
         Self(role)
     }
 }
@@ -250,7 +250,7 @@ fn role_cpu(role: Role) -> u64 {
     let live = if tid == 0 {
         Some(0)
     } else {
-        crate::sampler::threads::cpu_time_ns(tid)
+        crate::base::clock::thread_cpu_time_ns(tid)
     };
     match live {
         Some(live) => COUNTERS.ended_cpu[r].load(Ordering::Relaxed) + live,

@@ -36,6 +36,7 @@
 mod condvar;
 mod contended;
 mod mutex;
+mod plug;
 mod record;
 mod rwlock;
 
@@ -43,4 +44,4 @@ pub use condvar::{Condvar, WaitTimeoutResult};
 pub use mutex::{Mutex, MutexGuard};
 pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-pub(crate) use record::{apply, write_class_constants};
+pub(crate) use plug::Locks;

@@ -25,12 +25,13 @@ use jfr_format::{Checkpoint, TypeId};
 
 use crate::cpool::named_classes::NamedClasses;
 
+use crate::base::clock;
 use crate::base::loss::LossCause;
 use crate::base::sync::{AtomicU64, Ordering};
 use crate::buffer::local;
 use crate::config::settings::Settings;
 use crate::event::commit::{BuiltinRefs, emit_builtin};
-use crate::{clock, runtime};
+use crate::runtime;
 
 /// Keys of the lock classes: a range of their own (`cpool::keys`).
 const CLASS_KEY_BASE: u64 = crate::cpool::keys::LOCK_CLASSES;

@@ -45,6 +45,7 @@ use crate::buffer::block::Block;
 use crate::config::settings;
 use crate::cpool::methods::FrameTables;
 use crate::event::registry::registry;
+use crate::feature::ChunkPart;
 use crate::runtime::Runtime;
 
 /// The chunk being written.
@@ -57,18 +58,10 @@ pub(crate) struct ChunkAssembler {
     written_threads: BTreeSet<u64>,
     written_stacks: BTreeSet<u64>,
     statics_written: bool,
-    /// Timed sites whose constants this chunk defines (see `crate::timing`).
-    sites_written: usize,
     /// Panic classes this chunk defines (see `crate::process::panics`).
     panic_classes_written: usize,
-    /// Lock classes defined so far (`crate::lock`).
-    lock_classes_written: usize,
-    /// Allocation classes defined so far in this chunk.
-    #[cfg(not(flightrec_loom))]
-    alloc_classes_written: usize,
-    /// The tracked allocations the chunk's end writes (see `crate::alloc`).
-    #[cfg(not(flightrec_loom))]
-    old_objects: crate::alloc::OldObjects,
+    /// What each feature adds to the chunk (see [`crate::feature`]).
+    parts: Vec<Box<dyn ChunkPart>>,
     /// Registered-type count described by the last metadata written, if any.
     metadata_types: Option<usize>,
     scratch: Vec<u8>,
@@ -118,13 +111,11 @@ impl ChunkAssembler {
             written_threads: BTreeSet::new(),
             written_stacks: BTreeSet::new(),
             statics_written: false,
-            sites_written: 0,
             panic_classes_written: 0,
-            lock_classes_written: 0,
-            #[cfg(not(flightrec_loom))]
-            alloc_classes_written: 0,
-            #[cfg(not(flightrec_loom))]
-            old_objects: Default::default(),
+            parts: crate::feature::all()
+                .iter()
+                .filter_map(|f| f.chunk_part())
+                .collect(),
             metadata_types: None,
             scratch: Vec::new(),
             pending: (0, 0),
@@ -315,14 +306,11 @@ impl ChunkAssembler {
         rt.stacks.set_resolved_bytes(frames.bytes());
         #[cfg(not(flightrec_loom))]
         {
-            self.sites_written = crate::timing::write_site_constants(&mut cp, self.sites_written);
             self.panic_classes_written =
                 crate::process::panics::write_class_constants(&mut cp, self.panic_classes_written);
-            self.lock_classes_written =
-                crate::lock::write_class_constants(&mut cp, self.lock_classes_written);
-            self.alloc_classes_written =
-                crate::alloc::write_class_constants(&mut cp, self.alloc_classes_written);
-            self.old_objects.write_constants(&mut cp);
+        }
+        for part in &mut self.parts {
+            part.write_constants(&mut cp);
         }
         if !self.statics_written {
             // Small and always written: samples refer to thread states,
@@ -358,9 +346,8 @@ impl ChunkAssembler {
         self.write_metadata_if_changed(end.ticks)?;
         // The leak candidates' stacks and threads are tagged before the
         // constants are collected.
-        #[cfg(not(flightrec_loom))]
-        {
-            self.old_objects = crate::alloc::prepare_old_objects(rt, self.epoch);
+        for part in &mut self.parts {
+            part.prepare_end(rt, self.epoch);
         }
         // Constants before the loss report, as in `flush`.
         self.write_new_constants(rt, frames, end.ticks)?;
@@ -368,10 +355,9 @@ impl ChunkAssembler {
         self.scratch.clear();
         let report = losses.encode(&mut self.scratch, end.ticks, rt.losses.snapshot());
         write_active_settings(&mut self.scratch, end.ticks);
-        #[cfg(not(flightrec_loom))]
-        crate::timing::write_timing_events(&mut self.scratch, end.ticks);
-        #[cfg(not(flightrec_loom))]
-        crate::alloc::write_old_object_events(&mut self.scratch, end.ticks, &self.old_objects);
+        for part in &mut self.parts {
+            part.end_events(&mut self.scratch, end.ticks);
+        }
         self.writer.write_events(&self.scratch)?;
         let duration_nanos = (end.wall_nanos - self.start.wall_nanos).max(0);
         let file = self.writer.finish(ChunkEnd {

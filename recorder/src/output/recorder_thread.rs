@@ -96,6 +96,7 @@ use crate::config::settings::Settings;
 use crate::cpool::methods::FrameTables;
 use crate::epoch::rotation::{self, BlockSink};
 use crate::event::registry::registry;
+use crate::feature;
 use crate::lifecycle::active_recording::write_active_recording;
 use crate::lifecycle::member::{Member, Stream};
 use crate::lifecycle::outcome::{RecordingError, RecordingSummary};
@@ -306,8 +307,9 @@ impl Recorder {
         for m in &self.members {
             write_active_recording(&mut first, ticks, &m.info);
         }
-        // Before every sample of the chunk, as Pyroscope's parser needs it.
-        crate::sampler::pyroscope::write_event_setting(&mut first, ticks);
+        // Before every sample of the chunk (Pyroscope's parser needs the
+        // sampler's jdk.ActiveSetting there).
+        feature::each(|f| f.chunk_start_events(&mut first, ticks));
         chunk.write_records(&first)?;
         self.next_epoch = None;
         self.chunk = Some((chunk, path));
@@ -806,17 +808,21 @@ impl Recorder {
         rotation::drain_live(rt, epoch, &mut ChunkSink(self.chunk_mut()?))
     }
 
-    /// Hands finished chunk `seq` to the members' Pyroscope uploaders (its
-    /// bytes are read now, before retention may delete the file).
-    #[cfg(feature = "pyroscope")]
-    fn offer_to_uploaders(&self, seq: u64, start: i64, end: i64, size: u64) {
+    /// Hands finished chunk `seq` to the features that take finished
+    /// chunks (the Pyroscope uploaders); its bytes are read now, before
+    /// retention may delete the file.
+    fn offer_finished(&self, seq: u64, start: i64, end: i64, size: u64) {
+        if !feature::any(|f| f.wants_finished_chunks()) {
+            return;
+        }
         let ids: Vec<u64> = self.members.iter().map(|m| m.id).collect();
-        crate::pyroscope::chunk_finished(&ids, start, end, || {
+        let mut read = || {
             let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
             let one = std::collections::VecDeque::from([seq]);
             self.repo.concat_into(&mut bytes, &one, None, None, None)?;
             Ok(bytes)
-        });
+        };
+        feature::each(|f| f.chunk_finished(&ids, start, end, &mut read));
     }
 
     /// Finishes the current chunk after the safepoint and, unless `last`,
@@ -879,7 +885,7 @@ impl Recorder {
     /// Opens the next chunk and runs its beginning-of-chunk events.
     fn open_next(&mut self) -> io::Result<()> {
         self.open_chunk()?;
-        crate::periodic::begin_chunk();
+        feature::each(|f| f.chunk_opened());
         Ok(())
     }
 
@@ -887,8 +893,9 @@ impl Recorder {
     /// live member's list, and each applies its retention.
     fn finish_chunk(&mut self, last: bool, frames: &mut FrameTables) -> io::Result<()> {
         let rt = self.rt;
-        // The end-of-chunk periodic events belong to the chunk that ends.
-        crate::periodic::end_chunk();
+        // The end-of-chunk events the features produce on threads of
+        // their own (the periodic tasks) belong to the chunk that ends.
+        feature::each(|f| f.chunk_ending());
         let open = self.chunk_mut()?.epoch();
         let (close_at, flip_at) = (self.close_at, self.flip_at);
         // The next epoch counts from its flip, not from its chunk's
@@ -944,8 +951,7 @@ impl Recorder {
             .repo
             .add_finished(chunk, self.members.len(), records, reported);
         self.write_errors.ending = None;
-        #[cfg(feature = "pyroscope")]
-        self.offer_to_uploaders(seq, start_nanos, end_nanos, size);
+        self.offer_finished(seq, start_nanos, end_nanos, size);
         for m in &mut self.members {
             m.chunks.push_back(seq);
             let (age, size) = (m.config.max_age, m.config.max_size);

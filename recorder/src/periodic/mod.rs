@@ -77,9 +77,12 @@
 pub(crate) mod calls;
 pub(crate) mod emit;
 pub(crate) mod lifecycle;
+mod plug;
 pub(crate) mod procfs;
 pub(crate) mod system;
 pub(crate) mod table;
+
+pub(crate) use plug::PeriodicEvents;
 
 use crate::base::sync::OnceLock;
 use std::thread::JoinHandle;

@@ -240,7 +240,7 @@ impl SystemEvents {
             };
             // A thread that has not run since the last round (its precise
             // total unchanged) keeps its split: one clock read, not three.
-            let Some(total) = crate::sampler::threads::cpu_time_ns(tid) else {
+            let Some(total) = crate::base::clock::thread_cpu_time_ns(tid) else {
                 continue;
             };
             let unchanged = self

@@ -8,6 +8,8 @@
 //! can stall or kill the host.
 
 #[cfg(not(flightrec_loom))]
+pub(crate) mod automatic;
+#[cfg(not(flightrec_loom))]
 pub mod autostart;
 #[cfg(not(flightrec_loom))]
 pub(crate) mod exec_child;
@@ -18,6 +20,8 @@ pub(crate) mod fork;
 pub mod panic_guard;
 #[cfg(not(flightrec_loom))]
 pub(crate) mod panics;
+#[cfg(not(flightrec_loom))]
+pub(crate) mod shutdown;
 // `pub` for `crate::__signal_hook`, the C library's interposers' path.
 #[doc(hidden)]
 #[allow(unreachable_pub)]

@@ -359,7 +359,7 @@ impl Consumer {
         };
         let tids: Vec<u64> = self.tracked.keys().copied().collect();
         for tid in tids {
-            let cpu = threads::cpu_time_ns(tid);
+            let cpu = crate::base::clock::thread_cpu_time_ns(tid);
             if self.exclude_own(tid) {
                 continue;
             }
@@ -532,8 +532,10 @@ impl Consumer {
         let (mut cpu, mut signals) = (0u64, 0u64);
         let mut seen = HashMap::with_capacity(self.tracked.len());
         for (&tid, tr) in &self.tracked {
-            let (Some(now), Some(slot)) = (threads::cpu_time_ns(tid), self.slots.get(tr.index))
-            else {
+            let (Some(now), Some(slot)) = (
+                crate::base::clock::thread_cpu_time_ns(tid),
+                self.slots.get(tr.index),
+            ) else {
                 continue;
             };
             let k = slot.cpu_signals.load(Ordering::Relaxed);
@@ -568,7 +570,7 @@ impl Consumer {
             if self.exclude_own(tid) {
                 continue;
             }
-            let Some(cpu) = threads::cpu_time_ns(tid) else {
+            let Some(cpu) = crate::base::clock::thread_cpu_time_ns(tid) else {
                 continue;
             };
             let Some(t) = self.tracked.get_mut(&tid) else {
@@ -661,7 +663,7 @@ impl Consumer {
                 discard: false,
                 // From its attach on: a thread that blocks the signal from
                 // its start is found at the first check.
-                blocked_seen: threads::cpu_time_ns(tid).map(|cpu| (cpu, signals)),
+                blocked_seen: crate::base::clock::thread_cpu_time_ns(tid).map(|cpu| (cpu, signals)),
                 blocked: false,
             },
         );
@@ -917,7 +919,7 @@ fn register(rt: &Runtime, tid: u64) -> (u64, Arc<ThreadTags>) {
 /// represents.
 fn write_cpu_sample(s: &RawSample, refs: BuiltinRefs<'_>, thread: u64, period_ticks: i64) -> bool {
     let period_ticks = period_ticks.saturating_mul(1 + i64::from(s.overrun));
-    let context = crate::labels::in_samples();
+    let context = crate::labels::latch::in_samples();
     emit_builtin(refs, |buf, stack| {
         let mut e = EventEncoder::begin(buf, TypeId::CPU_TIME_SAMPLE);
         e.put_i64(s.ticks);
@@ -937,7 +939,7 @@ fn write_cpu_sample(s: &RawSample, refs: BuiltinRefs<'_>, thread: u64, period_ti
 /// contextId while labels are in the samples. CPU-time samples are always
 /// `STATE_RUNNABLE`.
 fn write_execution_sample(s: &RawSample, refs: BuiltinRefs<'_>, thread: u64) -> bool {
-    let context = crate::labels::in_samples();
+    let context = crate::labels::latch::in_samples();
     let state = if s.running || s.kind == SampleKind::CpuTime {
         thread_state::RUNNABLE.0
     } else {

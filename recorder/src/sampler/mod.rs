@@ -26,13 +26,15 @@
 pub(crate) mod birth;
 #[cfg(not(flightrec_loom))]
 pub(crate) mod claim;
-mod config;
+pub(crate) mod config;
 #[cfg(not(flightrec_loom))]
 mod consumer;
 #[cfg(not(flightrec_loom))]
 mod control;
 #[cfg(not(flightrec_loom))]
 mod cpu_timer_linux;
+#[cfg(not(flightrec_loom))]
+mod plug;
 #[cfg(not(flightrec_loom))]
 pub(crate) mod pyroscope;
 pub(crate) mod queue;
@@ -52,9 +54,9 @@ pub use config::{
 #[cfg(not(flightrec_loom))]
 pub(crate) use control::{fork_lock, fork_unlock};
 #[cfg(not(flightrec_loom))]
-pub(crate) use control::{reconcile, shutdown};
-#[cfg(not(flightrec_loom))]
 pub use control::{set_sample_own_threads, set_signal};
+#[cfg(not(flightrec_loom))]
+pub(crate) use plug::Sampling;
 #[cfg(not(flightrec_loom))]
 pub use pyroscope::{pyroscope_events, pyroscope_sample_rate, set_pyroscope_events};
 

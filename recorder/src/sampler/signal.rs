@@ -216,7 +216,7 @@ unsafe fn sample(info: *mut libc::siginfo_t, uc: *mut libc::c_void) -> bool {
     let hi = slot.stack_hi.load(Ordering::Acquire);
     // The slot's tid is this thread's (the signal names a current-generation
     // slot, on its own thread): its label context, by bounded atomic probes.
-    let context = crate::labels::context_of(slot.tid.load(Ordering::Relaxed));
+    let context = crate::labels::published::context_of(slot.tid.load(Ordering::Relaxed));
     let fill = |s: &mut super::queue::RawSample| {
         s.ticks = entered;
         s.context = context;

@@ -229,23 +229,6 @@ fn read_last_pid(f: &File) -> Option<u64> {
     )
 }
 
-/// CPU time (user and system) thread `tid` of this process has used, in
-/// ns, from its per-thread CPU clock (`MAKE_THREAD_CPUCLOCK(tid,
-/// CPUCLOCK_SCHED)`, as the timers use); `None` once it exited.
-pub(crate) fn cpu_time_ns(tid: u64) -> Option<u64> {
-    let clock = (!(tid as libc::clockid_t) << 3) | 6;
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a per-thread CPU clock id and a valid out-pointer; an exited
-    // thread's clock fails with EINVAL, reported as `None`.
-    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
-        return None;
-    }
-    Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
-}
-
 /// The signals thread `tid` of this process blocks now (`SigBlk` of its
 /// `/proc/self/task/TID/status`; bit `s - 1` for signal `s`), `None` once
 /// it exited.

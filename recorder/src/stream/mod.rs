@@ -301,7 +301,9 @@ impl EventStream {
     /// chunks are delivered. (Never fails today; the `Result` is kept for
     /// sources that cannot be followed.)
     #[cfg(not(flightrec_loom))]
-    pub fn for_recording(recording: &crate::Recording) -> Result<Self, StreamError> {
+    pub fn for_recording(
+        recording: &crate::lifecycle::handle::Recording,
+    ) -> Result<Self, StreamError> {
         let dir = recording.repository();
         let mut s = if dir.as_os_str().is_empty() {
             Self::new(Source::Memory(memory::subscribe()))

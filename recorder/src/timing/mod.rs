@@ -55,17 +55,17 @@ pub(crate) mod filter;
 #[cfg(not(flightrec_loom))]
 mod guard;
 #[cfg(not(flightrec_loom))]
+mod plug;
+#[cfg(not(flightrec_loom))]
 mod site;
 #[cfg(not(flightrec_loom))]
 mod sites;
 
 #[cfg(not(flightrec_loom))]
-pub(crate) use emit::{trace_marker_site, write_site_constants, write_timing_events};
-#[cfg(not(flightrec_loom))]
 pub use guard::Guard;
+#[cfg(not(flightrec_loom))]
+pub(crate) use plug::Timing;
 #[cfg(not(flightrec_loom))]
 pub use site::Site;
 #[cfg(not(flightrec_loom))]
 pub use sites::{SiteInfo, sites};
-#[cfg(not(flightrec_loom))]
-pub(crate) use sites::{apply, site_method, stop_in_child};

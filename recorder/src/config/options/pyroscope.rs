@@ -15,7 +15,7 @@
 //! `pyroscope` is given too.
 
 #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
-use crate::pyroscope::PyroscopeConfig;
+use crate::pyroscope::config::PyroscopeConfig;
 
 use super::OptionError;
 
@@ -89,7 +89,7 @@ impl PyroscopeKeys<'_> {
 
 /// The error's reason without its own `key `value`:` prefix.
 #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
-fn reason(e: &crate::pyroscope::PyroscopeError) -> String {
+fn reason(e: &crate::pyroscope::config::PyroscopeError) -> String {
     let text = e.to_string();
     match text.split_once("`: ") {
         Some((_, rest)) => rest.to_owned(),

@@ -54,7 +54,7 @@ pub struct StartOptions {
     /// `dumponexit=BOOL`: write `filename` when the program exits.
     pub dump_on_exit: Option<bool>,
     /// `signal=NAME|NUMBER`: the sampling signal (see
-    /// [`crate::sampler::parse_signal`]).
+    /// [`crate::sampler::config::parse_signal`]).
     pub signal: Option<i32>,
     /// `sample-own-threads=BOOL`: sample flightrec's own threads too (see
     /// [`crate::sampler::set_sample_own_threads`]).
@@ -66,7 +66,7 @@ pub struct StartOptions {
     /// `pyroscope=URL` and its `pyroscope.*` options: push each period's
     /// chunk to Grafana Pyroscope (feature `pyroscope`).
     #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
-    pub pyroscope: Option<crate::pyroscope::PyroscopeConfig>,
+    pub pyroscope: Option<crate::pyroscope::config::PyroscopeConfig>,
     /// The `settings=` sets layered in order (the built-in `default` if none
     /// is given), then every `event#setting=value` in order; later wins.
     pub settings: Settings,
@@ -247,13 +247,15 @@ pub fn parse(text: &str) -> Result<StartOptions, OptionError> {
                 o.flush_interval = Some(d);
             }
             Key::Signal => {
-                o.signal = Some(crate::sampler::parse_signal(value).map_err(|reason| {
-                    OptionError::BadSignal {
-                        key: name.to_owned(),
-                        value: value.to_owned(),
-                        reason,
-                    }
-                })?);
+                o.signal = Some(
+                    crate::sampler::config::parse_signal(value).map_err(|reason| {
+                        OptionError::BadSignal {
+                            key: name.to_owned(),
+                            value: value.to_owned(),
+                            reason,
+                        }
+                    })?,
+                );
             }
             Key::SampleOwnThreads => o.sample_own_threads = Some(boolean(name, value)?),
             Key::Repository => o.repository = Some(value.into()),

@@ -52,7 +52,7 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use crate::base::sync::{AtomicU64, Condvar, Mutex, Ordering};
+use crate::base::sync::{AtomicU64, Condvar, Mutex, OnceLock, Ordering};
 
 /// The longest the atexit handler waits for the stop while flightrec's
 /// threads make no progress.
@@ -77,6 +77,17 @@ static SIGNALLED: AtomicU64 = AtomicU64::new(0);
 /// Exit requests completed, for the waiting atexit handler.
 static DONE: Mutex<u64> = Mutex::new(0);
 static DONE_CV: Condvar = Condvar::new();
+
+/// What a terminating signal removes before the process ends (the
+/// `jcmd` listener's socket and discovery file), set by whoever made them:
+/// at `exit()` their own `atexit` handlers do it.
+static CLEANUP: OnceLock<fn()> = OnceLock::new();
+
+/// Sets what a terminating signal removes from the file system before the
+/// process ends (the first call wins).
+pub(crate) fn on_terminate(cleanup: fn()) {
+    let _ = CLEANUP.set(cleanup);
+}
 
 /// What stops the automatic recordings (set by the first [`start`]).
 static STOP: Mutex<Option<fn()>> = Mutex::new(None);
@@ -227,7 +238,9 @@ fn terminate(sig: libc::c_int, stop: Option<fn()>) {
             stop,
         );
     }
-    crate::attach::remove_socket();
+    if let Some(cleanup) = CLEANUP.get() {
+        cleanup();
+    }
     default_and_raise(sig);
     // The default action was not to end the process after all (someone
     // changed it meanwhile): end it as it would have ended.
