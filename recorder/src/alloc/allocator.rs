@@ -10,7 +10,7 @@ use std::cell::Cell;
 
 use super::live::Moving;
 use super::sampler::{self, Decision};
-use super::state::{LIVE, state};
+use super::shared::{LIVE, state};
 
 /// A global allocator that samples the allocations made through the
 /// allocator `A` it wraps (see the [module docs](super)):
@@ -81,7 +81,7 @@ impl<A> SamplingAllocator<A> {
         let mean = st.mean_interval(self.mean);
         let published = super::threads::own_counter();
         if let Decision::Sample { weight } = sampler::slow_path(size, mean, published) {
-            sampler::suspended(|| super::state::record(ptr, size as u64, weight, track));
+            sampler::suspended(|| super::record::record(ptr, size as u64, weight, track));
         }
     }
 }
@@ -117,7 +117,7 @@ impl<A: GlobalAlloc> SamplingAllocator<A> {
         let p = unsafe { self.inner.realloc(ptr, layout, new_size) };
         let tracked = moving.0.is_some();
         if let Some(m) = moving.defuse() {
-            super::state::moved(m, ptr, p, layout.size(), new_size);
+            super::record::moved(m, ptr, p, layout.size(), new_size);
         }
         if !p.is_null() && sampler::counting() {
             // Its bytes are counted (and may be sampled) as an allocation.

@@ -26,7 +26,7 @@ use jfr_format::write::encode::Sink;
 use jfr_format::write::record::{EventEncoder, begin_record, end_record};
 use jfr_format::{Checkpoint, TypeId};
 
-use super::state::{LIVE, QUEUE, state};
+use super::shared::{LIVE, QUEUE, state};
 use super::{queue::RawSample, threads};
 use crate::base::loss::LossCause;
 use crate::base::sync::{Arc, AtomicU64, Mutex, Ordering};

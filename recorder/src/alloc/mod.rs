@@ -46,21 +46,6 @@
 //! thread-local. A `realloc` makes the free's check, then the allocation's.
 //! Each check comes before the inner allocator's call.
 //!
-//! # The sampled path
-//!
-//! A sample takes no lock and calls nothing that does, so it cannot
-//! deadlock with whatever the thread holds (the recorder's own locks
-//! included, whose holders allocate): it reads the clock, tracks the block
-//! in the leak table, and captures the stack straight into a slot of a
-//! bounded lock-free queue ([`queue`]). The thread's sampling is suspended
-//! meanwhile (a thread-local flag, restored on unwind), so an allocation
-//! made by the capture is counted but never sampled. The allocation thread
-//! (`flightrec-alloc`) drains the queue every 20 ms: it interns the stack,
-//! names the thread and the class, writes the event through the commit
-//! path, and fills the keys into the block's leak-table slot. A full queue
-//! or leak table drops the sample or leaves the block untracked, counted in
-//! `flightrec.EventsLost`.
-//!
 //! # Names
 //!
 //! A sample's `objectClass` is its size class, `[u8; 513..=1024]` (powers
@@ -71,31 +56,23 @@
 //! `__rust_alloc`, the wrapper) above it are cut, so `jfr view
 //! allocation-by-site` names that function.
 //!
-//! # Leaks
-//!
-//! Sampled blocks stay in a bounded table ([`live`]) until freed. At the
-//! end of every chunk each one still there is written as a
-//! `jdk.OldObjectSample`: allocation time, age, size, its stack and
-//! thread, an `object` of its class (with the address and the weight in
-//! its description), and as `lastKnownHeapUsage` the summed weights of
-//! every tracked block (an estimate of the live memory sampled). `jfr view
-//! memory-leaks-by-site` groups them by their top frame.
-//!
 //! Invariant: the wrapper returns exactly what the inner allocator returns;
 //! a sampled path never blocks, and every sample either reaches the queue
 //! or is counted as lost.
 
 mod allocator;
+mod control;
 mod emit;
 mod live;
 mod plug;
 mod queue;
+mod record;
 mod sampler;
-mod state;
+mod shared;
 #[cfg(test)]
 mod tests;
 mod threads;
 
 pub use allocator::{DEFAULT_MEAN_INTERVAL, SamplingAllocator, boxed, with_type};
+pub use control::thread_allocated_bytes;
 pub(crate) use plug::Allocations;
-pub use state::thread_allocated_bytes;

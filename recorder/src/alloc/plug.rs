@@ -13,8 +13,8 @@ use crate::feature::{ChunkPart, Feature, TopCut};
 use crate::runtime::Runtime;
 use crate::stack::ResolvedFrame;
 
+use super::control as state;
 use super::emit::{self, OldObjects};
-use super::state;
 
 /// The allocation sampling feature.
 pub(crate) struct Allocations;

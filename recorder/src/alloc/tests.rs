@@ -6,7 +6,7 @@
 use crate::base::sync::{AtomicBool, Mutex, Ordering};
 use std::alloc::{GlobalAlloc, Layout, System};
 
-use super::state::LIVE;
+use super::shared::LIVE;
 use super::{SamplingAllocator, sampler};
 
 /// The tests here that set the mode take turns.
@@ -45,7 +45,7 @@ unsafe impl GlobalAlloc for Panicky {
 #[test]
 fn null_passes_through_and_counts_nothing() {
     let _turn = MODE_SET.lock();
-    super::state::force_counting_for_tests();
+    super::control::force_counting_for_tests();
     let a = SamplingAllocator::with_mean_interval(Null, 1);
     let before = sampler::allocated_now();
     for size in [1usize, 64, 1 << 20] {
@@ -61,7 +61,7 @@ fn null_passes_through_and_counts_nothing() {
 #[test]
 fn a_panicking_inner_allocator_unwinds_through_and_leaves_no_flag() {
     let _turn = MODE_SET.lock();
-    super::state::force_counting_for_tests();
+    super::control::force_counting_for_tests();
     let a = SamplingAllocator::with_mean_interval(Panicky, 1);
     let l = Layout::from_size_align(256, 8).unwrap();
     PANIC.store(true, Ordering::Relaxed);
@@ -115,5 +115,5 @@ fn with_nothing_counted_a_tracked_block_is_untracked_at_free_and_realloc() {
         a.dealloc(r, Layout::from_size_align(1 << 20, 8).unwrap());
         assert!(!LIVE.untrack(r.addr()), "freed after the move: untracked");
     }
-    sampler::set_mode(super::state::counting_forced(), true);
+    sampler::set_mode(super::control::counting_forced(), true);
 }

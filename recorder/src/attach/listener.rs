@@ -73,7 +73,7 @@ pub fn listen() -> io::Result<PathBuf> {
     register_exit_handler();
     // A terminating signal ends the process without `atexit`: the
     // automatic recordings' shutdown thread removes them then.
-    crate::process::shutdown::on_terminate(super::remove_socket);
+    crate::process::shutdown::on_terminate(remove_socket);
     // Only the listing depends on it (see `perfdata.rs`).
     let _ = super::perfdata::publish();
     Ok(path)
@@ -457,4 +457,10 @@ mod tests {
         let r = protocol::read_request(&b"1\0load\0x\0\0\0"[..]).unwrap();
         assert_ne!(answer(&r).0, 0);
     }
+}
+/// Removes the attach socket and the discovery file, if this process made
+/// them (the shutdown on a terminating signal, where `atexit` does not run).
+pub(crate) fn remove_socket() {
+    remove_socket_at_exit();
+    super::perfdata::remove_at_exit();
 }

@@ -35,36 +35,6 @@
 //! and gid, or uid 0, as HotSpot requires; other peers are closed without
 //! a reply (the first refusal is named on stderr, the rest only counted).
 //!
-//! # Frames
-//!
-//! ```text
-//! version 1: "1" NUL cmd NUL arg0 NUL arg1 NUL arg2 NUL
-//! version 2: "2" NUL size NUL cmd[" " options] NUL { arg NUL }     size = bytes after it
-//! reply:     status "\n" UTF-8 text, then close
-//! ```
-//!
-//! The client first asks `getversion options` and is told `0\n2 streaming`;
-//! `jcmd` then sends command `jcmd` with the whole diagnostic command line
-//! (`JFR.dump filename=x.jfr`) as its argument. A connection closed before
-//! its first byte (older clients probe so) is dropped silently. Status 0:
-//! `jcmd` prints the text; non-zero: it prints it on stderr and exits 1.
-//!
-//! # Bounds
-//!
-//! Connections are served by the listener's own thread (the program's
-//! threads never wait for it), side by side: it `poll`s every connection
-//! whose request is still arriving (at most [`listener::MAX_PENDING`]) and
-//! answers each request as soon as it is whole, so silent or slow clients
-//! cannot keep a `jcmd` waiting. A request must arrive whole within
-//! [`protocol::REQUEST_DEADLINE`] and be at most [`protocol::MAX_REQUEST`]
-//! bytes; anything else (a huge size, missing NULs, bytes that are not
-//! UTF-8, an unknown version) gets an error reply or is closed. The reply
-//! is written with a timeout too. So no request costs more than a fixed
-//! amount of memory; a panic while answering is caught and answered as an
-//! error. An error about a settings file a `JFR.start` names quotes
-//! nothing of the file (only its path and line): the peer may name any
-//! file the process can read.
-//!
 //! Invariant: the listener thread only ever blocks in `poll` (until the
 //! nearest deadline), answering one whole request, or writing its reply
 //! with a timeout, so it answers the next `jcmd` whatever other clients
@@ -101,24 +71,9 @@ mod perfdata;
 mod plug;
 mod protocol;
 mod sigquit;
+mod start;
 
-/// Removes the attach socket and the discovery file, if this process made
-/// them (the shutdown on a terminating signal, where `atexit` does not run).
-pub(crate) fn remove_socket() {
-    listener::remove_socket_at_exit();
-    perfdata::remove_at_exit();
-}
 pub use listener::{listen, socket_path};
 pub(crate) use plug::Jcmd;
 pub use sigquit::listen_on_sigquit;
-
-use crate::config::builder::Attach;
-
-/// Starts answering `jcmd` as `mode` says (see [`Attach`]).
-pub(crate) fn start(mode: Attach) -> std::io::Result<()> {
-    match mode {
-        Attach::Off => Ok(()),
-        Attach::Listen => listen().map(drop),
-        Attach::OnSigquit => listen_on_sigquit(),
-    }
-}
+pub(crate) use start::start;

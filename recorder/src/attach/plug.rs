@@ -12,7 +12,7 @@ pub(crate) struct Jcmd;
 impl Feature for Jcmd {
     fn member_started(&self, id: u64, config: &RecordingConfig) {
         super::control::started(id, config);
-        if let Err(e) = super::start(config.attach) {
+        if let Err(e) = super::start::start(config.attach) {
             eprintln!("flightrec: attach: {e}");
         }
     }

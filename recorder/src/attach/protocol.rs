@@ -1,6 +1,36 @@
 //! Reading one attach request and writing its reply, with the limits of
 //! the module docs: a request is read through a `take` of at most
 //! [`MAX_REQUEST`] bytes, field by field, and must end at its last NUL.
+//!
+//! # Frames
+//!
+//! ```text
+//! version 1: "1" NUL cmd NUL arg0 NUL arg1 NUL arg2 NUL
+//! version 2: "2" NUL size NUL cmd[" " options] NUL { arg NUL }     size = bytes after it
+//! reply:     status "\n" UTF-8 text, then close
+//! ```
+//!
+//! The client first asks `getversion options` and is told `0\n2 streaming`;
+//! `jcmd` then sends command `jcmd` with the whole diagnostic command line
+//! (`JFR.dump filename=x.jfr`) as its argument. A connection closed before
+//! its first byte (older clients probe so) is dropped silently. Status 0:
+//! `jcmd` prints the text; non-zero: it prints it on stderr and exits 1.
+//!
+//! # Bounds
+//!
+//! Connections are served by the listener's own thread (the program's
+//! threads never wait for it), side by side: it `poll`s every connection
+//! whose request is still arriving (at most [`listener::MAX_PENDING`]) and
+//! answers each request as soon as it is whole, so silent or slow clients
+//! cannot keep a `jcmd` waiting. A request must arrive whole within
+//! [`protocol::REQUEST_DEADLINE`] and be at most [`protocol::MAX_REQUEST`]
+//! bytes; anything else (a huge size, missing NULs, bytes that are not
+//! UTF-8, an unknown version) gets an error reply or is closed. The reply
+//! is written with a timeout too. So no request costs more than a fixed
+//! amount of memory; a panic while answering is caught and answered as an
+//! error. An error about a settings file a `JFR.start` names quotes
+//! nothing of the file (only its path and line): the peer may name any
+//! file the process can read.
 
 use std::io::{self, BufRead as _, BufReader, Read, Write};
 use std::time::Duration;

@@ -19,7 +19,7 @@
 //! trigger file in the working directory, then in `/tmp`, owned by the
 //! effective uid or root:
 //! - found: it writes one byte to the pipe; the thread wakes and calls
-//!   [`super::listen`] (a no-op once the listener runs);
+//!   [`super::listener::listen`] (a no-op once the listener runs);
 //! - not found (a `kill -QUIT`, Ctrl-\): it forwards the signal to the
 //!   handler installed before ours, if that was a function; if it was the
 //!   default action (end the process with a core dump) or ignore, it writes
@@ -123,7 +123,7 @@ fn wait_for_triggers(read_fd: libc::c_int) {
         if n <= 0 {
             return;
         }
-        if let Err(e) = super::listen()
+        if let Err(e) = super::listener::listen()
             && !std::mem::replace(&mut reported, true)
         {
             eprintln!("flightrec: attach: jcmd asked (SIGQUIT) but {e}");

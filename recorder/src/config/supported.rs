@@ -103,7 +103,7 @@ pub(crate) fn check_supported(
         return unsupported("flightrec writes this type whenever it applies; it takes no setting");
     }
     #[cfg(not(flightrec_loom))]
-    if setting == "period" && crate::periodic::is_periodic(event) {
+    if setting == "period" && crate::periodic::user::is_periodic(event) {
         return Ok(());
     }
     match setting {

@@ -1,4 +1,4 @@
-//! User periodic closures ([`super::add_periodic_event`]) run on threads
+//! User periodic closures ([`super::user::add_periodic_event`]) run on threads
 //! of their own, never on the periodic or the recorder thread, and nothing
 //! of the recorder waits for one past a deadline.
 //!
@@ -30,7 +30,7 @@
 //! losses. Other tasks have lanes of their own and run on time.
 //!
 //! A lane runs an edge's call with the chunk-edge mark set on its thread
-//! ([`super::at_chunk_edge`]): the closure's requests to the recorder (a
+//! ([`super::edge::at_chunk_edge`]): the closure's requests to the recorder (a
 //! flush, a rotation) fail at once, as they did when edge calls ran on the
 //! recorder thread itself, instead of waiting for a rotation that waits for
 //! them.
@@ -263,9 +263,9 @@ fn serve(lane: &Lane) {
 /// Runs one call on this thread: a panic is caught, reported once and
 /// counted, and the task runs again at its next period.
 fn run_call(run: &Closure, edge: bool) {
-    let _ = super::AT_EDGE.try_with(|f| f.set(edge));
+    let _ = super::edge::AT_EDGE.try_with(|f| f.set(edge));
     let _ = panic_guard::catch(Place::PeriodicCallback, &**run);
-    let _ = super::AT_EDGE.try_with(|f| f.set(false));
+    let _ = super::edge::AT_EDGE.try_with(|f| f.set(false));
 }
 
 #[cfg(all(test, not(flightrec_loom)))]

@@ -14,9 +14,9 @@
 //! Stable Rust has no spawn hook, and interposing `pthread_create` in a
 //! library changes every program that links it (the sampler does, only
 //! with the `thread-hook` feature: [`crate::sampler::birth`]). Polling sees
-//! every thread that lives longer than one poll: [`super::POLL`] (20 ms)
-//! while threads come and go, [`super::QUIET_POLL`] (200 ms) once none
-//! did for [`super::QUIET_AFTER`] — while sampling runs, the sampler's
+//! every thread that lives longer than one poll: [`super::cadence::POLL`] (20 ms)
+//! while threads come and go, [`super::cadence::QUIET_POLL`] (200 ms) once none
+//! did for [`super::cadence::QUIET_AFTER`] — while sampling runs, the sampler's
 //! own watch of the thread list (`sampler::wake`) asks for a poll at once.
 //! A thread that starts as another ends between two polls leaves the
 //! thread count as it was, but is still seen: the watch also compares the

@@ -13,26 +13,26 @@ pub(crate) struct PeriodicEvents;
 
 impl Feature for PeriodicEvents {
     fn started(&self, rt: &'static Runtime) {
-        super::start(rt);
+        super::thread::start(rt);
     }
 
     fn settings_changed(&self) {
-        super::wake();
+        super::control::wake();
     }
 
     fn busy_at_chunk_edge(&self) -> bool {
-        super::at_chunk_edge()
+        super::edge::at_chunk_edge()
     }
 
     fn shutdown(&self, reason: &str) {
-        super::shutdown(reason);
+        super::thread::shutdown(reason);
     }
 
     fn chunk_opened(&self) {
-        super::begin_chunk();
+        super::thread::begin_chunk();
     }
 
     fn chunk_ending(&self) {
-        super::end_chunk();
+        super::thread::end_chunk();
     }
 }

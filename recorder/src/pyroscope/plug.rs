@@ -48,7 +48,7 @@ impl Feature for Pyroscope {
 impl crate::lifecycle::handle::Recording {
     /// What this recording's Pyroscope uploader has done so far (`None`
     /// without one). See [`crate::pyroscope`].
-    pub fn pyroscope_totals(&self) -> Option<super::UploadTotals> {
+    pub fn pyroscope_totals(&self) -> Option<super::upload::UploadTotals> {
         uploaders::totals(self.id())
     }
 }

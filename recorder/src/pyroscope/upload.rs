@@ -89,7 +89,9 @@ pub(crate) struct Uploader {
 
 impl Uploader {
     /// Checks the `Authorization` source and starts the thread.
-    pub(crate) fn spawn(config: PyroscopeConfig) -> Result<Arc<Self>, super::PyroscopeError> {
+    pub(crate) fn spawn(
+        config: PyroscopeConfig,
+    ) -> Result<Arc<Self>, super::config::PyroscopeError> {
         let auth = config.auth_value()?;
         // Samples in the shape Pyroscope's parser reads (process-wide).
         crate::sampler::set_pyroscope_events(true);
@@ -117,7 +119,7 @@ impl Uploader {
                 *me.done.lock() = true;
                 me.done_cv.notify_all();
             })
-            .map_err(|e| super::PyroscopeError::Thread(e.to_string()))?;
+            .map_err(|e| super::config::PyroscopeError::Thread(e.to_string()))?;
         Ok(up)
     }
 

@@ -25,7 +25,7 @@
 //!
 //! # flightrec's own threads
 //!
-//! Unless [`super::set_sample_own_threads`] asks for them, a thread named
+//! Unless [`super::control::set_sample_own_threads`] asks for them, a thread named
 //! `flightrec-*` (the recorder, periodic, attach, allocation, Pyroscope,
 //! stream threads: they all are) is not sampled: at its first drain that
 //! has samples, its name is read; if it is one of ours, its samples are
@@ -81,11 +81,11 @@ use jfr_format::write::constants::thread_state;
 use jfr_format::write::encode::Sink;
 use jfr_format::write::record::EventEncoder;
 
-use super::Sampler;
 use super::birth;
 use super::claim;
 use super::config::{self, SamplerConfig};
 use super::cpu_timer_linux::{ThreadTimers, TimerClock};
+use super::engine::Sampler;
 use super::pyroscope;
 use super::queue::{QUEUE_CAPACITY, RawSample, SampleKind, SampleSlot, SlotTable};
 use super::signal::{self, SLOTS};
@@ -507,7 +507,7 @@ impl Consumer {
         });
         if fresh || !gone.is_empty() {
             // The thread-start poll hears of it now, not at its next round.
-            crate::periodic::threads_changed();
+            crate::periodic::control::threads_changed();
         }
         for tid in gone {
             self.release(tid);

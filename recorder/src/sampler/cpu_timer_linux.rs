@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::io;
 use std::time::Duration;
 
-use super::Sampler;
+use super::engine::Sampler;
 
 /// Which clock drives the timers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

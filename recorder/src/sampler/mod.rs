@@ -34,6 +34,8 @@ mod control;
 #[cfg(not(flightrec_loom))]
 mod cpu_timer_linux;
 #[cfg(not(flightrec_loom))]
+mod engine;
+#[cfg(not(flightrec_loom))]
 mod plug;
 #[cfg(not(flightrec_loom))]
 pub(crate) mod pyroscope;
@@ -59,13 +61,3 @@ pub use control::{set_sample_own_threads, set_signal};
 pub(crate) use plug::Sampling;
 #[cfg(not(flightrec_loom))]
 pub use pyroscope::{pyroscope_events, pyroscope_sample_rate, set_pyroscope_events};
-
-/// A sampling mechanism: makes samples of one thread arrive (as the
-/// sampling signal carrying `value`) until detached. After async-profiler's
-/// `Engine`.
-pub(crate) trait Sampler {
-    /// Starts sampling thread `tid`; its signals carry `value`.
-    fn attach(&mut self, tid: u64, value: u64) -> std::io::Result<()>;
-    /// Stops sampling thread `tid`.
-    fn detach(&mut self, tid: u64);
-}

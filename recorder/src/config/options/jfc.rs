@@ -31,7 +31,7 @@
 
 use std::path::Path;
 
-use super::OptionError;
+use super::error::OptionError;
 use super::value::{EVENT_SETTINGS, event_setting};
 use crate::config::settings::Settings;
 

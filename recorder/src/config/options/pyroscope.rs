@@ -17,7 +17,7 @@
 #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
 use crate::pyroscope::config::PyroscopeConfig;
 
-use super::OptionError;
+use super::error::OptionError;
 
 /// The `pyroscope*` options as written: (key, value) of each.
 #[derive(Debug, Default)]
@@ -135,7 +135,7 @@ mod tests {
     #[test]
     fn the_options_build_a_config() {
         use std::time::Duration;
-        let parse = super::super::parse;
+        let parse = super::super::start::parse;
         let o = parse(
             "pyroscope=http://h:4040,pyroscope.app=svc{env=prod,region=eu},pyroscope.period=2s,\
              pyroscope.auth-env=PYRO_TOKEN,filename=x.jfr",
@@ -177,7 +177,7 @@ mod tests {
     #[cfg(not(feature = "pyroscope"))]
     #[test]
     fn without_the_feature_the_keys_say_so() {
-        let e = super::super::parse("pyroscope=http://h")
+        let e = super::super::start::parse("pyroscope=http://h")
             .unwrap_err()
             .to_string();
         assert_eq!(

@@ -21,7 +21,7 @@ use std::io::{self, Read};
 use std::path::Path;
 
 use super::value::event_setting;
-use super::{OptionError, jfc};
+use super::{error::OptionError, jfc};
 use crate::config::settings::{Settings, TypeSettings};
 
 /// The built-in set `default` (also used when no `settings=` is given).

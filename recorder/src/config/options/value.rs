@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::OptionError;
+use super::error::OptionError;
 use crate::config::settings::{self, SettingError, Settings};
 
 /// The start-up keys, in the order the docs list them.
