@@ -3,7 +3,7 @@
 //!
 //! * [`types`], [`schema`], [`builtin`]: the type model and the table of
 //!   built-in types, shared by both directions.
-//! * [`write`]: varints and strings, record framing and the hot path's
+//! * [`write`](mod@write): varints and strings, record framing and the hot path's
 //!   allocation-free [`EventEncoder`], the metadata event generated from the
 //!   type table, constant pools, the chunk header and the chunk writer.
 //! * [`read`]: parses everything this crate writes, returning errors (never

@@ -1,29 +1,52 @@
 //! The flightrec runtime: event types, thread-local buffers, the global
-//! buffer pool, constant pools, the recorder thread and chunk rotation.
+//! buffer pool, constant pools, the recorder thread and chunk rotation,
+//! and the features that plug into them.
 //!
-//! * [`event`]: declaring event types (static descriptors or the run-time
-//!   builder), the type registry, and committing events.
-//! * `buffer`: thread-owned blocks ([`buffer`] docs give the state machine),
-//!   the bounded pool and the huge-page slabs it cuts them from, and the
-//!   write section of the rotation protocol.
+//! The core, from the bottom up:
+//!
+//! * `base`: what everything uses — the `sync` module every atomic, cell
+//!   and thread-local goes through (swapped for loom's under
+//!   `cfg(flightrec_loom)`), the [`clock`], the packed settings word the
+//!   hot path reads, and loss causes and counters.
+//! * `buffer`: thread-owned blocks (the state machine is in its docs), the
+//!   bounded pool and the huge-page slabs it cuts them from, and the write
+//!   section of the rotation protocol.
 //! * `epoch`: the safepoint that closes an epoch, the drains, the
 //!   asymmetric fence.
+//! * [`event`]: declaring event types (static descriptors or the run-time
+//!   builder), the type registry, and committing events.
 //! * `cpool`: threads, stack traces, and the class/method model they become.
-//! * [`recording`]: the lifecycle, the recorder thread, chunks, the
-//!   repository and dumps; [`recording::config`] holds the configuration,
-//!   the per-type settings and the `FLIGHTREC`/`.jfc` options.
+//! * `feature`: the one interface through which the core calls every
+//!   feature; `feature_table` lists them.
+//! * `lifecycle`: the [`Recording`] a program holds, starting, joining and
+//!   stopping it, the physical recorder every recording shares.
+//! * `output`: the recorder thread, the assembly of one chunk, the chunk
+//!   file.
+//! * [`repository`]: the disk repository, file names, stale repositories,
+//!   assembling a repository into one file.
+//! * [`config`]: the configuration, the per-type settings and the
+//!   `FLIGHTREC`/`.jfc` options.
+//! * `process`: `FLIGHTREC` at start-up, the automatic recordings, exit and
+//!   terminating signals, `fork()`, panics, the program's signal
+//!   dispositions.
+//!
+//! The features:
+//!
+//! * [`sampler`]: CPU-time and wall-clock sampling with per-thread timer
+//!   signals; [`stack`]: unwinding and symbolizing.
 //! * [`timing`]: method timing and tracing of instrumented functions
 //!   (`jdk.MethodTiming`, `jdk.MethodTrace`).
-//! * [`labels`]: per-request labels on samples (Pyroscope's `contextId`).
+//! * [`lock`]: lock contention of the program's locks.
 //! * [`alloc`]: sampled allocation and leak profiling through a global
 //!   allocator wrapper (`jdk.ObjectAllocationSample`, `jdk.OldObjectSample`,
 //!   `jdk.ThreadAllocationStatistics`).
-//! * [`stream`]: following a recording (or reading a file) from inside the
-//!   process, with callbacks per event type.
+//! * [`periodic`]: periodic events, built-in and the program's own.
+//! * [`labels`]: per-request labels on samples (Pyroscope's `contextId`).
+//! * [`attach`]: answering `jcmd`.
 //! * `pyroscope` (feature `pyroscope`): pushing each period's chunk to
 //!   Grafana Pyroscope.
-//! * `sync`: every atomic, cell and thread-local, swapped for loom's under
-//!   `cfg(flightrec_loom)`.
+//! * [`stream`]: following a recording (or reading a file) from inside the
+//!   process, with callbacks per event type.
 #![deny(unsafe_op_in_unsafe_fn)]
 // The engine modules' docs describe their mechanism for the people who work
 // on it and link to the private items that implement it: those links

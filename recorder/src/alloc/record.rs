@@ -9,7 +9,7 @@
 //! deadlock with whatever the thread holds (the recorder's own locks
 //! included, whose holders allocate): it reads the clock, tracks the block
 //! in the leak table, and captures the stack straight into a slot of a
-//! bounded lock-free queue ([`queue`]). The thread's sampling is suspended
+//! bounded lock-free queue ([`queue`](super::queue)). The thread's sampling is suspended
 //! meanwhile (a thread-local flag, restored on unwind), so an allocation
 //! made by the capture is counted but never sampled. The allocation thread
 //! (`flightrec-alloc`) drains the queue every 20 ms: it interns the stack,

@@ -4,8 +4,8 @@
 //!
 //! [`started`] is called by `Recording::start` once the recorder thread
 //! runs, [`stopped`] by the stop before it hangs up on the thread (a sender
-//! kept here would otherwise keep the thread's channel open). A dump sent
-//! through a [`Remote`] taken just before the stop is answered, or fails
+//! kept here would otherwise keep the thread's channel open): a dump asks
+//! the physical recorder for its sender when it is sent, and is answered, or fails
 //! with `RecorderGone` when the thread has gone: the reply is awaited at
 //! most [`DUMP_TIMEOUT`].
 //!

@@ -20,10 +20,10 @@
 //!
 //! Connections are served by the listener's own thread (the program's
 //! threads never wait for it), side by side: it `poll`s every connection
-//! whose request is still arriving (at most [`listener::MAX_PENDING`]) and
+//! whose request is still arriving (at most [`MAX_PENDING`](super::listener::MAX_PENDING)) and
 //! answers each request as soon as it is whole, so silent or slow clients
 //! cannot keep a `jcmd` waiting. A request must arrive whole within
-//! [`protocol::REQUEST_DEADLINE`] and be at most [`protocol::MAX_REQUEST`]
+//! [`REQUEST_DEADLINE`] and be at most [`MAX_REQUEST`]
 //! bytes; anything else (a huge size, missing NULs, bytes that are not
 //! UTF-8, an unknown version) gets an error reply or is closed. The reply
 //! is written with a timeout too. So no request costs more than a fixed

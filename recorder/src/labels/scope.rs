@@ -46,8 +46,8 @@ pub struct LabelScope {
 /// Opens a label scope on the calling thread: see [`LabelScope`].
 ///
 /// Keys and values are any strings; a label set that does not fit in the
-/// bounded table (see [`MAX_CONTEXTS`], [`MAX_STRINGS`],
-/// [`MAX_STRING_BYTES`]) is recorded as no labels and counted as a loss.
+/// bounded table (see [`MAX_CONTEXTS`](super::MAX_CONTEXTS), [`MAX_STRINGS`](super::MAX_STRINGS),
+/// [`MAX_STRING_BYTES`](super::MAX_STRING_BYTES)) is recorded as no labels and counted as a loss.
 pub fn scope(labels: &[(&str, &str)]) -> LabelScope {
     let previous = CURRENT
         .try_with(|cur| {

@@ -90,7 +90,7 @@ impl Recording {
     }
 
     /// The repository directory (empty for a recording kept in memory,
-    /// [`RecordingConfig::disk`]`(false)`).
+    /// [`RecordingConfig::disk`](crate::RecordingConfig::disk)`(false)`).
     pub fn repository(&self) -> &Path {
         &self.repository
     }

@@ -10,7 +10,7 @@
 //! complete prefix of the chunk (metadata describing every event before it,
 //! a checkpoint chain holding every constant they reference), so a streaming
 //! reader can follow the chunk as it grows and a process killed after a flush
-//! leaves a chunk that [`crate::repository::store::recover_chunk`] makes readable.
+//! leaves a chunk that [`crate::repository::assemble::recover_chunk`] makes readable.
 //!
 //! # Events and constants
 //!

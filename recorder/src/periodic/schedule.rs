@@ -13,9 +13,9 @@
 //!    one period (a shorter period at once);
 //! 3. polls the thread list (one `fstat`, see [`lifecycle`](super::lifecycle)) for
 //!    `jdk.ThreadStart`/`jdk.ThreadEnd`;
-//! 4. sleeps until the next task is due or the next poll: every [`POLL`](super::cadence::POLL)
-//!    while threads come and go, every [`QUIET_POLL`](super::cadence::QUIET_POLL) once none did for
-//!    [`QUIET_AFTER`](super::cadence::QUIET_AFTER) (the sampler, when it runs, asks for a poll as soon
+//! 4. sleeps until the next task is due or the next poll: every [`POLL`]
+//!    while threads come and go, every [`QUIET_POLL`] once none did for
+//!    [`QUIET_AFTER`] (the sampler, when it runs, asks for a poll as soon
 //!    as its own watch sees the thread list change:
 //!    [`threads_changed`](super::control::threads_changed)).
 //!
@@ -23,11 +23,11 @@
 //!
 //! A wake costs a context switch, about as much as a round's work, so one
 //! wake serves everything due near it: polls fall on a fixed grid from the
-//! thread's first round (multiples of [`POLL`](super::cadence::POLL)), interval tasks keep a
+//! thread's first round (multiples of [`POLL`]), interval tasks keep a
 //! fixed rate from that same round (the JDK's periods, `1 s`, `10 s`, ...,
-//! are multiples of the grid), and a task due within [`SLACK`](super::cadence::SLACK) of a wake
+//! are multiples of the grid), and a task due within [`SLACK`] of a wake
 //! runs in it. With the default settings and no thread starting or ending
-//! that is [`QUIET_POLL`](super::cadence::QUIET_POLL)'s 5 wakes a second, the 1 s tasks included.
+//! that is [`QUIET_POLL`]'s 5 wakes a second, the 1 s tasks included.
 //!
 //! A wake with nothing due does no more than it must: the tasks' periods
 //! and the thread events' switches are read from the settings only when

@@ -8,12 +8,12 @@
 //! `beginChunk`/`everyChunk` tasks after it opened the next chunk
 //! ([`begin_chunk`]), as the JDK's rotating thread does: the events land in
 //! the chunk they describe, and a rotation never waits for another thread
-//! to be scheduled. The built-in tasks' state ([`system::SystemEvents`](super::system::SystemEvents)) is
+//! to be scheduled. The built-in tasks' state ([`system::SystemEvents`]) is
 //! shared under a mutex that the periodic thread holds only while it runs a
 //! built-in task (file reads, never a wait on the recorder), so the
 //! rotation waits at most for one such task. User closures run on their
-//! own threads ([`calls`](super::calls)): the edge posts their calls, runs the built-in
-//! tasks, then waits for the calls at most [`calls::EDGE_WAIT`](super::calls::EDGE_WAIT); a call
+//! own threads ([`calls`]): the edge posts their calls, runs the built-in
+//! tasks, then waits for the calls at most [`calls::EDGE_WAIT`]; a call
 //! still running then is abandoned and counted, its events landing in a
 //! later chunk. A user closure that, run at a chunk edge, asks the recorder
 //! thread for something (a flush, a rotation) gets an error instead of

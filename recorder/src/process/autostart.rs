@@ -58,7 +58,7 @@ pub fn start_from_env() -> Result<bool, AutoStartError> {
 /// if it had been given in `FLIGHTREC`: it is stopped at exit (writing
 /// `filename` unless `dumponexit=false`), and `jcmd <pid> JFR.stop` may
 /// stop it. Fails if an automatic recording already runs (a recording
-/// started with [`Recording::start`] may run beside it).
+/// started with [`Recording::start`](crate::Recording::start) may run beside it).
 pub fn start_from_options(text: &str) -> Result<(), AutoStartError> {
     let opts = options::parse(text).map_err(AutoStartError::Options)?;
     start_first(&opts)

@@ -31,11 +31,11 @@
 //!   into the directory that was checked, never into the swapped-in one.
 //! * Chunk files are opened `O_CREAT | O_EXCL | O_NOFOLLOW`, mode `0600`.
 //! * Files written outside the repository (the destination at stop, dumps,
-//!   [`assemble`]'s output) are written by
+//!   [`assemble`](mod@super::assemble)'s output) are written by
 //!   [`write_private_file`](crate::repository::files::write_private_file):
 //!   only over nothing or a regular file or link of the effective user (a
 //!   device, FIFO, socket, directory or another user's file is refused
-//!   with a [`DestinationProblem`] and left as it was), into a new `0600`
+//!   with a [`DestinationProblem`](super::files::DestinationProblem) and left as it was), into a new `0600`
 //!   file beside the destination (`O_EXCL | O_NOFOLLOW`), synced, then
 //!   renamed over the destination. A symbolic link planted at the
 //!   destination is replaced, never followed.
@@ -84,7 +84,7 @@
 //!
 //! A repository left by a process that has exited (killed, or crashed
 //! before its stop) is named on stderr when the next recording starts, with
-//! the call that turns it into a file ([`assemble`]); `stale.rs` finds them.
+//! the call that turns it into a file ([`assemble`](mod@super::assemble)); `stale.rs` finds them.
 //!
 //! Invariant: every file in `finished` holds one complete chunk (state 0),
 //! is held by at least one recording, and sequence numbers follow start

@@ -914,7 +914,7 @@ fn register(rt: &Runtime, tid: u64) -> (u64, Arc<ThreadTags>) {
 
 /// `jdk.CPUTimeSample`: ts, stackTrace, eventThread, failed,
 /// samplingPeriod (ticks), biased, and contextId while labels are in the
-/// samples ([`crate::labels::in_samples`]). The period covers the expiries
+/// samples ([`crate::labels::latch::in_samples`]). The period covers the expiries
 /// the signal stands for (1 + overruns): the CPU time the sample
 /// represents.
 fn write_cpu_sample(s: &RawSample, refs: BuiltinRefs<'_>, thread: u64, period_ticks: i64) -> bool {

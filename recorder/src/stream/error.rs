@@ -50,7 +50,7 @@ pub enum StreamError {
         /// The repository.
         dir: PathBuf,
     },
-    /// The file given to [`EventStream::open_file`], or a `.jfr` entry of a
+    /// The file given to [`EventStream::open_file`](super::EventStream::open_file), or a `.jfr` entry of a
     /// repository, is not a regular file (a FIFO, a device, a directory):
     /// it is not read (see `stream::files`).
     NotAFile {
@@ -69,7 +69,7 @@ pub enum StreamError {
         pid: u32,
     },
     /// Nothing new was written to the followed repository for
-    /// [`idle_end`](EventStream::idle_end) while a chunk was still
+    /// [`idle_end`](super::EventStream::idle_end) while a chunk was still
     /// unfinished: the stream ended.
     Idle {
         /// The repository.
