@@ -24,7 +24,7 @@ use crate::config::settings::Settings;
 use crate::epoch::rotation;
 use crate::event::descriptor::{EventKind, EventType};
 use crate::runtime;
-use crate::sampler::queue;
+use crate::sampler::handler::queue;
 
 /// Bytes per block in the models (the shrunk default thread buffer).
 pub const BLOCK_SIZE: usize = DEFAULT_THREAD_BUFFER;

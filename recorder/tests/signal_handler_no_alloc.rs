@@ -11,8 +11,8 @@
 //! the calling thread: the kernel blocks it while its handler runs, and
 //! nothing else in this process blocks it.
 //!
-//! The real handler (`sampler/signal.rs` with the unwinder and the sample
-//! queue) runs on CPU-time timers at 1 ms on threads spawned while the
+//! The real handler (everything in `recorder/src/sampler/handler/`: the
+//! entry point, the unwinder's capture, the sample queue, the doorbell) runs on CPU-time timers at 1 ms on threads spawned while the
 //! recording runs; the file's `jdk.CPUTimeSample` events show it ran, on each
 //! of them. Negative controls: a handler the recorder chains to (a `SIGPROF`
 //! that is not its timer's goes to the handler installed before it) that

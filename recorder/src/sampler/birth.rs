@@ -320,7 +320,7 @@ pub(crate) fn announce(parent: Option<Parent>) -> Option<Born> {
         return None;
     }
     b.pending.push(tid);
-    super::wake::BELL.ring();
+    super::handler::doorbell::BELL.ring();
     while (b.busy || b.pending.contains(&tid)) && ACTIVE.load(Ordering::Acquire) {
         let now = Instant::now();
         if now >= deadline {
@@ -335,7 +335,7 @@ pub(crate) fn announce(parent: Option<Parent>) -> Option<Born> {
         tid,
         value,
         index,
-        cpu0: super::signal::thread_cpu_nanos(),
+        cpu0: super::handler::entry::thread_cpu_nanos(),
     })
 }
 
@@ -346,7 +346,10 @@ pub(crate) fn exiting(born: Born) {
     if !ACTIVE.load(Ordering::Acquire) {
         return;
     }
-    let Some(slot) = super::signal::SLOTS.get().and_then(|t| t.get(born.index)) else {
+    let Some(slot) = super::handler::entry::SLOTS
+        .get()
+        .and_then(|t| t.get(born.index))
+    else {
         return;
     };
     if slot.tid.load(Ordering::Relaxed) != born.tid {
@@ -354,7 +357,7 @@ pub(crate) fn exiting(born: Born) {
     }
     let period = PERIOD_NS.load(Ordering::Relaxed).max(1);
     let per_signal = CPU_PER_SIGNAL_NS.load(Ordering::Relaxed).max(period) as i64;
-    let cpu = super::signal::thread_cpu_nanos().saturating_sub(born.cpu0) as i64;
+    let cpu = super::handler::entry::thread_cpu_nanos().saturating_sub(born.cpu0) as i64;
     let signals = slot.cpu_signals.load(Ordering::Relaxed) as i64;
     let deficit = cpu - signals.saturating_mul(per_signal);
     let bound = MAX_CREDIT * per_signal;

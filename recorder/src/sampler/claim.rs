@@ -99,14 +99,14 @@ pub(crate) fn forget_armed() {
 /// Called by the interposed `sigaction` family before the C library's.
 /// Putting our own handler back is no claim.
 pub fn take(signal: i32, handler: libc::sighandler_t) {
-    if bit(signal) == 0 || handler == super::signal::handler_address() {
+    if bit(signal) == 0 || handler == super::handler::entry::handler_address() {
         return;
     }
     CLAIMED.fetch_or(bit(signal), Ordering::SeqCst);
     if armed() != signal {
         return;
     }
-    super::wake::BELL.ring();
+    super::handler::doorbell::BELL.ring();
     let step = libc::timespec {
         tv_sec: 0,
         tv_nsec: 200_000,
@@ -135,7 +135,7 @@ pub(crate) fn choose(preferred: i32) -> Option<i32> {
             && blocked & bit(s) == 0
             && crate::process::signals::query(s).is_ok_and(|a| {
                 a.sa_sigaction == libc::SIG_DFL
-                    || a.sa_sigaction == super::signal::handler_address()
+                    || a.sa_sigaction == super::handler::entry::handler_address()
             })
     })
 }

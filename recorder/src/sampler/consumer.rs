@@ -68,7 +68,7 @@
 //! Taking the fewest keeps the estimate at or below the real interval.
 //!
 //! Invariant: a thread's slot is retired (no handler of it inside, none can
-//! enter; see [`super::queue`]) before its last drain, and it is reassigned
+//! enter; see [`super::handler::queue`]) before its last drain, and it is reassigned
 //! only after that drain, so every sample of the thread is written with the
 //! thread's key and none is left for the slot's next owner; its key is
 //! marked exited only after its last sample is written.
@@ -86,9 +86,11 @@ use super::claim;
 use super::config::{self, SamplerConfig};
 use super::cpu_timer_linux::{ThreadTimers, TimerClock};
 use super::engine::Sampler;
+use super::handler::doorbell::{self, BELL, WATCH_INDEX};
+use super::handler::entry::{self as handler_entry, SLOTS};
+use super::handler::queue::{QUEUE_CAPACITY, RawSample, SampleKind, SampleSlot, SlotTable};
 use super::pyroscope;
-use super::queue::{QUEUE_CAPACITY, RawSample, SampleKind, SampleSlot, SlotTable};
-use super::signal::{self, SLOTS};
+use super::signal;
 use super::threads;
 use super::unwind::{self, ModuleWatch};
 use super::wake::{self, ThreadWatch};
@@ -236,7 +238,7 @@ impl Consumer {
         loop {
             // Taken before looking at anything a ring announces: a ring
             // during the pass makes the wait below return at once.
-            let ticket = wake::BELL.ticket();
+            let ticket = BELL.ticket();
             // Acquire: pairs with the Release store in `shutdown`.
             let stopping = stop.load(Ordering::Acquire);
             let pass = panic_guard::catch(Place::SamplerPass, || {
@@ -267,7 +269,7 @@ impl Consumer {
                     return;
                 }
                 Ok(true) => {}
-                Ok(false) => wake::BELL.wait(ticket, self.pass_interval()),
+                Ok(false) => BELL.wait(ticket, self.pass_interval()),
             }
         }
         self.detach_all();
@@ -425,7 +427,7 @@ impl Consumer {
             self.wall = config
                 .wall
                 .map(|p| ThreadTimers::new(TimerClock::Wall, p, signal));
-            let value = signal::encode(wake::WATCH_INDEX, 0, SampleKind::CpuTime);
+            let value = handler_entry::encode(WATCH_INDEX, 0, SampleKind::CpuTime);
             self.thread_watch = ThreadWatch::new(signal, value);
         }
         let tracked: Vec<(u64, usize, u64)> = self
@@ -474,12 +476,18 @@ impl Consumer {
         let mut ok = true;
         if let Some(t) = &mut self.cpu {
             ok &= t
-                .attach(tid, signal::encode(index, generation, SampleKind::CpuTime))
+                .attach(
+                    tid,
+                    handler_entry::encode(index, generation, SampleKind::CpuTime),
+                )
                 .is_ok();
         }
         if let Some(t) = &mut self.wall {
             ok &= t
-                .attach(tid, signal::encode(index, generation, SampleKind::Wall))
+                .attach(
+                    tid,
+                    handler_entry::encode(index, generation, SampleKind::Wall),
+                )
                 .is_ok();
         }
         ok
@@ -492,7 +500,7 @@ impl Consumer {
         let Some(now) = self.threads.poll(Instant::now()) else {
             return;
         };
-        wake::listed(self.threads.links());
+        doorbell::listed(self.threads.links());
         let gone: Vec<u64> = self
             .tracked
             .keys()
@@ -596,7 +604,7 @@ impl Consumer {
                 if t.blocked {
                     t.blocked = false;
                     if let Some(timers) = &mut self.cpu {
-                        let value = signal::encode(index, generation, SampleKind::CpuTime);
+                        let value = handler_entry::encode(index, generation, SampleKind::CpuTime);
                         let _ = timers.attach(tid, value);
                     }
                 }
@@ -635,7 +643,7 @@ impl Consumer {
         let t = self.tracked.get(&tid)?;
         self.cpu.as_ref()?;
         Some((
-            signal::encode(t.index, t.generation, SampleKind::CpuTime),
+            handler_entry::encode(t.index, t.generation, SampleKind::CpuTime),
             t.index,
         ))
     }

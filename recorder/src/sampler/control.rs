@@ -57,7 +57,7 @@ fn current() -> SamplerConfig {
 /// at the sampler's next pass. `FLIGHTREC`'s `sample-own-threads=BOOL`.
 pub fn set_sample_own_threads(on: bool) {
     SAMPLE_OWN.store(on, Ordering::Relaxed);
-    super::wake::BELL.ring();
+    super::handler::doorbell::BELL.ring();
 }
 
 /// Sets the signal the timers send (default `SIGPROF`); a handler already
@@ -84,7 +84,7 @@ pub(crate) fn reconcile() {
     let mut ctl = control().lock();
     if ctl.is_some() {
         // The running thread re-reads the settings at its next pass: now.
-        super::wake::BELL.ring();
+        super::handler::doorbell::BELL.ring();
         return;
     }
     if !registry().is_recording() || !current().any() {
@@ -145,7 +145,7 @@ pub(crate) fn shutdown() {
     if let Some(r) = running {
         // Release: pairs with the sampler's Acquire load.
         r.stop.store(true, Ordering::Release);
-        super::wake::BELL.ring();
+        super::handler::doorbell::BELL.ring();
         let _ = r.thread.join();
     }
 }

@@ -35,13 +35,14 @@ mod control;
 mod cpu_timer_linux;
 #[cfg(not(flightrec_loom))]
 mod engine;
+pub(crate) mod handler;
 #[cfg(not(flightrec_loom))]
 mod plug;
 #[cfg(not(flightrec_loom))]
 pub(crate) mod pyroscope;
-pub(crate) mod queue;
 #[cfg(not(flightrec_loom))]
 mod signal;
+pub(crate) mod slots;
 #[cfg(not(flightrec_loom))]
 pub(crate) mod threads;
 #[cfg(not(flightrec_loom))]

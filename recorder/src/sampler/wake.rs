@@ -3,13 +3,13 @@
 //!
 //! # Mechanism
 //!
-//! The sampler thread sleeps on [`BELL`] (a futex word, see
-//! [`Doorbell`]) for at most [`IDLE`], or less when a queue could fill
+//! The sampler thread sleeps on [`BELL`](super::handler::doorbell::BELL) (a futex word, see
+//! [`Doorbell`](crate::base::sync::Doorbell)) for at most [`IDLE`], or less when a queue could fill
 //! sooner (see `consumer`). Three things ring it early:
 //!
 //! 1. *A queue filling up.* The signal handler, after pushing a sample that
-//!    brings its thread's queue to [`HIGH_WATER`] (half of
-//!    [`QUEUE_CAPACITY`]), rings the bell: the drain comes while the other
+//!    brings its thread's queue to [`HIGH_WATER`](super::handler::doorbell::HIGH_WATER) (half of
+//!    [`QUEUE_CAPACITY`](super::handler::queue::QUEUE_CAPACITY)), rings the bell: the drain comes while the other
 //!    half of the queue is still free, so a busy thread loses no sample
 //!    however long the thread slept. (A full queue still counts what it
 //!    drops.)
@@ -18,7 +18,7 @@
 //!    signal but at most once per [`CHECK_EVERY`] (one clock read and a
 //!    compare otherwise), `fstat`s the open `/proc/self/task` and compares
 //!    its link count (2 + the thread count) with the one at the sampler's
-//!    last listing ([`listed`]); a difference rings the bell. A process
+//!    last listing ([`listed`](super::handler::doorbell::listed)); a difference rings the bell. A process
 //!    CPU-time timer ([`ThreadWatch`], every [`CHECK_EVERY`] of the
 //!    process's CPU time) makes such a signal arrive on whichever thread
 //!    runs, so a new thread that burns CPU is found within about
@@ -27,43 +27,28 @@
 //! 3. *The program:* a settings change, a thread announcing its birth
 //!    (`birth`), or the stop ring it.
 //!
-//! Why the handler may ring: [`Doorbell::ring`] is an atomic add, an
+//! The handler's side (the bell, the queue's high-water mark, the
+//! thread-list check) is in [`super::handler::doorbell`].
+//!
+//! Why the handler may ring: [`Doorbell::ring`](crate::base::sync::Doorbell::ring) is an atomic add, an
 //! atomic load and at most one `futex(FUTEX_WAKE)` system call, and the
 //! check is an atomic compare-exchange and `fstat`, both async-signal-safe
 //! system calls (the handler saves and restores `errno`); nothing
 //! allocates, locks or waits.
 //!
-//! Invariant: a queue at [`HIGH_WATER`] or more, or a thread list that
+//! Invariant: a queue at [`HIGH_WATER`](super::handler::doorbell::HIGH_WATER) or more, or a thread list that
 //! differs from the last listing, leads to a pass within [`CHECK_EVERY`]
 //! of the next signal; otherwise a pass comes at least every [`IDLE`].
 
 use std::os::fd::IntoRawFd;
 use std::time::Duration;
 
-use super::queue::QUEUE_CAPACITY;
+use super::handler::doorbell::{CHECK_EVERY, CHECK_TICKS, TASK_FD};
 use crate::base::clock;
-use crate::base::sync::{AtomicU64, Doorbell, Ordering};
-
-/// The sampler thread's bell (module docs).
-pub(crate) static BELL: Doorbell = Doorbell::new();
+use crate::base::sync::Ordering;
 
 /// Longest sleep of the sampler thread.
 pub(crate) const IDLE: Duration = Duration::from_millis(250);
-
-/// Queue length at which the handler rings the bell.
-pub(crate) const HIGH_WATER: usize = QUEUE_CAPACITY / 2;
-
-/// Shortest time between two thread-list checks in the handler, and the
-/// process CPU time between two signals of the [`ThreadWatch`].
-pub(crate) const CHECK_EVERY: Duration = Duration::from_millis(20);
-
-/// `/proc/self/task`, open (-1: none), for the handler's `fstat`.
-static TASK_FD: AtomicU64 = AtomicU64::new(u64::MAX);
-/// Its link count at the sampler's last listing (0: unknown, no check).
-static LISTED_LINKS: AtomicU64 = AtomicU64::new(0);
-/// `clock::ticks()` of the last check, and [`CHECK_EVERY`] in ticks.
-static LAST_CHECK: AtomicU64 = AtomicU64::new(0);
-static CHECK_TICKS: AtomicU64 = AtomicU64::new(0);
 
 /// Sampler thread, at its start: opens this process's `/proc/self/task`
 /// for the handler (after a fork, the child's own) and enables the check.
@@ -86,64 +71,8 @@ pub(crate) fn open_task_dir() {
     }
 }
 
-/// Sampler thread, after listing the threads: the link count the listing
-/// was taken at.
-pub(crate) fn listed(links: u64) {
-    LISTED_LINKS.store(links, Ordering::Relaxed);
-}
-
-/// Handler: the queue of the sampled thread now holds `len` samples.
-/// Async-signal-safe (module docs).
-#[inline]
-pub(crate) fn queued(len: usize) {
-    if len == HIGH_WATER {
-        BELL.ring();
-    }
-}
-
-/// Handler (any of our signals), at `now` (`clock::ticks()`): at most
-/// once per [`CHECK_EVERY`] process-wide, rings the bell if the thread list
-/// changed since the sampler's last listing. Async-signal-safe (module
-/// docs).
-#[inline]
-pub(crate) fn check_threads(now: i64) {
-    let every = CHECK_TICKS.load(Ordering::Relaxed);
-    let last = LAST_CHECK.load(Ordering::Relaxed);
-    if every == 0 || (now as u64).wrapping_sub(last) < every {
-        return;
-    }
-    // One checker per interval; a loser simply skips.
-    if LAST_CHECK
-        .compare_exchange(last, now as u64, Ordering::Relaxed, Ordering::Relaxed)
-        .is_err()
-    {
-        return;
-    }
-    let listed = LISTED_LINKS.load(Ordering::Relaxed);
-    // Acquire: pairs with the Release swap in `open_task_dir`.
-    let fd = TASK_FD.load(Ordering::Acquire);
-    if listed == 0 || fd == u64::MAX {
-        return;
-    }
-    // SAFETY: an all-zero `stat` is a valid out-value.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: `st` is a valid out-pointer; fstat is async-signal-safe and
-    // on a number that is not (or no longer) ours only fails or reads
-    // another file's metadata.
-    if unsafe { libc::fstat(fd as i32, &mut st) } != 0 {
-        return;
-    }
-    if st.st_nlink as u64 != listed {
-        BELL.ring();
-    }
-}
-
-/// The value the [`ThreadWatch`]'s signals carry: our tag with a slot
-/// index no slot has (see `signal::encode`).
-pub(crate) const WATCH_INDEX: usize = 0x7fff_ffff;
-
 /// A timer on the process's CPU-time clock whose signal (the sampling
-/// signal, value [`WATCH_INDEX`]) only runs [`check_threads`] on whichever
+/// signal, value [`WATCH_INDEX`](super::handler::doorbell::WATCH_INDEX)) only runs [`check_threads`](super::handler::doorbell::check_threads) on whichever
 /// thread of the process runs when it expires (Linux ≥ 6.3 prefers the
 /// running thread; before, any thread not blocking the signal). Deleted
 /// when dropped.
