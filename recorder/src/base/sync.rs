@@ -249,7 +249,7 @@ pub(crate) use arc_swap::ArcSwap;
 pub(crate) use std::sync::{Arc as StdArc, Once, OnceLock, mpsc};
 pub(crate) use std::thread::{available_parallelism, yield_now};
 
-/// The program's locks that `crate::lock` wraps to record contention: the
+/// The program's locks, which the lock contention feature wraps: the
 /// same in both builds (no model drives them), never used for the
 /// runtime's own state (see `Mutex` above for why).
 pub(crate) mod program {

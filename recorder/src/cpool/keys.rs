@@ -11,7 +11,7 @@
 //! |---|---|
 //! | `1 .. FRAME_KEYS_END` | the frame tables (`cpool::methods`): methods, classes, packages, symbols, counted from 1; threads and stack traces count from 1 in pools of their own |
 //! | [`APP_LOADER`], `+1` | the program's class loader and its name symbol |
-//! | [`TIMED_SITES`] | the timed and traced functions (`timing::emit`), 8 keys each, its descriptor symbol at `TIMED_SITES - 1` |
+//! | [`TIMED_SITES`] | the timed and traced functions (method timing's), 8 keys each, its descriptor symbol at `TIMED_SITES - 1` |
 //! | [`PANIC_CLASSES`], [`ALLOC_CLASSES`], [`LOCK_CLASSES`] | the classes known only by name (`cpool::named_classes`), 2 keys each |
 //! | [`OLD_OBJECTS`] `..` [`OLD_OBJECTS_END`] | `jdk.types.OldObject` constants, fresh per chunk, wrapping inside the range |
 //!

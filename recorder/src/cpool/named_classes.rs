@@ -1,6 +1,6 @@
-//! Synthetic classes known only by name: the panic locations
-//! (`recording::panics`), the lock names (`lock::record`) and the
-//! allocation classes (`alloc::emit`). Each kind keeps one
+//! Synthetic classes known only by name: the panic locations, the lock
+//! names and the allocation classes, each kept by the part that names
+//! them. Each kind keeps one
 //! [`NamedClasses`] with a key range of its own (`cpool::keys`, all below
 //! 2^31): class `i` has key `base + 2i` and its name symbol `base + 2i + 1`,
 //! apart from the frame tables' keys (counted from 1) and from each

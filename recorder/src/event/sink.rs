@@ -556,7 +556,7 @@ mod tests {
     use jfr_format::types::TypeId;
     use jfr_format::write::record::EventEncoder;
 
-    /// The same record through `RecordSink` and through chunk-writer's
+    /// The same record through `RecordSink` and through the format crate's
     /// checked `EventEncoder`, each in `cap` bytes of a larger buffer; also
     /// checks that nothing past `cap` was written.
     fn both(

@@ -1,8 +1,7 @@
 //! The recorder's own cost: the CPU time of flightrec's threads and of its
 //! signal handler, the bytes and events written, and the buffers in use,
 //! read by [`crate::Recording::statistics`] and written every second as
-//! `flightrec.RecorderStatistics` (by the periodic thread, see
-//! [`crate::periodic`]).
+//! `flightrec.RecorderStatistics` (by the periodic thread).
 //!
 //! # Mechanism
 //!
