@@ -71,6 +71,7 @@ pub(crate) mod feature;
 pub(crate) mod feature_table;
 #[cfg(not(flightrec_loom))]
 pub mod labels;
+#[cfg(not(flightrec_loom))]
 pub(crate) mod lifecycle;
 #[cfg(not(flightrec_loom))]
 pub mod lock;
@@ -80,6 +81,7 @@ pub mod loom_api;
 pub(crate) mod output;
 #[cfg(not(flightrec_loom))]
 pub mod periodic;
+#[cfg(not(flightrec_loom))]
 pub(crate) mod process;
 #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
 pub mod pyroscope;

@@ -7,17 +7,10 @@
 //! recording starts, changes its settings, dumps or stops goes through the
 //! feature table ([`crate::feature`]); the lifecycle only calls its hooks.
 
-#[cfg(not(flightrec_loom))]
 pub(crate) mod active_recording;
-#[cfg(not(flightrec_loom))]
 pub(crate) mod handle;
-#[cfg(not(flightrec_loom))]
 pub(crate) mod member;
-#[cfg(not(flightrec_loom))]
 pub(crate) mod outcome;
-#[cfg(not(flightrec_loom))]
 pub(crate) mod physical;
-#[cfg(not(flightrec_loom))]
 pub(crate) mod start;
-#[cfg(not(flightrec_loom))]
 pub(crate) mod statistics;
