@@ -7,7 +7,7 @@
 //! * the floor: `rdtsc` and a store of the record's bytes at a
 //!   thread-local cursor, the least any commit does. On CPUs where `rdtsc`
 //!   does not overlap with the work around it (the Intel Xeon of the
-//!   README's table), back-to-back commits do not overlap either, and a
+//!   docs/performance.md's table), back-to-back commits do not overlap either, and a
 //!   commit costs `rdtsc` plus everything else it does; this row shows
 //!   what the least of that costs on the machine at hand;
 //! * a flightrec commit of an enabled 3-field instant event;
@@ -35,7 +35,7 @@
 //!   does with the second core).
 //!
 //! Prints a Markdown table between `peers table begin` and `peers table
-//! end` (`scripts/peers-table.sh` copies it into the README) and a last
+//! end` (`scripts/peers-table.sh` copies it into docs/performance.md) and a last
 //! line `peers summary: {json}`. Under `cargo test --benches` it runs a
 //! small smoke version.
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Runs the peer bench (benches/peers.rs) and writes its table into README.md
-# between the `<!-- peers:begin -->` and `<!-- peers:end -->` markers, with
+# Runs the peer bench (benches/peers.rs) and writes its table into
+# docs/performance.md between the `<!-- peers:begin -->` and `<!-- peers:end -->` markers, with
 # the machine and the date it was measured on.
 #
-#   bash scripts/peers-table.sh            # run the bench, update README.md
+#   bash scripts/peers-table.sh            # run the bench, update docs/performance.md
 #   bash scripts/peers-table.sh OUTPUT     # use a saved `cargo bench --bench peers` output
 #
 # The JDK 25 row needs a JDK with javac (scripts/find-jdk.sh's search).
@@ -40,14 +40,15 @@ trap 'rm -f "$block"' EXIT
     echo "<!-- peers:end -->"
 } >"$block"
 
-if ! grep -q '^<!-- peers:begin -->$' README.md; then
-    echo "peers-table: README.md has no <!-- peers:begin --> marker" >&2
+page=docs/performance.md
+if ! grep -q '^<!-- peers:begin -->$' "$page"; then
+    echo "peers-table: $page has no <!-- peers:begin --> marker" >&2
     exit 1
 fi
 awk -v block="$block" '
     /^<!-- peers:begin -->$/ { while ((getline line < block) > 0) print line; skip = 1; next }
     /^<!-- peers:end -->$/ { skip = 0; next }
     !skip { print }
-' README.md >README.md.new
-mv README.md.new README.md
-echo "peers-table: README.md updated ($when, $machine)"
+' "$page" >"$page.new"
+mv "$page.new" "$page"
+echo "peers-table: $page updated ($when, $machine)"

@@ -26,7 +26,7 @@ const PAYLOAD: &str =
 /// Commits about `bytes` of events (each about 100 bytes), in bursts of
 /// 16 KiB with a pause of 0.5 ms after each (at most about 30 MB/s: a busy
 /// service, not a writer that outruns the recorder thread; see the
-/// README on what happens then). Returns how many.
+/// "Recording continuously" in docs/configuration.md on what happens then). Returns how many.
 fn write_about(bytes: u64) -> u64 {
     let n = bytes / 100;
     for i in 0..n {
