@@ -188,7 +188,7 @@ fn main() {
                 ),
             ),
             "none" => Dispatch::none(),
-            _ => Dispatch::new(tracing_subscriber::registry().with(flightrec_tracing::layer())),
+            _ => Dispatch::new(tracing_subscriber::registry().with(flightrec::tracing::layer())),
         }
     };
 

@@ -175,7 +175,7 @@ fn main() {
             .with_writer(move || sink.clone())
     });
     tracing_subscriber::registry()
-        .with(flightrec_tracing::layer())
+        .with(flightrec::tracing::layer())
         .with(fmt)
         .init();
 
@@ -212,7 +212,7 @@ fn main() {
         std::process::exit(1);
     }
 
-    let types = flightrec_tracing::callsite_types();
+    let types = flightrec::tracing::callsite_types();
     let mut out = BTreeMap::new();
     for ((target, name), n) in c.iter() {
         let Some(t) = types
@@ -234,7 +234,7 @@ fn main() {
         };
         out.insert(t.type_name.to_owned(), n);
     }
-    let stats = flightrec_tracing::stats();
+    let stats = flightrec::tracing::stats();
     println!(
         "{{\"counts\": {}, \"fmt_lines\": {}, \"mismatched_values\": {}, \"rejected_types\": {}}}",
         serde_json_map(&out),

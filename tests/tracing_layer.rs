@@ -244,3 +244,118 @@ fn tracing_layer_counts_fields_durations_and_tree_match_jfr() {
     assert_eq!(per_request.len() as u64, n);
     assert!(per_request.values().all(|&k| k == 2));
 }
+
+/// README's "From `tracing`" example builds in a crate whose only
+/// dependencies are the ones README's manifest names, `flightrec` (with
+/// its `tracing` feature) and `tracing`, and records what it says: the
+/// blocks are taken from README.md, compiled by `rustc` against this
+/// build's `flightrec` and `tracing` libraries with no other crate in
+/// reach (as rustdoc compiles a doctest), and the program run.
+///
+/// Not `cargo build` of a crate of its own: with the workspace's
+/// dev-dependencies, this build's dependency graph has other features
+/// (`libc/extra_traits`, the recorder's `pyroscope`, ...) than a user's, so
+/// cargo would rebuild some 50 crates, minutes on this project's CI, where
+/// this costs the compile and link of one small file (about 2 s).
+#[test]
+fn readme_tracing_example_builds_with_flightrec_and_tracing_alone() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    const HEADING: &str = "### From `tracing`";
+    let section = &readme[readme.find(HEADING).expect("README has the section")..];
+    let section = &section[HEADING.len()..];
+    let section = &section[..section.find("\n#").unwrap_or(section.len())];
+    let block = |info: &str| -> String {
+        let fence = format!("```{info}\n");
+        let mut found = section.split(fence.as_str()).skip(1);
+        let block = found.next().expect("the block");
+        assert!(found.next().is_none(), "one {info} block");
+        block[..block.find("```").expect("closed")].to_owned()
+    };
+    // The manifest: exactly these two dependencies, the facade with the
+    // feature that gates `flightrec::tracing`.
+    let manifest = block("toml");
+    let deps: Vec<&str> = manifest
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('['))
+        .collect();
+    assert_eq!(
+        deps,
+        [
+            r#"flightrec = { version = "0.1", features = ["tracing"] }"#,
+            r#"tracing = "0.1""#
+        ],
+        "README's manifest"
+    );
+    let dir = flightrec_testkit::temp_dir("readme-tracing");
+    std::fs::write(dir.join("main.rs"), block("rust")).unwrap();
+
+    // This build's libraries: the newest of each name in its deps folder
+    // (cargo puts this test there too).
+    let deps_dir = std::env::current_exe()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_owned();
+    let newest = |krate: &str| {
+        let prefix = format!("lib{krate}-");
+        std::fs::read_dir(&deps_dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                let name = p.file_name().unwrap().to_str().unwrap();
+                name.starts_with(&prefix) && name.ends_with(".rlib")
+            })
+            .max_by_key(|p| p.metadata().unwrap().modified().unwrap())
+            .unwrap_or_else(|| panic!("no lib{krate}-*.rlib in {}", deps_dir.display()))
+    };
+    let mut externs = Vec::new();
+    for krate in ["flightrec", "tracing"] {
+        externs.push("--extern".to_owned());
+        externs.push(format!("{krate}={}", newest(krate).display()));
+    }
+    let started = std::time::Instant::now();
+    let rustc = std::process::Command::new(std::env::var("RUSTC").unwrap_or("rustc".into()))
+        .args([
+            "--edition",
+            "2024",
+            "--crate-type",
+            "bin",
+            "--crate-name",
+            "readme_tracing",
+        ])
+        .arg("-L")
+        .arg(format!("dependency={}", deps_dir.display()))
+        .args(&externs)
+        .arg("-o")
+        .arg(dir.join("readme_tracing"))
+        .arg(dir.join("main.rs"))
+        .output()
+        .unwrap();
+    assert!(
+        rustc.status.success(),
+        "README's tracing example does not build with {externs:?}:\n{}",
+        String::from_utf8_lossy(&rustc.stderr)
+    );
+    eprintln!("README's tracing example built in {:?}", started.elapsed());
+    let run = std::process::Command::new(dir.join("readme_tracing"))
+        .current_dir(&dir)
+        .env_remove("FLIGHTREC")
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let summary = flightrec_testkit::Summary::parse(&flightrec_testkit::jfr().run_text(&[
+        std::ffi::OsStr::new("summary"),
+        dir.join("app.jfr").as_os_str(),
+    ]));
+    assert_eq!(
+        summary.counts.get("tracing.readme_tracing.request"),
+        Some(&1),
+        "{:?}",
+        summary.counts
+    );
+}

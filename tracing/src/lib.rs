@@ -1,19 +1,32 @@
-//! A [`tracing_subscriber::Layer`] that records `tracing` spans and events
+//! A [`tracing_subscriber::Layer`](https://docs.rs/tracing-subscriber/0.3/tracing_subscriber/layer/trait.Layer.html) that records `tracing` spans and events
 //! as JFR events through flightrec: no new instrumentation, typed fields,
 //! and per-type JFR settings.
 //!
-//! ```no_run
-//! use tracing_subscriber::prelude::*;
+//! Users reach it as `flightrec::tracing`, with the facade's `tracing`
+//! feature (`flightrec = { version = "0.1", features = ["tracing"] }`).
+//! A program with no subscriber of its own installs [`subscriber`]:
 //!
-//! tracing_subscriber::registry()
-//!     .with(flightrec_tracing::layer())
-//!     .init();
-//! let recording = recorder::Recording::start(recorder::RecordingConfig::new("app.jfr"))?;
+//! ```no_run
+//! # mod flightrec { pub use ::recorder::*; pub use ::flightrec_tracing as tracing; }
+//! tracing::subscriber::set_global_default(flightrec::tracing::subscriber())?;
+//! let recording = flightrec::Recording::start(flightrec::RecordingConfig::new("app.jfr"))?;
 //! let span = tracing::info_span!("request", path = "/").entered();
 //! tracing::info!(status = 200, "done");
 //! drop(span);
 //! recording.stop()?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! One that has other layers (fmt, OpenTelemetry) adds [`layer`] to its
+//! registry beside them:
+//!
+//! ```no_run
+//! # mod flightrec { pub use ::recorder::*; pub use ::flightrec_tracing as tracing; }
+//! use tracing_subscriber::prelude::*;
+//!
+//! tracing_subscriber::registry()
+//!     .with(flightrec::tracing::layer())
+//!     .init();
 //! ```
 //!
 //! # What is recorded
@@ -39,7 +52,7 @@
 //!   layer; the dispatch frames above the instrumented code (this crate's,
 //!   `tracing`'s, `tracing-core`'s and `tracing-subscriber`'s, and the
 //!   standard-library glue between them) are cut when the trace is written
-//!   (see `recorder::stack::trim_dispatch_frames`), so the top frame is the
+//!   (see `flightrec::stack::trim_dispatch_frames`), so the top frame is the
 //!   function that emitted the event or exited the span. No trace is
 //!   captured for a type whose `stackTrace` is off.
 //! * Field types are fixed at first use; names are sanitized into Java
@@ -103,8 +116,8 @@ use tracing_core::span::{Attributes, Id, Record};
 use tracing_core::subscriber::Interest;
 use tracing_core::{Event, Metadata, Subscriber};
 use tracing_subscriber::filter::Filtered;
-use tracing_subscriber::layer::{Context, Filter, Layer};
-use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::layer::{Context, Filter, Layer, Layered, SubscriberExt};
+use tracing_subscriber::registry::{LookupSpan, Registry};
 
 use direct::Direct;
 use site::{SiteKind, site};
@@ -115,12 +128,20 @@ use values::{Slot, Slots};
 pub type FlightrecLayer<S> = Filtered<JfrLayer, JfrFilter, S>;
 
 /// The flightrec layer, filtered by the JFR settings in force: add it to
-/// a [`tracing_subscriber::registry()`].
+/// a [`tracing_subscriber::registry()`](https://docs.rs/tracing-subscriber/0.3/tracing_subscriber/registry/fn.registry.html).
 pub fn layer<S>() -> FlightrecLayer<S>
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
     JfrLayer::new().with_filter(JfrFilter::new())
+}
+
+/// A [`Registry`](https://docs.rs/tracing-subscriber/0.3/tracing_subscriber/registry/struct.Registry.html) with only the flightrec layer, for a program that has no
+/// subscriber of its own: `tracing::subscriber::set_global_default(subscriber())`
+/// (or `tracing::subscriber::with_default` for a scope). A program with
+/// other layers adds [`layer`] to its registry instead.
+pub fn subscriber() -> Layered<FlightrecLayer<Registry>, Registry> {
+    tracing_subscriber::registry().with(layer())
 }
 
 /// Records spans and events (use it through [`layer`], which adds the
