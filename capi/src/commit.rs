@@ -406,7 +406,7 @@ unsafe fn fits(v: &flightrec_value, kind: FieldKind) -> bool {
 
 /// Writes `v` into a field of scalar `kind` (a number, boolean or char)
 /// if it fits, exactly as [`fits`] decides, with the `FieldWriter` method
-/// a derived event uses for that kind (see `recorder::FieldValue`);
+/// a derived event uses for that kind (see `flightrec::FieldValue`);
 /// false, writing nothing, if it does not or `kind` is not scalar.
 ///
 /// # Safety

@@ -7,7 +7,7 @@
 //! # Mechanism
 //!
 //! Each function first tells the recorder which disposition the program
-//! sets (`recorder::sampler::claim`'s `take`): if the timers send that
+//! sets (the recorder's `sampler::claim::take`): if the timers send that
 //! signal, the sampler thread deletes them and re-arms them on a free
 //! real-time signal (or leaves them disarmed, counting the lost samples)
 //! before `take` returns. Then it calls the C library's own function,

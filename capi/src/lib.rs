@@ -16,7 +16,7 @@
 //!
 //! # Without a rebuild: `LD_PRELOAD`
 //!
-//! The recorder's `FLIGHTREC` constructor (`recorder::autostart`, in
+//! The recorder's `FLIGHTREC` constructor (its `autostart` module, in
 //! `.init_array`) is part of `libflightrec.so`: preloading the library into
 //! any dynamically linked program with `FLIGHTREC` set starts the recording
 //! before `main` and writes it at exit; without `FLIGHTREC` the

@@ -4,7 +4,7 @@
 //!
 //! A process records at most once at a time. `flightrec_start` starts it
 //! from an option string in the `FLIGHTREC` grammar, through the same slot
-//! a `FLIGHTREC`-started recording lives in (`recorder::autostart`): so a
+//! a `FLIGHTREC`-started recording lives in (the recorder's `autostart` module): so a
 //! program that was started with `FLIGHTREC` (or with `libflightrec.so`
 //! preloaded) can dump, flush, change settings and stop that recording
 //! through the same functions, and a recording started here is written at

@@ -2,7 +2,7 @@
 //!
 //! # Handles
 //!
-//! `flightrec_register` builds the type with `recorder::EventTypeBuilder`
+//! `flightrec_register` builds the type with `flightrec::EventTypeBuilder`
 //! (which leaks it: a JFR type is never retracted), compiles its
 //! [`Layout`] (the checks a commit makes, leaked too) and stores it in a
 //! fixed table of [`FLIGHTREC_MAX_EVENT_TYPES`] slots; the handle is the

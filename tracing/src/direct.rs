@@ -1,5 +1,5 @@
 //! An event's fields encoded as `tracing` visits them: straight into the
-//! recorder's buffer, inside [`recorder::EventType::commit_fields`]'s
+//! recorder's buffer, inside [`EventType::commit_fields`](recorder::EventType::commit_fields)'s
 //! writer, with no copy into slots first and no second pass over them.
 //!
 //! JFR fields are written in declared order and a callsite's fields are
@@ -22,7 +22,7 @@
 //!
 //! `Debug` values are formatted into the thread's scratch text. The whole
 //! visit is a `commit_fields` writer, which the recorder runs before the
-//! thread's write section, into its own scratch (`recorder::event::scratch`):
+//! thread's write section, into its own scratch (the recorder's `event::scratch`):
 //! a `Debug` impl that blocks stalls no rotation; one that records a
 //! flightrec event needing that scratch (a `tracing` event, a user field)
 //! gets it dropped as reentrant (and counted), one of built-in fields is

@@ -1,7 +1,7 @@
 //! Field values: visited from `tracing` into fixed-size slots, converted to
 //! the kinds of the callsite's JFR type, and encoded straight into the
 //! recorder's buffer through its one-pass field writer
-//! ([`recorder::EventType::commit_fields`]; nothing is allocated once a
+//! ([`EventType::commit_fields`](recorder::EventType::commit_fields); nothing is allocated once a
 //! thread's scratch text buffer has grown to its largest event).
 //!
 //! Text (strings, `Debug`, errors) is formatted into one thread-local

@@ -226,8 +226,9 @@ crate::base::sync::thread_local! {
 /// previous name is restored when `f` returns or unwinds.
 ///
 /// ```
+/// # use recorder as flightrec;
 /// # struct Order;
-/// let orders: Box<[Order]> = recorder::alloc::with_type::<Order, _>(|| {
+/// let orders: Box<[Order]> = flightrec::alloc::with_type::<Order, _>(|| {
 ///     (0..16).map(|_| Order).collect()
 /// });
 /// ```

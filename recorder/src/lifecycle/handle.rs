@@ -67,7 +67,7 @@ pub struct MemoryUse {
 /// Several recordings may run at once, each with its own settings,
 /// destination and retention; events are recorded with the union of their
 /// settings, and each recording's file holds the chunks written during
-/// its life (see the crate's README, "Several recordings").
+/// its life (see docs/configuration.md, "Several recordings").
 #[derive(Debug)]
 pub struct Recording {
     /// 1, 2, ... in the process, as `jdk.ActiveRecording` and `jcmd` show.

@@ -231,12 +231,13 @@ pub fn recover_chunk(path: &Path) -> io::Result<Option<Vec<u8>>> {
 /// docs](self)). The file is written only if at least one chunk passes.
 ///
 /// ```no_run
-/// let done = recorder::assemble("/tmp/flightrec-4211-Xq3vZa".as_ref(), "out.jfr".as_ref())?;
+/// # use recorder as flightrec;
+/// let done = flightrec::assemble("/tmp/flightrec-4211-Xq3vZa".as_ref(), "out.jfr".as_ref())?;
 /// for s in &done.skipped {
 ///     eprintln!("left out {s}");
 /// }
 /// println!("{} chunks", done.chunks);
-/// # Ok::<(), recorder::AssembleError>(())
+/// # Ok::<(), flightrec::AssembleError>(())
 /// ```
 pub fn assemble(dir: &Path, out: &Path) -> Result<Assembled, AssembleError> {
     let list_err = |source| AssembleError::ReadDir {

@@ -9,7 +9,7 @@
 //! (`flightrec-<pid>-XXXXXX`, owned by this user) when a recording starts
 //! with the default repository, and the chunk files of a named repository
 //! that already exists. However many there are, one stderr line names the
-//! first, counts the others and names `recorder::assemble(dir, out)`.
+//! first, counts the others and names `flightrec::assemble(dir, out)`.
 //!
 //! A default repository named for this very process's pid that this image
 //! did not make was left by an earlier image of the same process that
@@ -114,7 +114,7 @@ pub(crate) fn hint(stale: &[Stale], under: &Path) -> Option<String> {
     };
     Some(format!(
         "flightrec: {} holds chunks of process {}, which has exited{more}; \
-         recorder::assemble(dir, out) turns them into one .jfr file",
+         flightrec::assemble(dir, out) (or `flightrec assemble DIR -o FILE`) turns them into one .jfr file",
         first.dir.display(),
         first.pid
     ))
@@ -266,7 +266,7 @@ mod tests {
         );
         let hint = hint(&found, &base).unwrap();
         assert!(hint.contains(&stale.display().to_string()), "{hint}");
-        assert!(hint.contains("recorder::assemble(dir, out)"), "{hint}");
+        assert!(hint.contains("flightrec::assemble(dir, out)"), "{hint}");
         // Many: still one line, the rest counted.
         let many = vec![found[0].clone(); 19];
         let line = super::hint(&many, &base).unwrap();

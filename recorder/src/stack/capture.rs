@@ -61,8 +61,9 @@ pub struct Captured {
 /// the module docs). Never allocates, never takes a lock of ours.
 ///
 /// ```
+/// # use recorder as flightrec;
 /// let mut ips = [0u64; 64];
-/// let captured = recorder::stack::capture(0, &mut ips);
+/// let captured = flightrec::stack::capture(0, &mut ips);
 /// assert!(captured.len > 0);
 /// ```
 #[inline(never)]

@@ -93,8 +93,9 @@ fn finish(w: u64, start: i64) {
 /// `module_path!()::NAME`, optionally tagged:
 ///
 /// ```
+/// # use recorder as flightrec;
 /// fn work() {
-///     let _timed = recorder::timed_scope!("parse", "io");
+///     let _timed = flightrec::timed_scope!("parse", "io");
 ///     // ...
 /// }
 /// ```

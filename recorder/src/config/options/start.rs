@@ -48,7 +48,7 @@
 //!   `jdk.MethodTiming` and `jdk.MethodTrace`) a FILTER.
 //! * FILTER: `;`-separated parts, each `krate::module::function`,
 //!   `krate::module::Type::method`, `krate::module::Type`, `::name` or
-//!   `@tag` (see `recorder::timing`); a malformed part fails the start,
+//!   `@tag` (see `flightrec::timing`); a malformed part fails the start,
 //!   naming it. Filters given in several places are joined.
 //!
 //! `FLIGHTREC` is ignored, with one line on stderr, in a process the
