@@ -8,7 +8,7 @@
 # in one release build (the root package's dev-dependencies turn the
 # Pyroscope uploader on, so its tests run there), the thread-hook feature's
 # test, lints of the recorder as users build it by default (no uploader),
-# the API docs with broken links denied, and a build of every bench. Prints the time each step took. Budget: a clean
+# the API docs with broken links and bare URLs denied, and a build of every bench. Prints the time each step took. Budget: a clean
 # clone must pass within 90 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -60,19 +60,25 @@ step clippy cargo clippy --workspace --all-targets -- -D warnings
 # its cdylib or staticlib, so they are built first.
 step capi-libs cargo build --release -p flightrec-capi
 step test cargo test --workspace --release
-# Sampling from birth needs the opt-in `pthread_create` hook (README).
+# Sampling from birth needs the opt-in `pthread_create` hook (docs/sampling.md).
 step thread-hook cargo test --release -p flightrec --features thread-hook --test sampling_from_birth
 # Users build the recorder without the opt-in uploader; the steps above
 # have it on (dev-dependencies unify features), so lint that build too.
 step default-features cargo clippy -p flightrec-recorder --all-targets -- -D warnings
-# Docs with broken links denied: as users read them, and as maintainers
-# do (private items too: the engine modules' docs link to them). The C
-# ABI's library shares the facade's name, so it is documented on its own.
+# Docs with broken links and bare URLs denied: as users read them, and as
+# maintainers do (private items too: the engine modules' docs link to
+# them). The C ABI's library shares the facade's name, so it is documented
+# on its own. The facade's pages (what users read, the `tracing` feature's
+# module included) must show no link that rendered as literal `[text]`: a
+# link to a private item does that in the public view, with no warning.
 docs() {
     local p=(-p flightrec -p flightrec-recorder -p flightrec-format -p flightrec-tracing)
-    RUSTDOCFLAGS="-D warnings" cargo doc --no-deps "${p[@]}"
-    RUSTDOCFLAGS="-D warnings" cargo doc --no-deps "${p[@]}" --document-private-items
-    RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p flightrec-capi --document-private-items
+    local deny="-D warnings -D rustdoc::broken_intra_doc_links -D rustdoc::bare_urls"
+    RUSTDOCFLAGS="$deny" cargo doc --no-deps "${p[@]}"
+    RUSTDOCFLAGS="$deny" cargo doc --no-deps "${p[@]}" --document-private-items
+    RUSTDOCFLAGS="$deny" cargo doc --no-deps -p flightrec-capi --document-private-items
+    RUSTDOCFLAGS="$deny" cargo doc --no-deps -p flightrec --features tracing
+    python3 scripts/doc-literal-links.py "${CARGO_TARGET_DIR:-target}/doc/flightrec"
 }
 step docs docs
 # Every bench compiles. Without the bench profile's LTO: whether they

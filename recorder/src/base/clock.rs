@@ -13,7 +13,7 @@
 //! # Calibration
 //!
 //! The tick frequency is measured against `CLOCK_MONOTONIC` once, when the
-//! clock is first used, over [`CALIBRATION`]. Every chunk of a file must use
+//! clock is first used, over `CALIBRATION`. Every chunk of a file must use
 //! the same origin and frequency (the JDK converts all chunks with the first
 //! chunk's header), so the frequency is fixed for the life of the process.
 //!

@@ -10,7 +10,7 @@
 //! largest encoding (a derived event's bound is a constant), the record's
 //! stores (the implicit fields after one more compare, the start time
 //! spread into its varint by one `pdep` where that is fast, see
-//! [`super::spread`]), and the Release store of `committed`; no lock, no
+//! `super::spread`), and the Release store of `committed`; no lock, no
 //! read-modify-write atomic, no allocation. [`Event::commit`] is inlined
 //! whole into its caller (`#[inline(always)]`: the fields stay in
 //! registers, and the call's register saves are gone, at some 1.8 KB of
@@ -20,11 +20,11 @@
 //! every commit.
 //!
 //! That path is for fields the recorder encodes itself (each field's type
-//! carries [`BuiltinEncoder`], which `#[derive(Event)]` sums up as
+//! carries `BuiltinEncoder`, which `#[derive(Event)]` sums up as
 //! [`Event::BUILTIN_FIELDS`]). Every other event (a user's `FieldValue`, a
 //! hand-written `write_fields`, a `commit_fields` writer) is encoded before
 //! its write section into the thread's scratch, checked, and copied in (see
-//! [`super::scratch`]): no user code ever runs inside a section.
+//! `super::scratch`): no user code ever runs inside a section.
 
 use std::marker::PhantomData;
 

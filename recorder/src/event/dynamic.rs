@@ -28,7 +28,7 @@
 //! A writer and a [`ValueSource`] are code the recorder does not own: they
 //! run before the thread's write section, into its scratch, and what they
 //! wrote is checked against the declared kinds before it is copied in (see
-//! [`crate::event::scratch`]); a record that does not match is dropped and
+//! `crate::event::scratch`); a record that does not match is dropped and
 //! counted as [`LossCause::InvalidEncoding`].
 
 use std::borrow::Cow;

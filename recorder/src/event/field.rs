@@ -5,12 +5,12 @@
 //! a [`FieldWriter`] without allocating.
 //!
 //! The recorder's own impls (numbers, strings, times, [`crate::ThreadRef`],
-//! [`crate::StackTrace`]) carry a [`BuiltinEncoder`] token, which nothing outside
+//! [`crate::StackTrace`]) carry a `BuiltinEncoder` token, which nothing outside
 //! the crate can make: an event whose fields all carry it is encoded in
 //! place, inside the thread's write section. Any other encoder is user code
 //! and runs before the section, into the thread's scratch, where what it
 //! wrote is checked against the declared kinds (see
-//! [`crate::event::scratch`]).
+//! `crate::event::scratch`).
 
 use std::ptr::NonNull;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -321,7 +321,7 @@ impl FieldWriter<'_> {
     /// Writes a constant-pool key as it is. The chunk holds the constant
     /// only if something tagged it for the event's epoch: [`crate::ThreadRef`]
     /// and [`crate::StackTrace`] values do (see
-    /// [`crate::cpool::threads`]).
+    /// `crate::cpool::threads`).
     #[inline(always)]
     pub fn key(&mut self, key: u64) {
         self.enc.put_varint(key);

@@ -9,14 +9,14 @@
 //! the recorder's flush interval, so events reach callbacks within about
 //! one flush interval of being written); a recording kept in memory
 //! (`disk(false)`) is followed the same way through its in-memory chunk
-//! files, each handed to the stream when it is created (see [`memory`]). Chunk files are taken in name order, which is
+//! files, each handed to the stream when it is created (see `memory`). Chunk files are taken in name order, which is
 //! start-time order. For each chunk not yet done it reads the header and
 //! checks its state byte (255: being updated, try at the next poll), then
 //! reads only the bytes between what it holds and the header's
 //! `chunk_size` (the part the last flush made complete; the whole chunk
 //! once the state is 0, finished), re-reads the header to be sure it did
 //! not change meanwhile, and hands the new part to the project's reader
-//! ([`jfr_format::read::ChunkFollower`]), which decodes only the
+//! (`jfr_format::read::ChunkFollower`), which decodes only the
 //! records and constants added since the last poll. Those events go to
 //! the callbacks. A finished chunk is then done. So each byte of a chunk
 //! is read and decoded once, however many flushes it takes
@@ -38,7 +38,7 @@
 //!   event of a recording on disk keeps the repository
 //!   (`keep_repository(true)`).
 //! * **A writer that is gone**: on a repository of another process, the
-//!   stream reads the chunks' names for the writer's pid (see [`writer`]);
+//!   stream reads the chunks' names for the writer's pid (see `writer`);
 //!   once that process no longer exists (killed, crashed), the stream reads
 //!   what the chunks hold up to their last flush and ends with
 //!   [`StreamError::WriterGone`]. Nothing new written for
@@ -48,7 +48,7 @@
 //! * **Not a file**: [`EventStream::open_file`] and the chunk files of a
 //!   repository are opened without blocking and read only if they are
 //!   regular files, never past their size ([`StreamError::NotAFile`] for a
-//!   FIFO, a device, a directory; see [`files`]).
+//!   FIFO, a device, a directory; see `files`).
 //! * **Callbacks** run on the streaming thread; one that panics is caught,
 //!   reported to `on_error` ([`StreamError::CallbackPanicked`]) and the
 //!   stream goes on.

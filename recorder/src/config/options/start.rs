@@ -383,7 +383,7 @@ fn out_of_range(key: &str, value: &str, reason: &'static str) -> OptionError {
 }
 
 /// Parses `$FLIGHTREC`: `Ok(None)` when it is unset, empty or blank, or
-/// when the process runs with elevated privileges (see [`env_allowed`]).
+/// when the process runs with elevated privileges (see `env_allowed`).
 pub fn from_env() -> Result<Option<StartOptions>, OptionError> {
     from_env_value(std::env::var_os(ENV_VAR), at_secure())
 }
