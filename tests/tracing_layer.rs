@@ -282,7 +282,7 @@ fn readme_tracing_example_builds_with_flightrec_and_tracing_alone() {
     assert_eq!(
         deps,
         [
-            r#"flightrec = { version = "0.1", features = ["tracing"] }"#,
+            r#"flightrec = { path = "../flightrec", features = ["tracing"] }"#,
             r#"tracing = "0.1""#
         ],
         "README's manifest"

@@ -3,7 +3,7 @@
 //! and per-type JFR settings.
 //!
 //! Users reach it as `flightrec::tracing`, with the facade's `tracing`
-//! feature (`flightrec = { version = "0.1", features = ["tracing"] }`).
+//! feature (`features = ["tracing"]` on the `flightrec` dependency).
 //! A program with no subscriber of its own installs [`subscriber`]:
 //!
 //! ```no_run
