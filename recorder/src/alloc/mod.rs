@@ -42,7 +42,7 @@
 //! lock, no lazily initialised thread-local). A free costs one relaxed load
 //! while no sampled block is tracked; while some are, a look at its
 //! bucket's occupancy count, and at the bucket's cache line of the leak
-//! table ([`live`]) only if that is not 0 (out of line). It touches no
+//! table (`live`) only if that is not 0 (out of line). It touches no
 //! thread-local. A `realloc` makes the free's check, then the allocation's.
 //! Each check comes before the inner allocator's call.
 //!

@@ -1,6 +1,6 @@
 //! Per-event-type settings (`enabled`, `threshold`, `stackTrace`, and the
 //! samplers' `throttle` and `period`) and their textual forms; they are
-//! folded into each type's packed word ([`crate::base::enabled`]).
+//! folded into each type's packed word (`base::enabled`).
 //!
 //! The recording's settings are a map from event name to [`TypeSettings`]
 //! held in an `ArcSwap`: changed while recording by swapping in a new map,

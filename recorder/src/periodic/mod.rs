@@ -1,12 +1,12 @@
 //! Periodic events: the JDK's `period` setting (`everyChunk`, `beginChunk`,
 //! `endChunk`, or an interval such as `1 s`), for the built-in system events
-//! ([`system`]) and for user event types registered with
+//! (`system`) and for user event types registered with
 //! [`add_periodic_event`]. They run on recorder-owned threads, never on the
 //! program's threads; user closures each on a thread of their own
-//! ([`calls`]), so none can hold up the recorder or the other tasks.
+//! (`calls`), so none can hold up the recorder or the other tasks.
 //!
-//! The periodic thread's loop and its few wakes are in [`schedule`]; the
-//! chunk edges the recorder thread runs itself, in [`thread`].
+//! The periodic thread's loop and its few wakes are in `schedule`; the
+//! chunk edges the recorder thread runs itself, in `thread`.
 //!
 //! Events go through the same commit path as every other event (user
 //! closures commit with the event API; built-in events through
@@ -16,7 +16,7 @@
 //! applies to them too.
 //!
 //! Invariant: a built-in task runs only on the periodic or the recorder
-//! thread, a user task only on its own thread ([`calls`]); each only while
+//! thread, a user task only on its own thread (`calls`); each only while
 //! a recording runs, and at most once per due time or chunk edge: events of
 //! a periodic type are never committed by a program thread, an edge's
 //! events land in the chunk of that edge unless its call was abandoned

@@ -30,10 +30,10 @@ pub(super) fn user_tasks() -> &'static Mutex<Vec<UserTask>> {
 /// events of `ty` (or any other type) with the event API.
 ///
 /// A second registration for the same type replaces the first. The closure
-/// runs on a thread of its own ([`calls`]), one call at a time: one that
+/// runs on a thread of its own (`calls`), one call at a time: one that
 /// blocks delays neither the other periodic events nor the recorder. A
 /// rotation (and the stop) waits for the `endChunk`, `beginChunk` and
-/// `everyChunk` calls at most [`calls::EDGE_WAIT`]; a call still running
+/// `everyChunk` calls at most `calls::EDGE_WAIT`; a call still running
 /// then is abandoned (its events land in a later chunk), and a call due
 /// while the previous one still runs is skipped, both counted as
 /// [`LossCause::CallbackOverdue`](crate::LossCause::CallbackOverdue).

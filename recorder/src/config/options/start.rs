@@ -80,7 +80,7 @@ pub struct StartOptions {
     pub name: Option<String>,
     /// `filename=PATH`: the `.jfr` file written when the recording stops
     /// (or the program exits), as written: `%p` and `%t` are expanded when
-    /// the recording is set up ([`crate::process::automatic::config_from_options`]).
+    /// the recording is set up (`process::automatic::config_from_options`).
     pub filename: Option<PathBuf>,
     /// `duration=TIME`: stop after this long. `0` (the JDK's "forever")
     /// gives `None`.
