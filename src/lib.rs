@@ -4,7 +4,7 @@
 //! built on `jdk.jfr.consumer` read them; so does the workspace's own
 //! `flightrec` command, with no JVM.
 //!
-//! Committing an event costs the program a few nanoseconds and never waits;
+//! Committing an event costs the program tens of nanoseconds and never waits;
 //! files, constants, symbols, sampling and periodic events are handled on
 //! flightrec's own threads, within a memory bound
 //! ([`RecordingConfig::max_memory`]). Nothing recorded is lost silently:
