@@ -9,12 +9,12 @@
 
 mod chunk;
 mod chunks;
-mod decode;
+pub(crate) mod decode;
 mod error;
 mod event;
 mod follow;
-mod input;
-mod metadata;
+pub(crate) mod input;
+pub(crate) mod metadata;
 mod pools;
 mod refs;
 mod scan;

@@ -4,6 +4,8 @@
 //!   [`encode::Sink`].
 //! * [`record`]: record framing, and [`record::EventEncoder`], the
 //!   allocation-free event encoder the recorder's hot path uses.
+//! * [`events`]: the writers of the built-in event types, one per type,
+//!   each checked against the type table.
 //! * [`metadata`]: the metadata event generated from the type table.
 //! * [`checkpoint`], [`constants`]: constant pools and the built-in pools'
 //!   values.
@@ -13,6 +15,7 @@ pub mod checkpoint;
 pub mod chunk;
 pub mod constants;
 pub mod encode;
+pub mod events;
 pub mod header;
 pub mod metadata;
 pub mod record;

@@ -23,7 +23,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use jfr_format::write::encode::Sink;
-use jfr_format::write::record::{EventEncoder, begin_record, end_record};
+use jfr_format::write::events::{
+    BuiltinEvent, ObjectAllocationSample, OldObjectSample, ThreadAllocationStatistics,
+};
 use jfr_format::{Checkpoint, TypeId};
 
 use super::shared::{LIVE, QUEUE, state};
@@ -267,13 +269,14 @@ fn write_sample(rt: &Runtime, d: &mut Drain, s: &RawSample, events: bool) {
         stack_epoch: epoch,
     };
     emit_builtin(refs, |buf, stack| {
-        let mut e = EventEncoder::begin(buf, TypeId::OBJECT_ALLOCATION_SAMPLE);
-        e.put_i64(s.ticks);
-        e.put_varint(thread);
-        e.put_varint(stack);
-        e.put_varint(class);
-        e.put_i64(s.weight as i64);
-        e.finish()
+        ObjectAllocationSample {
+            start_time: s.ticks,
+            event_thread: thread,
+            stack_trace: stack,
+            object_class: class,
+            weight: s.weight as i64,
+        }
+        .encode(buf)
     });
 }
 
@@ -286,11 +289,12 @@ fn write_statistics(rt: &Runtime, d: &mut Drain) {
             ..BuiltinRefs::default()
         };
         emit_builtin(refs, |buf, _| {
-            let mut e = EventEncoder::begin(buf, TypeId::THREAD_ALLOCATION_STATISTICS);
-            e.put_i64(ticks);
-            e.put_i64(allocated as i64);
-            e.put_varint(key);
-            e.finish()
+            ThreadAllocationStatistics {
+                start_time: ticks,
+                allocated: allocated as i64,
+                thread: key,
+            }
+            .encode(buf)
         });
     }
 }
@@ -359,19 +363,20 @@ impl OldObjects {
 /// Appends one `jdk.OldObjectSample` per tracked block, stamped `ticks`.
 pub(crate) fn write_old_object_events(out: &mut Vec<u8>, ticks: i64, old: &OldObjects) {
     for (e, key) in &old.entries {
-        let r = begin_record(out, TypeId::OLD_OBJECT_SAMPLE);
-        out.put_i64(ticks);
-        out.put_i64(0);
-        out.put_varint(e.thread);
-        out.put_varint(e.stack);
-        out.put_i64(e.ticks);
-        out.put_i64(e.size as i64);
-        out.put_i64(ticks.saturating_sub(e.ticks).max(0));
-        out.put_i64(old.heap as i64);
-        out.put_varint(*key);
-        out.put_i32(i32::MIN);
-        out.put_varint(0);
-        end_record(out, r);
+        OldObjectSample {
+            start_time: ticks,
+            duration: 0,
+            event_thread: e.thread,
+            stack_trace: e.stack,
+            allocation_time: e.ticks,
+            object_size: e.size as i64,
+            object_age: ticks.saturating_sub(e.ticks).max(0),
+            last_known_heap_usage: old.heap as i64,
+            object: *key,
+            array_elements: i32::MIN,
+            root: 0,
+        }
+        .append(out);
     }
 }
 

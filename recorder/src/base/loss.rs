@@ -34,9 +34,7 @@
 //! `flightrec.EventsLost` events, summed over all its chunks, equal the
 //! counters' growth from the recording's start to its last report.
 
-use jfr_format::TypeId;
-use jfr_format::write::encode::Sink;
-use jfr_format::write::record::{begin_record, end_record};
+use jfr_format::write::events::{BuiltinEvent, DataLoss, EventsLost};
 
 use crate::base::sync::{AtomicU64, Ordering};
 
@@ -387,20 +385,22 @@ fn write_events_lost(
     bytes: u64,
     total: u64,
 ) {
-    let r = begin_record(out, TypeId::EVENTS_LOST);
-    out.put_i64(ticks);
-    out.put_str(cause.name());
-    out.put_i64(n as i64);
-    out.put_i64(bytes as i64);
-    out.put_i64(total as i64);
-    end_record(out, r);
+    EventsLost {
+        start_time: ticks,
+        cause: cause.name(),
+        events: n as i64,
+        bytes: bytes as i64,
+        total_events: total as i64,
+    }
+    .append(out);
 }
 
 /// `jdk.DataLoss`: ts, amount, total.
 fn write_data_loss(out: &mut Vec<u8>, ticks: i64, amount: u64, total: u64) {
-    let r = begin_record(out, TypeId::DATA_LOSS);
-    out.put_i64(ticks);
-    out.put_i64(amount as i64);
-    out.put_i64(total as i64);
-    end_record(out, r);
+    DataLoss {
+        start_time: ticks,
+        amount: amount as i64,
+        total: total as i64,
+    }
+    .append(out);
 }

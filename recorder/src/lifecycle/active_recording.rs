@@ -8,9 +8,7 @@
 //! configured at its start (fields in JDK 25's
 //! order; see `jfr_format::builtin`).
 
-use jfr_format::TypeId;
-use jfr_format::write::encode::Sink;
-use jfr_format::write::record::{begin_record, end_record};
+use jfr_format::write::events::{ActiveRecording, BuiltinEvent};
 
 use crate::base::sync::{AtomicU64, Ordering};
 use crate::config::builder::RecordingConfig;
@@ -62,16 +60,17 @@ impl RecordingInfo {
 /// `jdk.ActiveRecording`: ts, id, name, destination, disk, maxAge,
 /// flushInterval, maxSize, recordingStart, recordingDuration.
 pub(crate) fn write_active_recording(out: &mut Vec<u8>, ticks: i64, r: &RecordingInfo) {
-    let rec = begin_record(out, TypeId::ACTIVE_RECORDING);
-    out.put_i64(ticks);
-    out.put_i64(r.id as i64);
-    out.put_str(&r.name);
-    out.put_opt_str(r.destination.as_deref());
-    out.put_bool(r.disk);
-    out.put_i64(r.max_age_ms);
-    out.put_i64(r.flush_interval_ms);
-    out.put_i64(r.max_size);
-    out.put_i64(r.start_ms);
-    out.put_i64(r.duration_ms);
-    end_record(out, rec);
+    ActiveRecording {
+        start_time: ticks,
+        id: r.id as i64,
+        name: &r.name,
+        destination: r.destination.as_deref(),
+        disk: r.disk,
+        max_age: r.max_age_ms,
+        flush_interval: r.flush_interval_ms,
+        max_size: r.max_size,
+        recording_start: r.start_ms,
+        recording_duration: r.duration_ms,
+    }
+    .append(out);
 }

@@ -19,9 +19,8 @@
 //! owner's thread is tagged with the record's epoch (through
 //! [`BuiltinRefs::thread`]).
 
-use jfr_format::write::encode::Sink;
-use jfr_format::write::record::EventEncoder;
-use jfr_format::{Checkpoint, TypeId};
+use jfr_format::Checkpoint;
+use jfr_format::write::events::{BuiltinEvent, JavaMonitorEnter, ThreadPark};
 
 use crate::cpool::named_classes::NamedClasses;
 
@@ -170,30 +169,37 @@ impl Wait {
             return;
         };
         let start = self.start;
-        let (ty, other_thread) = match detail {
-            Detail::Enter { previous_owner } => (TypeId::JAVA_MONITOR_ENTER, previous_owner),
-            Detail::Park(_) => (TypeId::THREAD_PARK, 0),
+        let other_thread = match detail {
+            Detail::Enter { previous_owner } => previous_owner,
+            Detail::Park(_) => 0,
         };
         let r = Record {
-            ty,
             word,
             class,
             other_thread,
         };
-        r.write(|e, k| {
-            e.put_i64(start);
-            e.put_varint(d);
-            e.put_varint(k.thread);
-            e.put_varint(k.stack);
-            e.put_varint(k.class);
-            match detail {
-                Detail::Enter { .. } => e.put_varint(k.other_thread),
-                Detail::Park(park) => {
-                    e.put_i64(park.timeout);
-                    e.put_i64(park.until);
-                }
+        r.write(|buf, k| match detail {
+            Detail::Enter { .. } => JavaMonitorEnter {
+                start_time: start,
+                duration: d as i64,
+                event_thread: k.thread,
+                stack_trace: k.stack,
+                monitor_class: k.class,
+                previous_owner: k.other_thread,
+                address: address as i64,
             }
-            e.put_varint(address as u64);
+            .encode(buf),
+            Detail::Park(park) => ThreadPark {
+                start_time: start,
+                duration: d as i64,
+                event_thread: k.thread,
+                stack_trace: k.stack,
+                parked_class: k.class,
+                timeout: park.timeout,
+                until: park.until,
+                address: address as i64,
+            }
+            .encode(buf),
         });
     }
 
@@ -209,7 +215,6 @@ impl Wait {
 
 /// One event about to be written.
 struct Record {
-    ty: TypeId,
     /// The word in force (stack trace or not).
     word: u64,
     /// The lock's class name.
@@ -232,12 +237,12 @@ struct Keys {
 }
 
 impl Record {
-    /// Writes the record from the calling thread: `fields` encodes it
-    /// after the type id. Inlined into [`Wait::enter`] and [`Wait::park`]:
+    /// Writes the record from the calling thread: `encode` encodes it
+    /// with the given keys into the buffer. Inlined into [`Wait::enter`] and [`Wait::park`]:
     /// the stack leaves out their frame and their caller's (the wrapper's
     /// contended path), so it starts at the function that took the lock.
     #[inline(always)]
-    fn write(&self, fields: impl Fn(&mut EventEncoder<'_>, &Keys)) {
+    fn write(&self, encode: impl Fn(&mut [u8], &Keys) -> Option<usize>) {
         let Some(rt) = runtime::get() else { return };
         let (stack, stack_epoch) = if self.word & STACK != 0 {
             let mut frames = [0u64; MAX_FRAMES];
@@ -284,12 +289,7 @@ impl Record {
             stack,
             stack_epoch,
         };
-        let ty = self.ty;
-        emit_builtin(refs, |buf, stack| {
-            let mut e = EventEncoder::begin(buf, ty);
-            fields(&mut e, &Keys { stack, ..keys });
-            e.finish()
-        });
+        emit_builtin(refs, |buf, stack| encode(buf, &Keys { stack, ..keys }));
     }
 }
 

@@ -34,9 +34,8 @@ use std::collections::BTreeSet;
 use std::io::{self, Write as _};
 
 use jfr_format::write::constants::{frame_type, thread_state, write_simple_string};
-use jfr_format::write::encode::Sink;
+use jfr_format::write::events::{ActiveSetting, BuiltinEvent};
 use jfr_format::write::header::HEADER_LEN;
-use jfr_format::write::record::{begin_record, end_record};
 use jfr_format::{Checkpoint, ChunkEnd, ChunkStart, ChunkWriter, TypeId};
 
 use crate::base::clock;
@@ -380,12 +379,13 @@ fn write_active_settings(out: &mut Vec<u8>, ticks: i64) {
     for ty in reg.types() {
         let (enabled, stack_trace, threshold) = reg.in_force(ty);
         let mut put = |name: &str, value: &str| {
-            let r = begin_record(out, TypeId::ACTIVE_SETTING);
-            out.put_i64(ticks);
-            out.put_i64(ty.id().0 as i64);
-            out.put_str(name);
-            out.put_str(value);
-            end_record(out, r);
+            ActiveSetting {
+                start_time: ticks,
+                id: ty.id().0 as i64,
+                name,
+                value,
+            }
+            .append(out);
         };
         put("enabled", if enabled { "true" } else { "false" });
         put("stackTrace", if stack_trace { "true" } else { "false" });

@@ -7,32 +7,19 @@
 //! lands in (see [`crate::event::commit::emit_builtin`]); a drop is
 //! counted there and reported to the caller as `false`.
 
-use jfr_format::TypeId;
-use jfr_format::write::encode::Sink;
-use jfr_format::write::record::EventEncoder;
+use jfr_format::write::events::BuiltinEvent;
 
 use crate::event::commit::{BuiltinRefs, emit_builtin};
 
-/// Writes one record of `ty` at `ticks` that references no thread or
-/// stack constant, its other fields by `fields`, through the commit path
-/// (this thread's buffer). False if dropped.
-pub(crate) fn emit(ty: TypeId, ticks: i64, fields: impl Fn(&mut EventEncoder<'_>)) -> bool {
-    emit_with(ty, ticks, BuiltinRefs::default(), |e, _| fields(e))
+/// Writes `event`, which references no thread or stack constant, through
+/// the commit path (this thread's buffer). False if dropped.
+pub(crate) fn emit(event: impl BuiltinEvent) -> bool {
+    emit_builtin(BuiltinRefs::default(), |buf, _| event.encode(buf))
 }
 
 /// [`emit`] for a record that references the constants in `refs`: they are
-/// tagged with the epoch of the chunk the record lands in, and `fields` is
+/// tagged with the epoch of the chunk the record lands in, and `event` is
 /// given the stack key to write (`refs.stack`, or 0 if it was released).
-pub(crate) fn emit_with(
-    ty: TypeId,
-    ticks: i64,
-    refs: BuiltinRefs<'_>,
-    fields: impl Fn(&mut EventEncoder<'_>, u64),
-) -> bool {
-    emit_builtin(refs, |buf, stack| {
-        let mut e = EventEncoder::begin(buf, ty);
-        e.put_i64(ticks);
-        fields(&mut e, stack);
-        e.finish()
-    })
+pub(crate) fn emit_with<E: BuiltinEvent>(refs: BuiltinRefs<'_>, event: impl Fn(u64) -> E) -> bool {
+    emit_builtin(refs, |buf, stack| event(stack).encode(buf))
 }

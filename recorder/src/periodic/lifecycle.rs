@@ -44,9 +44,7 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use jfr_format::TypeId;
-use jfr_format::write::encode::Sink;
-use jfr_format::write::record::EventEncoder;
+use jfr_format::write::events::{BuiltinEvent, ThreadEnd, ThreadStart};
 
 use super::emit::emit_with;
 use crate::base::clock;
@@ -302,13 +300,14 @@ pub(crate) fn write_thread_start(rt: &Runtime, key: u64, parent: Option<Parent>)
         stack_epoch: parent.map_or(0, |p| p.stack_epoch),
     };
     emit_builtin_also(refs, parent_tags.as_deref(), |buf, stack| {
-        let mut e = EventEncoder::begin(buf, TypeId::THREAD_START);
-        e.put_i64(ticks);
-        e.put_varint(key);
-        e.put_varint(stack);
-        e.put_varint(key);
-        e.put_varint(parent_key);
-        e.finish()
+        ThreadStart {
+            start_time: ticks,
+            event_thread: key,
+            stack_trace: stack,
+            thread: key,
+            parent_thread: parent_key,
+        }
+        .encode(buf)
     });
 }
 
@@ -326,8 +325,9 @@ pub(crate) fn write_thread_end(rt: &Runtime, key: u64, tid: u64, name: &str) {
         thread: Some(&tags),
         ..BuiltinRefs::default()
     };
-    emit_with(TypeId::THREAD_END, ticks, refs, |e, _| {
-        e.put_varint(key);
-        e.put_varint(key);
+    emit_with(refs, |_| ThreadEnd {
+        start_time: ticks,
+        event_thread: key,
+        thread: key,
     });
 }

@@ -33,8 +33,13 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use jfr_format::TypeId;
-use jfr_format::write::encode::Sink;
+use jfr_format::write::events::{
+    ContainerConfiguration, ContainerCpuThrottling, ContainerCpuUsage, ContainerIoUsage,
+    ContainerMemoryUsage, CpuInformation, CpuLoad, CpuTimeStampCounter, ExceptionStatistics,
+    InitialEnvironmentVariable, JavaThreadStatistics, NativeLibrary, NetworkUtilization,
+    OsInformation, PhysicalMemory, ProcessInformation, RecorderStatistics, ResidentSetSize,
+    Shutdown, ThreadCpuLoad, VirtualizationInformation,
+};
 
 use super::emit::{emit, emit_with};
 use super::lifecycle::Lifecycle;
@@ -163,7 +168,10 @@ impl SystemEvents {
             "jdk.JavaThreadStatistics" => self.thread_statistics(ticks),
             "jdk.ExceptionStatistics" => {
                 let n = crate::process::panics::count() as i64;
-                emit(TypeId::EXCEPTION_STATISTICS, ticks, |e| e.put_i64(n));
+                emit(ExceptionStatistics {
+                    start_time: ticks,
+                    throwables: n,
+                });
             }
             "flightrec.RecorderStatistics" => self.recorder_statistics(ticks),
             _ => {}
@@ -180,10 +188,11 @@ impl SystemEvents {
         // This thread's own key: its slot tags it.
         let key = crate::buffer::local::current_thread_key(self.rt).unwrap_or(0);
         let ticks = clock::ticks();
-        emit(TypeId::SHUTDOWN, ticks, |e| {
-            e.put_varint(key);
-            e.put_varint(0);
-            e.put_str(reason);
+        emit(Shutdown {
+            start_time: ticks,
+            event_thread: key,
+            stack_trace: 0,
+            reason,
         });
     }
 
@@ -214,10 +223,11 @@ impl SystemEvents {
         };
         // The machine is at least as busy as this process.
         let machine = machine.max(ju + js).clamp(0.0, 1.0);
-        emit(TypeId::CPU_LOAD, ticks, |e| {
-            e.put_f32(ju as f32);
-            e.put_f32(js as f32);
-            e.put_f32(machine as f32);
+        emit(CpuLoad {
+            start_time: ticks,
+            jvm_user: ju as f32,
+            jvm_system: js as f32,
+            machine_total: machine as f32,
         });
     }
 
@@ -274,10 +284,11 @@ impl SystemEvents {
                 thread: tags.as_deref(),
                 ..BuiltinRefs::default()
             };
-            emit_with(TypeId::THREAD_CPU_LOAD, ticks, refs, |e, _| {
-                e.put_varint(key);
-                e.put_f32(user as f32);
-                e.put_f32(system as f32);
+            emit_with(refs, |_| ThreadCpuLoad {
+                start_time: ticks,
+                event_thread: key,
+                user: user as f32,
+                system: system as f32,
             });
         }
         self.prev.threads.retain(|_, r| r.0 == round);
@@ -304,19 +315,20 @@ impl SystemEvents {
             }
         };
         let nanos = |d: std::time::Duration| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);
-        emit(TypeId::RECORDER_STATISTICS, ticks, |e| {
-            e.put_i64(nanos(s.recorder_cpu));
-            e.put_i64(nanos(s.sampler_cpu));
-            e.put_i64(nanos(s.periodic_cpu));
-            e.put_i64(nanos(s.signal_handler));
-            e.put_i64(nanos(s.process_cpu));
-            e.put_f32(s.overhead() as f32);
-            e.put_i64(s.bytes_written as i64);
-            e.put_f32(s.buffer_occupancy as f32);
-            e.put_i64(s.events as i64);
-            e.put_i64(rate(s.events, events0));
-            e.put_i64(s.samples as i64);
-            e.put_i64(rate(s.samples, samples0));
+        emit(RecorderStatistics {
+            start_time: ticks,
+            recorder_cpu_time: nanos(s.recorder_cpu),
+            sampler_cpu_time: nanos(s.sampler_cpu),
+            periodic_cpu_time: nanos(s.periodic_cpu),
+            signal_handler_time: nanos(s.signal_handler),
+            process_cpu_time: nanos(s.process_cpu),
+            overhead: s.overhead() as f32,
+            bytes_written: s.bytes_written as i64,
+            buffer_occupancy: s.buffer_occupancy as f32,
+            events: s.events as i64,
+            events_per_second: rate(s.events, events0),
+            samples: s.samples as i64,
+            samples_per_second: rate(s.samples, samples0),
         });
     }
 
@@ -326,11 +338,12 @@ impl SystemEvents {
             self.lifecycle.accumulated as i64,
             self.lifecycle.peak as i64,
         );
-        emit(TypeId::JAVA_THREAD_STATISTICS, ticks, |e| {
-            e.put_i64(live);
-            e.put_i64(0);
-            e.put_i64(acc);
-            e.put_i64(peak);
+        emit(JavaThreadStatistics {
+            start_time: ticks,
+            active_count: live,
+            daemon_count: 0,
+            accumulated_count: acc,
+            peak_count: peak,
         });
     }
 
@@ -353,10 +366,11 @@ impl SystemEvents {
             };
             let read = (rx.saturating_sub(*rx0) as f64 * 8.0 / secs) as i64;
             let write = (tx.saturating_sub(*tx0) as f64 * 8.0 / secs) as i64;
-            emit(TypeId::NETWORK_UTILIZATION, ticks, |e| {
-                e.put_str(name);
-                e.put_i64(read);
-                e.put_i64(write);
+            emit(NetworkUtilization {
+                start_time: ticks,
+                network_interface: name,
+                read_rate: read,
+                write_rate: write,
             });
         }
     }
@@ -365,17 +379,18 @@ impl SystemEvents {
         let Some(c) = container_config(self.cgroup.as_ref()) else {
             return;
         };
-        emit(TypeId::CONTAINER_CONFIGURATION, ticks, |e| {
-            e.put_str(&c.kind);
-            e.put_i64(c.period_us);
-            e.put_i64(c.quota_us);
-            e.put_i64(c.shares);
-            e.put_i64(c.cpus);
-            e.put_i64(c.soft_limit);
-            e.put_i64(c.limit);
-            e.put_i64(c.swap_limit);
-            e.put_i64(c.host_memory);
-            e.put_i64(c.host_swap);
+        emit(ContainerConfiguration {
+            start_time: ticks,
+            container_type: &c.kind,
+            cpu_slice_period: c.period_us,
+            cpu_quota: c.quota_us,
+            cpu_shares: c.shares,
+            effective_cpu_count: c.cpus,
+            memory_soft_limit: c.soft_limit,
+            memory_limit: c.limit,
+            swap_memory_limit: c.swap_limit,
+            host_total_memory: c.host_memory,
+            host_total_swap_memory: c.host_swap,
         });
     }
 
@@ -403,10 +418,11 @@ impl SystemEvents {
             }
             None => return,
         };
-        emit(TypeId::CONTAINER_CPU_USAGE, ticks, |e| {
-            e.put_i64(total);
-            e.put_i64(user);
-            e.put_i64(system);
+        emit(ContainerCpuUsage {
+            start_time: ticks,
+            cpu_time: total,
+            cpu_user_time: user,
+            cpu_system_time: system,
         });
     }
 
@@ -437,10 +453,11 @@ impl SystemEvents {
             }
             None => return,
         };
-        emit(TypeId::CONTAINER_MEMORY_USAGE, ticks, |e| {
-            e.put_i64(fails);
-            e.put_i64(usage);
-            e.put_i64(swap);
+        emit(ContainerMemoryUsage {
+            start_time: ticks,
+            memory_fail_count: fails,
+            memory_usage: usage,
+            swap_memory_usage: swap,
         });
     }
 
@@ -461,10 +478,11 @@ impl SystemEvents {
             get("throttled_time")
         };
         let (elapsed, throttled) = (get("nr_periods"), get("nr_throttled"));
-        emit(TypeId::CONTAINER_CPU_THROTTLING, ticks, |e| {
-            e.put_i64(elapsed);
-            e.put_i64(throttled);
-            e.put_i64(time);
+        emit(ContainerCpuThrottling {
+            start_time: ticks,
+            cpu_elapsed_slices: elapsed,
+            cpu_throttled_slices: throttled,
+            cpu_throttled_time: time,
         });
     }
 
@@ -493,9 +511,10 @@ impl SystemEvents {
             }
             None => return,
         };
-        emit(TypeId::CONTAINER_IO_USAGE, ticks, |e| {
-            e.put_i64(requests as i64);
-            e.put_i64(bytes as i64);
+        emit(ContainerIoUsage {
+            start_time: ticks,
+            service_requests: requests as i64,
+            data_transferred: bytes as i64,
         });
     }
 }
@@ -623,7 +642,10 @@ pub(crate) fn container_config(cgroup: Option<&Cgroup>) -> Option<ContainerConfi
 
 fn os_information(ticks: i64) {
     let version = os_version();
-    emit(TypeId::OS_INFORMATION, ticks, |e| e.put_str(&version));
+    emit(OsInformation {
+        start_time: ticks,
+        os_version: &version,
+    });
 }
 
 /// `uname` and the distribution's name, as the JDK's `osVersion` holds.
@@ -666,12 +688,13 @@ pub(crate) fn os_version() -> String {
 fn cpu_information(ticks: i64) {
     let info = procfs::cpu_info(&procfs::read("/proc/cpuinfo").unwrap_or_default());
     let cpu = format!("{} {}", std::env::consts::ARCH, cpu_features(&info.flags));
-    emit(TypeId::CPU_INFORMATION, ticks, |e| {
-        e.put_str(cpu.trim_end());
-        e.put_str(&info.model);
-        e.put_i32(info.sockets as i32);
-        e.put_i32(info.cores as i32);
-        e.put_i32(info.hw_threads as i32);
+    emit(CpuInformation {
+        start_time: ticks,
+        cpu: cpu.trim_end(),
+        description: &info.model,
+        sockets: info.sockets as i32,
+        cores: info.cores as i32,
+        hw_threads: info.hw_threads as i32,
     });
 }
 
@@ -694,9 +717,10 @@ fn physical_memory(ticks: i64) {
     else {
         return;
     };
-    emit(TypeId::PHYSICAL_MEMORY, ticks, |e| {
-        e.put_i64(total as i64);
-        e.put_i64(used as i64);
+    emit(PhysicalMemory {
+        start_time: ticks,
+        total_size: total as i64,
+        used_size: used as i64,
     });
 }
 
@@ -720,8 +744,9 @@ fn virtualization(ticks: i64) {
     } else {
         "Unknown virtualization"
     };
-    emit(TypeId::VIRTUALIZATION_INFORMATION, ticks, |e| {
-        e.put_str(name)
+    emit(VirtualizationInformation {
+        start_time: ticks,
+        name,
     });
 }
 
@@ -730,10 +755,11 @@ fn native_libraries(ticks: i64) {
         return;
     };
     for (name, lo, hi) in procfs::native_libraries(&maps) {
-        emit(TypeId::NATIVE_LIBRARY, ticks, |e| {
-            e.put_str(&name);
-            e.put_i64(lo as i64);
-            e.put_i64(hi as i64);
+        emit(NativeLibrary {
+            start_time: ticks,
+            name: &name,
+            base_address: lo as i64,
+            top_address: hi as i64,
         });
     }
 }
@@ -741,9 +767,10 @@ fn native_libraries(ticks: i64) {
 fn environment(ticks: i64) {
     for (k, v) in std::env::vars_os() {
         let (k, v) = (k.to_string_lossy(), v.to_string_lossy());
-        emit(TypeId::INITIAL_ENVIRONMENT_VARIABLE, ticks, |e| {
-            e.put_str(&k);
-            e.put_str(&v);
+        emit(InitialEnvironmentVariable {
+            start_time: ticks,
+            key: &k,
+            value: &v,
         });
     }
 }
@@ -755,21 +782,23 @@ fn process_information(ticks: i64) {
     let cmdline = procfs::read("/proc/self/cmdline")
         .map(|c| c.trim_end_matches('\0').replace('\0', " "))
         .unwrap_or_default();
-    emit(TypeId::PROCESS_INFORMATION, ticks, |e| {
-        e.put_i64(i64::from(std::process::id()));
-        e.put_str(&exe);
-        e.put_str(&cmdline);
+    emit(ProcessInformation {
+        start_time: ticks,
+        pid: i64::from(std::process::id()),
+        executable: &exe,
+        command_line: &cmdline,
     });
 }
 
 fn time_stamp_counter(ticks: i64) {
     let tsc = clock::reads_tsc();
     let freq = clock::ticks_per_second();
-    emit(TypeId::CPU_TIME_STAMP_COUNTER, ticks, |e| {
-        e.put_bool(tsc);
-        e.put_bool(tsc);
-        e.put_i64(1_000_000_000);
-        e.put_i64(freq);
+    emit(CpuTimeStampCounter {
+        start_time: ticks,
+        fast_time_enabled: tsc,
+        fast_time_auto_enabled: tsc,
+        os_frequency: 1_000_000_000,
+        fast_time_frequency: freq,
     });
 }
 
@@ -784,9 +813,10 @@ impl SystemEvents {
         ) else {
             return;
         };
-        emit(TypeId::RESIDENT_SET_SIZE, ticks, |e| {
-            e.put_i64(rss as i64);
-            e.put_i64(peak as i64);
+        emit(ResidentSetSize {
+            start_time: ticks,
+            size: rss as i64,
+            peak: peak as i64,
         });
     }
 }

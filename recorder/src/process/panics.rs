@@ -38,8 +38,8 @@ use std::cell::Cell;
 use std::hint::black_box;
 use std::panic::PanicHookInfo;
 
-use jfr_format::write::encode::Sink;
-use jfr_format::{Checkpoint, TypeId};
+use jfr_format::Checkpoint;
+use jfr_format::write::events::JavaErrorThrow;
 
 use crate::base::sync::{AtomicBool, AtomicU64, Ordering};
 use crate::cpool::named_classes::NamedClasses;
@@ -221,11 +221,12 @@ fn record(info: &PanicHookInfo<'_>, frames: &[u64], truncated: bool) {
         stack,
         stack_epoch: epoch,
     };
-    emit_with(TypeId::JAVA_ERROR_THROW, ticks, refs, |e, stack| {
-        e.put_varint(thread);
-        e.put_varint(stack);
-        e.put_str(&message);
-        e.put_varint(class);
+    emit_with(refs, |stack| JavaErrorThrow {
+        start_time: ticks,
+        event_thread: thread,
+        stack_trace: stack,
+        message: &message,
+        thrown_class: class,
     });
 }
 

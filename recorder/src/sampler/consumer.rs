@@ -78,8 +78,9 @@ use std::time::{Duration, Instant};
 
 use jfr_format::TypeId;
 use jfr_format::write::constants::thread_state;
-use jfr_format::write::encode::Sink;
-use jfr_format::write::record::EventEncoder;
+use jfr_format::write::events::{
+    ActiveSetting, BuiltinEvent, CpuTimeSample, CpuTimeSamplesLost, ExecutionSample,
+};
 
 use super::birth;
 use super::claim;
@@ -929,17 +930,16 @@ fn write_cpu_sample(s: &RawSample, refs: BuiltinRefs<'_>, thread: u64, period_ti
     let period_ticks = period_ticks.saturating_mul(1 + i64::from(s.overrun));
     let context = crate::labels::latch::in_samples();
     emit_builtin(refs, |buf, stack| {
-        let mut e = EventEncoder::begin(buf, TypeId::CPU_TIME_SAMPLE);
-        e.put_i64(s.ticks);
-        e.put_varint(stack);
-        e.put_varint(thread);
-        e.put_bool(s.failed);
-        e.put_i64(period_ticks);
-        e.put_bool(false);
-        if context {
-            e.put_i64(s.context as i64);
+        CpuTimeSample {
+            start_time: s.ticks,
+            stack_trace: stack,
+            event_thread: thread,
+            failed: s.failed,
+            sampling_period: period_ticks,
+            biased: false,
+            context_id: context.then_some(s.context as i64),
         }
-        e.finish()
+        .encode(buf)
     })
 }
 
@@ -954,37 +954,38 @@ fn write_execution_sample(s: &RawSample, refs: BuiltinRefs<'_>, thread: u64) -> 
         thread_state::SLEEPING.0
     };
     emit_builtin(refs, |buf, stack| {
-        let mut e = EventEncoder::begin(buf, TypeId::EXECUTION_SAMPLE);
-        e.put_i64(s.ticks);
-        e.put_varint(thread);
-        e.put_varint(stack);
-        e.put_varint(state);
-        if context {
-            e.put_i64(s.context as i64);
+        ExecutionSample {
+            start_time: s.ticks,
+            sampled_thread: thread,
+            stack_trace: stack,
+            state,
+            context_id: context.then_some(s.context as i64),
         }
-        e.finish()
+        .encode(buf)
     })
 }
 
 /// `jdk.CPUTimeSamplesLost`: ts, lostSamples, eventThread.
 fn write_lost(lost: u64, refs: BuiltinRefs<'_>, thread: u64) {
     emit_builtin(refs, |buf, _| {
-        let mut e = EventEncoder::begin(buf, TypeId::CPU_TIME_SAMPLES_LOST);
-        e.put_i64(clock::ticks());
-        e.put_i32(lost.min(i32::MAX as u64) as i32);
-        e.put_varint(thread);
-        e.finish()
+        CpuTimeSamplesLost {
+            start_time: clock::ticks(),
+            lost_samples: lost.min(i32::MAX as u64) as i32,
+            event_thread: thread,
+        }
+        .encode(buf)
     });
 }
 
 /// `jdk.ActiveSetting`: ts, id (the event type's id), name, value.
 fn write_setting(ty: TypeId, name: &str, value: &str) {
     emit_builtin(BuiltinRefs::default(), |buf, _| {
-        let mut e = EventEncoder::begin(buf, TypeId::ACTIVE_SETTING);
-        e.put_i64(clock::ticks());
-        e.put_i64(ty.0 as i64);
-        e.put_str(name);
-        e.put_str(value);
-        e.finish()
+        ActiveSetting {
+            start_time: clock::ticks(),
+            id: ty.0 as i64,
+            name,
+            value,
+        }
+        .encode(buf)
     });
 }

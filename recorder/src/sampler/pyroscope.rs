@@ -40,8 +40,7 @@
 //! event record is the `event` setting for the sampler's current mode.
 
 use jfr_format::TypeId;
-use jfr_format::write::encode::Sink;
-use jfr_format::write::record::{begin_record, end_record};
+use jfr_format::write::events::{ActiveSetting, BuiltinEvent};
 
 use super::config::SamplerConfig;
 use std::time::Duration;
@@ -124,11 +123,12 @@ pub(crate) fn current_event() -> Option<&'static str> {
 /// value `cpu`|`wall`} to `out` if samples are written for Pyroscope.
 pub(crate) fn write_event_setting(out: &mut Vec<u8>, ticks: i64) {
     if let Some(value) = current_event() {
-        let r = begin_record(out, TypeId::ACTIVE_SETTING);
-        out.put_i64(ticks);
-        out.put_i64(TypeId::EXECUTION_SAMPLE.0 as i64);
-        out.put_str("event");
-        out.put_str(value);
-        end_record(out, r);
+        ActiveSetting {
+            start_time: ticks,
+            id: TypeId::EXECUTION_SAMPLE.0 as i64,
+            name: "event",
+            value,
+        }
+        .append(out);
     }
 }

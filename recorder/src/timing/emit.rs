@@ -29,8 +29,7 @@ use jfr_format::types::ACC_NATIVE;
 use jfr_format::write::constants::{
     ClassValue, MethodValue, write_class, write_method, write_package, write_symbol,
 };
-use jfr_format::write::encode::Sink;
-use jfr_format::write::record::{EventEncoder, begin_record, end_record};
+use jfr_format::write::events::{BuiltinEvent, MethodTiming, MethodTrace};
 use jfr_format::{Checkpoint, TypeId};
 
 use super::accum;
@@ -85,13 +84,14 @@ pub(super) fn trace(w: u64, index: usize, start: i64, d: u64) {
             stack_epoch,
         };
         let encode = |buf: &mut [u8], stack: u64| {
-            let mut e = EventEncoder::begin(buf, TypeId::METHOD_TRACE);
-            e.put_i64(start);
-            e.put_varint(d);
-            e.put_varint(thread);
-            e.put_varint(stack);
-            e.put_varint(method);
-            e.finish()
+            MethodTrace {
+                start_time: start,
+                duration: d as i64,
+                event_thread: thread,
+                stack_trace: stack,
+                method,
+            }
+            .encode(buf)
         };
         slot.emit(&rt.epoch, &rt.pool, &rt.losses, &builtin(rt, refs, encode));
     });
@@ -148,14 +148,15 @@ pub(crate) fn write_timing_events(out: &mut Vec<u8>, ticks: i64) {
             Some(avg) => (t.min, avg, t.max),
             None => (0, 0, 0), // selected, never called
         };
-        let r = begin_record(out, TypeId::METHOD_TIMING);
-        out.put_i64(ticks);
-        out.put_varint(method_key(index));
-        out.put_i64(t.count as i64);
-        out.put_i64(min as i64);
-        out.put_i64(avg as i64);
-        out.put_i64(max as i64);
-        end_record(out, r);
+        MethodTiming {
+            start_time: ticks,
+            method: method_key(index),
+            invocations: t.count as i64,
+            minimum: min as i64,
+            average: avg as i64,
+            maximum: max as i64,
+        }
+        .append(out);
     }
 }
 
