@@ -257,8 +257,10 @@ fn tracing_layer_counts_fields_durations_and_tree_match_jfr() {
 /// (`libc/extra_traits`, the recorder's `pyroscope`, ...) than a user's, so
 /// cargo would rebuild some 50 crates, minutes on this project's CI, where
 /// this costs the compile and link of one small file (about 2 s).
-#[test]
-fn readme_tracing_example_builds_with_flightrec_and_tracing_alone() {
+/// README's "From `tracing`" section: its manifest's dependency lines
+/// (checked to be exactly `flightrec` with the `tracing` feature, and
+/// `tracing`) and its program.
+fn readme_tracing_example() -> (Vec<String>, String) {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
     const HEADING: &str = "### From `tracing`";
@@ -287,8 +289,14 @@ fn readme_tracing_example_builds_with_flightrec_and_tracing_alone() {
         ],
         "README's manifest"
     );
+    (deps.iter().map(|d| d.to_string()).collect(), block("rust"))
+}
+
+#[test]
+fn readme_tracing_example_builds_with_flightrec_and_tracing_alone() {
+    let (_, program) = readme_tracing_example();
     let dir = flightrec_testkit::temp_dir("readme-tracing");
-    std::fs::write(dir.join("main.rs"), block("rust")).unwrap();
+    std::fs::write(dir.join("main.rs"), program).unwrap();
 
     // This build's libraries: the newest of each name in its deps folder
     // (cargo puts this test there too).
@@ -358,4 +366,51 @@ fn readme_tracing_example_builds_with_flightrec_and_tracing_alone() {
         "{:?}",
         summary.counts
     );
+}
+
+/// README's tracing example as a user writes it: a crate of its own whose
+/// manifest is README's (the path pointing at this checkout), checked by
+/// cargo, offline, with this workspace's lock file so the versions are the
+/// ones the workspace builds. Its own target directory (`target/readme-crate`,
+/// kept between runs): the features a user's crate resolves differ from the
+/// workspace's, so it cannot share the workspace's artifacts.
+#[test]
+fn readme_tracing_example_is_a_crate_that_cargo_checks() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (deps, program) = readme_tracing_example();
+    let krate = root.join("target/readme-crate");
+    std::fs::create_dir_all(krate.join("src")).unwrap();
+    let deps: Vec<String> = deps
+        .iter()
+        .map(|d| {
+            d.replace(
+                r#"path = "../flightrec""#,
+                &format!("path = {:?}", root.display().to_string()),
+            )
+        })
+        .collect();
+    std::fs::write(
+        krate.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"readme-tracing\"\nversion = \"0.0.0\"\nedition = \"2024\"\npublish = false\n\n[workspace]\n\n[dependencies]\n{}\n",
+            deps.join("\n")
+        ),
+    )
+    .unwrap();
+    std::fs::write(krate.join("src/main.rs"), program).unwrap();
+    std::fs::copy(root.join("Cargo.lock"), krate.join("Cargo.lock")).unwrap();
+    let started = std::time::Instant::now();
+    let check = std::process::Command::new(std::env::var("CARGO").unwrap_or("cargo".into()))
+        .args(["check", "--offline", "--quiet", "--manifest-path"])
+        .arg(krate.join("Cargo.toml"))
+        .env("CARGO_TARGET_DIR", krate.join("target"))
+        .env_remove("RUSTFLAGS")
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "cargo check of README's tracing crate failed:\n{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    eprintln!("README's tracing crate checked in {:?}", started.elapsed());
 }
