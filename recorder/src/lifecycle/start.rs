@@ -107,14 +107,7 @@ impl Recording {
             members: vec![(id, config.name.clone())],
         });
         feature::each(|f| f.member_started(id, &config));
-        Ok(Recording {
-            id,
-            rt,
-            repository,
-            pid: std::process::id(),
-            stopped: false,
-            memory_bound: config.memory_bound(),
-        })
+        Ok(Self::running(id, rt, repository, &config))
     }
 
     /// Starts a recording beside the running ones (the caller holds the
@@ -167,14 +160,24 @@ impl Recording {
             p.members.push((id, config.name.clone()));
         }
         feature::each(|f| f.member_started(id, &config));
-        Ok(Recording {
+        Ok(Self::running(id, rt, repository, &config))
+    }
+
+    /// The handle of recording `id`, which runs on `rt` with `config`.
+    fn running(
+        id: u64,
+        rt: &'static Runtime,
+        repository: PathBuf,
+        config: &RecordingConfig,
+    ) -> Self {
+        Recording {
             id,
             rt,
             repository,
             pid: std::process::id(),
             stopped: false,
             memory_bound: config.memory_bound(),
-        })
+        }
     }
 }
 
