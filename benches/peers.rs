@@ -11,6 +11,7 @@
 //!   commit costs `rdtsc` plus everything else it does; this row shows
 //!   what the least of that costs on the machine at hand;
 //! * a flightrec commit of an enabled 3-field instant event;
+//! * the same commit of a type the recording has disabled;
 //! * a `tracing` event with the same three fields into a layer that only
 //!   pushes the values to a thread-local `Vec` (the cheapest useful
 //!   subscriber; `tracing` itself reads no clock);
@@ -57,6 +58,16 @@ use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 #[derive(Event)]
 #[event(name = "bench.Emit", label = "Emit")]
 struct Emit {
+    a: u64,
+    b: i32,
+    c: f64,
+}
+
+/// The same event with its type disabled: what a commit costs while the
+/// recording does not want it.
+#[derive(Event)]
+#[event(name = "bench.Off", label = "Off", enabled = false)]
+struct Off {
     a: u64,
     b: i32,
     c: f64,
@@ -148,6 +159,25 @@ fn flightrec_segment() {
     }
 }
 
+/// Disabled commits, four per turn of the loop. The fields are plain
+/// values (no `black_box`, which would make every commit store and reload
+/// one): a disabled commit costs its check, whatever the fields are. Four
+/// per turn, and a function of its own (so its loop starts at the same
+/// alignment in every build): with one per turn, the loop's own increment,
+/// compare and branch are as many instructions as the commit, and the
+/// time moved by 2× between builds that differed only in where the loop
+/// fell in its cache line.
+#[inline(never)]
+fn disabled_segment() {
+    let off = |a| Off { a, b: 7, c: 0.5 }.commit();
+    for i in (0..SEGMENT).step_by(4) {
+        off(i);
+        off(i + 1);
+        off(i + 2);
+        off(i + 3);
+    }
+}
+
 #[inline(always)]
 fn tracing_segment() {
     for i in 0..SEGMENT {
@@ -226,6 +256,7 @@ struct Peers {
     tracing: f64,
     fastrace: f64,
     flightrec_over_rdtsc: f64,
+    disabled: f64,
     tracing_ratio: f64,
     fastrace_ratio: f64,
 }
@@ -233,12 +264,13 @@ struct Peers {
 fn peers(rec: &Recording, rounds: usize, segments: u64) -> Peers {
     let (mut t, mut f, mut tr, mut fa) = (vec![], vec![], vec![], vec![]);
     let (mut f_t, mut f_tr, mut f_fa) = (vec![], vec![], vec![]);
-    let (mut fl, mut fl_t) = (vec![], vec![]);
+    let (mut fl, mut fl_t, mut off) = (vec![], vec![], vec![]);
     for _ in 0..rounds {
         rec.flush().expect("flush");
         let tsc = per_op(segments, rdtsc_segment);
         let floor = per_op(segments, floor_segment);
         let fr = per_op(segments, flightrec_segment);
+        off.push(per_op(segments, disabled_segment));
         let tc = per_op(segments, tracing_segment);
         let fs = {
             let mut total = 0.0;
@@ -270,6 +302,7 @@ fn peers(rec: &Recording, rounds: usize, segments: u64) -> Peers {
         tracing: median(&mut tr),
         fastrace: median(&mut fa),
         flightrec_over_rdtsc: median(&mut f_t),
+        disabled: median(&mut off),
         tracing_ratio: median(&mut f_tr),
         fastrace_ratio: median(&mut f_fa),
     }
@@ -451,6 +484,11 @@ fn main() {
         p.flightrec, p.flightrec_over_rdtsc
     );
     println!(
+        "| flightrec: commit of a disabled type | {:.2} | {:.2} |",
+        p.disabled,
+        x(p.disabled)
+    );
+    println!(
         "| `tracing`: 3-field event into a thread-local Vec layer | {:.1} | {:.2} |",
         p.tracing,
         x(p.tracing)
@@ -488,7 +526,7 @@ fn main() {
          \"end_to_end_ns\": {e2e:.2}, \"end_to_end_over_rdtsc\": {e2e_x:.3}, \"recorder_ns\": {recorder:.2}, \
          \"end_to_end_commit_ns\": {commit_part:.2}, \"floor_ns\": {:.2}, \"floor_over_rdtsc\": {:.3}, \
          \"two_threads_cpu_ratio\": {two:.3}, \"four_threads_cpu_ratio\": {four:.3}, \"events_lost\": {lost}, \
-         \"recorder_over_rdtsc\": {recorder_x:.3}, \"end_to_end_runs\": {e2e_runs}}}",
+         \"recorder_over_rdtsc\": {recorder_x:.3}, \"end_to_end_runs\": {e2e_runs}, \"disabled_ns\": {:.3}}}",
         p.rdtsc,
         p.flightrec,
         p.flightrec_over_rdtsc,
@@ -498,5 +536,6 @@ fn main() {
             .map_or("null".to_owned(), |v| format!("{v:.2}")),
         p.floor,
         p.floor_over_rdtsc,
+        p.disabled,
     );
 }
