@@ -10,7 +10,7 @@
 
 use crate::base::enabled::EnabledWord;
 use crate::base::loss::Losses;
-use crate::base::sync::{Arc, AtomicU64, Mutex, OnceLock};
+use crate::base::sync::{Arc, AtomicU64, InitOnce, Mutex};
 use crate::buffer::pool::BufferPool;
 use crate::buffer::slot::ThreadSlot;
 use crate::cpool::stacks::StackRepository;
@@ -31,7 +31,7 @@ pub(crate) struct Runtime {
     pub(crate) max_stack_depth: usize,
 }
 
-static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+static RUNTIME: InitOnce<Runtime> = InitOnce::new();
 
 /// The runtime, if a recording ever started.
 #[inline]
@@ -52,7 +52,7 @@ pub(crate) fn enabled(word: EnabledWord) -> &'static Runtime {
         // `Registry::apply(.., true)` or registration during a recording
         // stored (Release), and `Recording::start` initialises RUNTIME
         // before that; RUNTIME is never emptied.
-        unsafe { RUNTIME.get().unwrap_unchecked() }
+        unsafe { RUNTIME.get_unchecked() }
     }
 }
 

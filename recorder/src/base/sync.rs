@@ -249,6 +249,68 @@ pub(crate) use arc_swap::ArcSwap;
 pub(crate) use std::sync::{Arc as StdArc, Once, OnceLock, mpsc};
 pub(crate) use std::thread::{available_parallelism, yield_now};
 
+/// A value set once, like `OnceLock`, whose holder may also read it with
+/// no check at all ([`get_unchecked`](InitOnce::get_unchecked)): for the
+/// runtime, which the commit path reaches once it holds a proof that it
+/// exists (an enabled settings word), where `OnceLock::get` would load its
+/// state word on every event for nothing. std's in both builds, like
+/// `OnceLock`.
+pub(crate) struct InitOnce<T> {
+    once: Once,
+    value: std::cell::UnsafeCell<std::mem::MaybeUninit<T>>,
+}
+
+// SAFETY: the value is written once, inside `call_once`, before any reader
+// can see it (`get` and `get_or_init` read it only after the `Once` says it
+// completed, `get_unchecked` only under its caller's proof of the same),
+// and only shared references to it are handed out: sharing it across
+// threads needs `T: Sync`, and `T: Send` since the initialising thread
+// need not be the one that reads it.
+unsafe impl<T: Send + Sync> Sync for InitOnce<T> {}
+
+impl<T> InitOnce<T> {
+    /// An empty cell.
+    pub(crate) const fn new() -> Self {
+        Self {
+            once: Once::new(),
+            value: std::cell::UnsafeCell::new(std::mem::MaybeUninit::uninit()),
+        }
+    }
+
+    /// The value, made by `f` if the cell is empty.
+    pub(crate) fn get_or_init(&self, f: impl FnOnce() -> T) -> &T {
+        self.once.call_once(|| {
+            // SAFETY: `call_once` runs this once, and no reader looks at
+            // the value before it completes (see the `Sync` impl).
+            unsafe { (*self.value.get()).write(f()) };
+        });
+        // SAFETY: `call_once` returned, so the value was written.
+        unsafe { self.get_unchecked() }
+    }
+
+    /// The value, if it was set.
+    #[inline]
+    pub(crate) fn get(&self) -> Option<&T> {
+        // SAFETY: the `Once` completed, so the value was written.
+        self.once
+            .is_completed()
+            .then(|| unsafe { self.get_unchecked() })
+    }
+
+    /// The value, with no check.
+    ///
+    /// # Safety
+    ///
+    /// The cell was set, and the caller saw that happen: a `get` or
+    /// `get_or_init` on this thread returned it, or the caller acquired a
+    /// value that was released after one did.
+    #[inline(always)]
+    pub(crate) unsafe fn get_unchecked(&self) -> &T {
+        // SAFETY: set and visible, as the caller guarantees.
+        unsafe { (*self.value.get()).assume_init_ref() }
+    }
+}
+
 /// The program's locks, which the lock contention feature wraps: the
 /// same in both builds (no model drives them), never used for the
 /// runtime's own state (see `Mutex` above for why).

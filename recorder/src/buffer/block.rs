@@ -164,7 +164,7 @@ impl Block {
     ) -> Option<usize> {
         let word = self.committed_word();
         // SAFETY: the caller's guarantees, and `word` was just loaded.
-        unsafe { self.write_at(word, record, epoch) }
+        unsafe { self.write_at(word, 0, record, epoch) }
     }
 
     /// The `committed` word as the owner sees it (its own last store), for
@@ -182,7 +182,9 @@ impl Block {
     }
 
     /// [`write_with`](Self::write_with) with `committed` already loaded
-    /// (`word`), so a writer that checked the free space first loads it once.
+    /// (`word`), so a writer that checked the free space first loads it
+    /// once; `room` is what it checked (at most the free bytes; 0 if it
+    /// checked nothing), handed to [`Encode::encode_in`].
     ///
     /// # Safety
     ///
@@ -192,6 +194,7 @@ impl Block {
     pub(crate) unsafe fn write_at<E: Encode + ?Sized>(
         &self,
         word: u64,
+        room: usize,
         record: &E,
         epoch: u64,
     ) -> Option<usize> {
@@ -207,13 +210,19 @@ impl Block {
         // (= pos) until the Release store below. `UnsafeCell<u8>` has the
         // layout of `u8`, so the cells form one contiguous byte slice.
         let space = unsafe { std::slice::from_raw_parts_mut(UnsafeCell::raw_get(base), free) };
-        let n = record.encode(space, epoch)?;
+        debug_assert!(room <= free);
+        let n = record.encode_in(space, room, epoch)?;
         debug_assert!(n <= free);
         self.shadow.wrote(pos..pos + n);
         // An abandoned record (0 bytes) is not counted: the record counts
         // feed the statistics and the losses of a failed write. Without a
         // branch: the hot path's records are never empty.
-        let records = ONE_RECORD * u64::from(n != 0);
+        let records = if E::NEVER_EMPTY {
+            debug_assert!(n != 0);
+            ONE_RECORD
+        } else {
+            ONE_RECORD * u64::from(n != 0)
+        };
         self.committed
             .store(word + n as u64 + records, COMMIT_ORDER);
         Some(n)

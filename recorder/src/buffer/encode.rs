@@ -18,6 +18,24 @@ pub(crate) trait Encode {
     /// thread are tagged with `epoch` (see the module docs).
     fn encode(&self, buf: &mut [u8], epoch: u64) -> Option<usize>;
 
+    /// [`encode`](Self::encode) into a `buf` the caller checked to hold at
+    /// least `room` bytes (a bounded write checks its block for
+    /// [`MAX_LEN`](Self::MAX_LEN) bytes first): an encoder that checks its
+    /// positions against `room`, a constant there, rather than against
+    /// `buf.len()` has those checks resolved at compile time. `room` is a
+    /// promise about `buf`, never a limit on the record: an encoder must
+    /// still not write past `buf.len()` if it is wrong.
+    #[inline(always)]
+    fn encode_in(&self, buf: &mut [u8], room: usize, epoch: u64) -> Option<usize> {
+        let _ = room;
+        self.encode(buf, epoch)
+    }
+
+    /// True if `encode` never abandons the record (never returns
+    /// `Some(0)`): the block then counts the record without testing its
+    /// length.
+    const NEVER_EMPTY: bool = false;
+
     /// The longest record `encode` writes, if bounded: with a bound, the
     /// writer checks its block for room once, before encoding, and encodes
     /// the record exactly once (see [`crate::buffer::slot`]).

@@ -53,6 +53,16 @@ use crate::base::sync::{AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
 /// still in the last-level cache when their owners write them again.
 const DRAIN_BATCH_BYTES: usize = 4 << 20;
 
+/// The smallest block a pool hands out: at least the largest record the
+/// commit path writes after one check of the block's free space (see
+/// `buffer::slot`), so an empty block always has room for such a record.
+/// The configured thread buffer is never smaller
+/// (`config::builder::MIN_THREAD_BUFFER`). The loom models' blocks hold two
+/// records of a few bytes, and they write no bounded record.
+pub(crate) const MIN_BLOCK_SIZE: usize = if cfg!(flightrec_loom) { 1 } else { 256 };
+
+const _: () = assert!(crate::config::builder::MIN_THREAD_BUFFER >= MIN_BLOCK_SIZE);
+
 /// Leaves the pool open at the last stop ([`BufferPool::close_from`]): the
 /// loom negative control `--cfg flightrec_loom_weaken="skip_pool_close"`
 /// (see `loom-tests/`).
@@ -124,8 +134,13 @@ pub(crate) struct BufferPool {
 }
 
 impl BufferPool {
-    /// A pool of at most `max_blocks` blocks of `block_size` bytes.
+    /// A pool of at most `max_blocks` blocks of `block_size` bytes (at
+    /// least [`MIN_BLOCK_SIZE`]).
     pub(crate) fn new(block_size: usize, max_blocks: usize) -> Self {
+        assert!(
+            block_size >= MIN_BLOCK_SIZE,
+            "a block of {block_size} bytes: at least {MIN_BLOCK_SIZE}"
+        );
         Self {
             block_size,
             max_blocks,

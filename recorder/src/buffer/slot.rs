@@ -81,7 +81,7 @@ use crate::base::loss::{LossCause, Losses};
 use crate::base::sync::{Arc, AtomicPtr, AtomicU64, Ordering, compiler_fence};
 use crate::buffer::block::Block;
 use crate::buffer::encode::Encode;
-use crate::buffer::pool::{BlockPtr, BufferPool};
+use crate::buffer::pool::{BlockPtr, BufferPool, MIN_BLOCK_SIZE};
 use crate::cpool::threads::ThreadTags;
 use crate::event::sink::Packed;
 use crate::runtime::Runtime;
@@ -100,10 +100,11 @@ pub(crate) struct ThreadSlot {
     current: AtomicPtr<Block>,
     /// The `java.lang.Thread` constant key of the owner.
     pub(crate) thread_key: u64,
-    /// `thread_key` then stack-trace key 0 (none), pre-encoded as `Packed`
-    /// bits (0 if they do not fit one): the two implicit fields of most
-    /// events in one store.
-    pub(crate) thread_no_stack: u64,
+    /// `thread_key` then stack-trace key 0 (none), pre-encoded: the two
+    /// implicit fields of most events in one store. Always there, so the
+    /// commit path's test of its keys for "not pre-encoded" folds away for
+    /// every event without a stack trace.
+    pub(crate) thread_no_stack: Packed,
     /// Set when the owner exits; its block was sealed.
     pub(crate) exited: AtomicU64,
     /// The epochs the owner's thread constant was used in, shared with the
@@ -118,8 +119,12 @@ pub(crate) struct ThreadSlot {
 
 /// The largest bound (`Encode::MAX_LEN`) that takes the bounded write: a
 /// block that has fewer bytes left than a record's bound is sealed, so a
-/// larger bound would leave more of each block unused.
+/// larger bound would leave more of each block unused. No block is
+/// smaller (`BufferPool::new` holds every pool to it), but the loom
+/// models', which write no bounded record.
 const BOUNDED_RECORD: usize = 256;
+
+const _: () = assert!(cfg!(flightrec_loom) || MIN_BLOCK_SIZE >= BOUNDED_RECORD);
 
 /// Skips the section's stack tag: the loom negative control
 /// `--cfg flightrec_loom_weaken="skip_stack_tag"` (see `loom-tests/`).
@@ -219,7 +224,10 @@ impl ThreadSlot {
             section: AtomicU64::new(0),
             current: AtomicPtr::new(std::ptr::null_mut()),
             thread_key,
-            thread_no_stack: Packed::varints(&[thread_key, 0]).map_or(0, Packed::to_bits),
+            // Keys count up from 1, one per thread the process ever had:
+            // 2^42 of them is beyond any process.
+            thread_no_stack: Packed::varints(&[thread_key, 0])
+                .expect("a thread key of at most 42 bits"),
             exited: AtomicU64::new(0),
             stack_key: AtomicU64::new(0),
             stack_epoch: AtomicU64::new(0),
@@ -335,19 +343,21 @@ impl ThreadSlot {
     /// A record of at most `max` bytes: the current block is used if it is
     /// of this epoch and has `max` bytes free, else a cold call finds the
     /// block to use; then the record is encoded once, by the one inlined
-    /// copy of the encoder. The cold call never sees the record, so its
-    /// fields stay in registers, and there is nothing to retry: the record
-    /// cannot outgrow the room checked (an encoder that overshoots its
-    /// bound is dropped as too large).
+    /// copy of the encoder, told that `max` bytes are free (so its own
+    /// position checks compare with a constant and fold away). The cold
+    /// call never sees the record, so its fields stay in registers, and
+    /// there is nothing to retry: the record cannot outgrow the room
+    /// checked (an encoder that overshoots its bound is dropped as too
+    /// large).
     #[inline(always)]
-    fn write_bounded(
+    fn write_bounded<R: Encode>(
         &self,
         max: usize,
         epoch: u64,
         epoch_word: &AtomicU64,
         pool: &BufferPool,
         losses: &Losses,
-        record: &impl Encode,
+        record: &R,
     ) -> Emitted {
         let current = self.current.load(Ordering::Relaxed);
         let mut block = current;
@@ -361,46 +371,44 @@ impl ThreadSlot {
             }
         };
         if !ready {
-            block = self.block_with_room(current, max, epoch, epoch_word, pool);
+            block = self.block_with_room(epoch, epoch_word, pool);
             if block.is_null() {
                 return refused(losses, pool, epoch);
             }
             word = BlockPtr(block).get().committed_word();
+            if BlockPtr(block).get().free_in(word) < max {
+                // Not reached: a fresh block is empty and no block is
+                // smaller than a bounded record (`MIN_BLOCK_SIZE`). Kept
+                // so the encoder below may count on `max` bytes on both
+                // paths.
+                return dropped(losses, LossCause::TooLarge);
+            }
         }
+        // The room is worth telling the encoder when it is a constant (a
+        // derived event's bound): its checks then fold away. A bound known
+        // only at run time (a type declared at run time) would only add the
+        // arithmetic of comparing with it.
+        let room = if R::MAX_LEN.is_some() { max } else { 0 };
         // SAFETY: this thread owns `block` (the slot's current block, or
         // one `block_with_room` published as such), `word` is its
-        // `committed` as loaded by this thread, and the section guard rules
-        // out reentrancy.
-        match unsafe { BlockPtr(block).get().write_at(word, record, epoch) } {
+        // `committed` as loaded by this thread, both paths above checked
+        // `max` bytes free in it, and the section guard rules out
+        // reentrancy.
+        match unsafe { BlockPtr(block).get().write_at(word, room, record, epoch) } {
             Some(n) => Emitted::Written(n),
-            // Larger than a whole empty block, or over its bound.
+            // Over its bound.
             None => dropped(losses, LossCause::TooLarge),
         }
     }
 
     /// The block a record of at most `max` bytes goes to when the current
-    /// one is missing, of an older epoch, or short of `max` bytes: the
-    /// current block if it is of this epoch and empty (a block smaller than
-    /// `max` still takes records that fit), else a fresh one (null if the
-    /// pool is exhausted).
+    /// one is missing, of an older epoch, or short of `max` bytes: a fresh
+    /// one (null if the pool is exhausted). An empty block of this epoch
+    /// always has `max` bytes, as no block is smaller than a bounded
+    /// record (`MIN_BLOCK_SIZE`), so the current one is never kept.
     #[cold]
     #[inline(never)]
-    fn block_with_room(
-        &self,
-        current: *mut Block,
-        max: usize,
-        epoch: u64,
-        epoch_word: &AtomicU64,
-        pool: &BufferPool,
-    ) -> *mut Block {
-        let ptr = BlockPtr(current);
-        if !current.is_null() {
-            let b = ptr.get();
-            if b.epoch() == epoch && b.free_in(b.committed_word()) == b.capacity() {
-                debug_assert!(b.capacity() < max);
-                return current;
-            }
-        }
+    fn block_with_room(&self, epoch: u64, epoch_word: &AtomicU64, pool: &BufferPool) -> *mut Block {
         self.fresh_block(epoch, epoch_word, pool)
     }
 

@@ -2,22 +2,25 @@
 //! the one emit function every path goes through.
 //!
 //! The hot path of a committed instant event is: one load of the type's
-//! settings word and one mask-and-compare of it (registered, enabled, clock
-//! the TSC, no stack trace, not a duration type: then nothing later
-//! branches on a setting), `rdtsc`, a TLS load, the write section (two
-//! stores of the thread's own word and one load of the epoch), one check
-//! that the thread's block is of this epoch and has room for the record's
-//! largest encoding (a derived event's bound is a constant), the record's
-//! stores (the implicit fields after one more compare, the start time
-//! spread into its varint by one `pdep` where that is fast, see
-//! `super::spread`), and the Release store of `committed`; no lock, no
-//! read-modify-write atomic, no allocation. [`Event::commit`] is inlined
-//! whole into its caller (`#[inline(always)]`: the fields stay in
-//! registers, and the call's register saves are gone, at some 1.8 KB of
-//! code per call site). Whatever is rare (another setting, a stack trace,
-//! keys too large to pre-encode, a full block, a value that does not fit)
-//! is out of line, so it is neither inlined into nor speculated on by
-//! every commit.
+//! settings word and two tests of it (not off; then registered, enabled,
+//! clock the TSC, no stack trace, not a duration type, so that nothing
+//! later branches on a setting), a TLS load, the write section (two stores
+//! of the thread's own word and one load of the epoch), one check that the
+//! thread's block is of this epoch and has room for the record's largest
+//! encoding (a derived event's bound is a constant, and the encoder is told
+//! it: every position check of its own then folds away at compile time),
+//! `rdtsc`, the record's stores (the start time spread into its varint by
+//! one `pdep` where that is fast, see `super::spread`), and the Release
+//! store of `committed`; no lock, no read-modify-write atomic, no
+//! allocation. The clock is read inside the section, after the loads the
+//! stores need (see `Start`). [`Event::commit`] is inlined whole into its
+//! caller (`#[inline(always)]`: the fields stay in registers, and the
+//! call's register saves are gone, at some 2 KB of code per call site).
+//! Whatever is rare (another setting, a stack trace, keys too large to
+//! pre-encode, a full block, a value that does not fit) is out of line, so
+//! it is neither inlined into nor speculated on by every commit; and no
+//! out-of-line call takes the event itself (see `commit_other`), so a
+//! commit of a disabled type is one load and one branch.
 //!
 //! That path is for fields the recorder encodes itself (each field's type
 //! carries `BuiltinEncoder`, which `#[derive(Event)]` sums up as
@@ -83,10 +86,10 @@ pub trait Event {
             // The common case, with every setting known from one compare:
             // the rest of the path has no branch on the settings.
             Ok(word) => {
-                let _ = emit(ty, word, word.ticks(), None, &EventFields(self));
+                let _ = emit(ty, word, Start::Now(word), None, &EventFields(self));
             }
             Err(true) => {}
-            Err(false) => commit_general(self),
+            Err(false) => commit_other(self),
         }
     }
 
@@ -181,9 +184,74 @@ impl<E: Event> Drop for DurationGuard<E> {
     }
 }
 
+/// The most bytes of fields [`commit_other`] encodes on the caller's
+/// stack: at most 16 of them can be references (a thread or stack-trace
+/// field takes up to nine), what a [`Refs`] notes.
+const ENCODED_ON_STACK: usize = 16 * jfr_format::write::encode::MAX_VARINT_LEN;
+
 /// [`Event::commit`] of a type that is not registered yet, captures stack
-/// traces, is a duration type, or whose clock is not the TSC: out of line,
-/// so the common path inlined at every call site stays short.
+/// traces, is a duration type, or whose clock is not the TSC.
+///
+/// A derived event of the recorder's own field types and of at most
+/// [`ENCODED_ON_STACK`] bytes has its fields encoded here, inline, into a
+/// buffer on the stack, and the rest is out of line
+/// ([`commit_encoded`]); the event itself is never handed to a call. A
+/// call that took `&E` would make the caller keep the event in memory, so
+/// every commit, of an enabled type or of a disabled one, would first
+/// store its fields there; this way they stay in registers, and a disabled
+/// commit is one load and one branch. Any other event goes out of line
+/// whole ([`commit_general`]).
+#[inline(always)]
+fn commit_other<E: Event + ?Sized>(event: &E) {
+    match (E::BUILTIN_FIELDS, E::FIELDS_MAX_LEN) {
+        (Some(_), Some(max)) if max <= ENCODED_ON_STACK => {
+            let mut bytes = [0u8; ENCODED_ON_STACK];
+            let mut refs = Refs::default();
+            let mut w = FieldWriter {
+                enc: RecordSink::begin_fields(&mut bytes),
+                epoch: super::field::SCRATCH_EPOCH,
+                // Not known before the slot is: every thread the fields
+                // reference is noted, the writer's own too (tagging it
+                // again costs nothing).
+                own_thread: 0,
+                refs: Some(std::ptr::NonNull::from(&mut refs)),
+            };
+            event.write_fields(&mut w);
+            let n = w.enc.fields_len();
+            commit_encoded(E::event_type(), &bytes, n, &refs);
+        }
+        _ => commit_general(event),
+    }
+}
+
+/// [`commit_other`]'s out-of-line half: `bytes[..n]` are the event's fields
+/// encoded with no section open, `refs` the constants they reference
+/// (`n` is `None` if they did not fit, which their bound rules out).
+#[cold]
+#[inline(never)]
+fn commit_encoded(ty: &'static EventType, bytes: &[u8], n: Option<usize>, refs: &Refs) {
+    let Some(word) = ty.enabled_word() else {
+        return;
+    };
+    let now = word.ticks();
+    let rt = runtime::enabled(word);
+    let (Some(n), false) = (n, refs.overflowed()) else {
+        rt.losses.record(LossCause::TooLarge, 0);
+        return;
+    };
+    let duration = word.is_duration().then_some(0);
+    let fields = Copied {
+        rt,
+        bytes: &bytes[..n],
+        refs,
+    };
+    let _ = emit(ty, word, Start::At(now), duration, &fields);
+}
+
+/// [`Event::commit`] of a type that is not registered yet, captures stack
+/// traces, is a duration type, or whose clock is not the TSC, with fields
+/// [`commit_other`] does not encode itself: out of line, so the common
+/// path inlined at every call site stays short.
 #[inline(never)]
 fn commit_general<E: Event + ?Sized>(event: &E) {
     let ty = E::event_type();
@@ -192,7 +260,7 @@ fn commit_general<E: Event + ?Sized>(event: &E) {
     };
     let now = word.ticks();
     let duration = word.is_duration().then_some(0);
-    let _ = emit(ty, word, now, duration, &EventFields(event));
+    let _ = emit(ty, word, Start::At(now), duration, &EventFields(event));
 }
 
 /// Commits a duration event from `start` to `end` (ticks), applying the
@@ -211,7 +279,7 @@ pub(crate) fn commit_span(
     }
     // Written or counted lost; not an event the writer's section found
     // after the recording's last stop (see `Emitted::NotCommitted`).
-    emit(ty, word, start, Some(duration), fields) != Emitted::NotCommitted
+    emit(ty, word, Start::At(start), Some(duration), fields) != Emitted::NotCommitted
 }
 
 /// The fields of one event after the implicit ones: a trait rather than a
@@ -221,6 +289,10 @@ pub(crate) trait Fields {
     /// inside the write section; false (user code) encodes the fields into
     /// the thread's scratch first (see [`crate::event::scratch`]).
     const IN_SECTION: bool = false;
+
+    /// True if `write` always returns true (every writer but a
+    /// `commit_fields` one that checks values as it goes).
+    const NEVER_ABANDONS: bool = false;
 
     /// Writes the fields, in declared order. False abandons the record:
     /// none of it is committed (a writer that checks values as it goes,
@@ -240,6 +312,8 @@ pub(crate) trait Fields {
 }
 
 impl<F: Fn(&mut FieldWriter<'_>)> Fields for F {
+    const NEVER_ABANDONS: bool = true;
+
     #[inline(always)]
     fn write(&self, w: &mut FieldWriter<'_>) -> bool {
         self(w);
@@ -253,6 +327,7 @@ struct EventFields<'a, E: ?Sized>(&'a E);
 impl<E: Event + ?Sized> Fields for EventFields<'_, E> {
     const MAX_LEN: Option<usize> = E::FIELDS_MAX_LEN;
     const IN_SECTION: bool = E::BUILTIN_FIELDS.is_some();
+    const NEVER_ABANDONS: bool = true;
 
     #[inline(always)]
     fn write(&self, w: &mut FieldWriter<'_>) -> bool {
@@ -270,12 +345,12 @@ impl<E: Event + ?Sized> Fields for EventFields<'_, E> {
 pub(crate) fn emit(
     ty: &'static EventType,
     word: EnabledWord,
-    start: i64,
+    start: Start,
     duration: Option<i64>,
     fields: &impl Fields,
 ) -> Emitted {
     if !fields_in_section(fields) {
-        return emit_via_scratch(ty, word, start, duration, fields);
+        return emit_via_scratch(ty, word, start.ticks(), duration, fields);
     }
     let rt = runtime::enabled(word);
     let Some(slot) = local::current_slot(rt) else {
@@ -288,7 +363,7 @@ pub(crate) fn emit(
         stack_keys(rt, slot)
     } else {
         Keys {
-            packed: slot.thread_no_stack,
+            packed: Some(slot.thread_no_stack),
             stack: 0,
         }
     };
@@ -302,6 +377,34 @@ pub(crate) fn emit(
         fields,
     };
     slot.emit(&rt.epoch, &rt.pool, &rt.losses, &record)
+}
+
+/// When an event starts: at a time read already (a duration event's
+/// start, or a commit that read the clock before its out-of-line path), or
+/// now, read inside the write section right before the record's first
+/// store.
+///
+/// Now, on the inlined instant path: the clock read is the costliest
+/// instruction of a commit (`rdtsc`: some twenty micro-ops, 10–13 ns on
+/// the Intel Xeon of docs/performance.md), and what comes after it waits
+/// for it. Read after the thread's slot, the epoch and the block are
+/// loaded and checked, it overlaps with those loads instead of preceding
+/// them, and only the record's stores are left behind it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Start {
+    At(i64),
+    Now(EnabledWord),
+}
+
+impl Start {
+    /// The start, in ticks (the clock read now, for [`Start::Now`]).
+    #[inline(always)]
+    pub(crate) fn ticks(self) -> i64 {
+        match self {
+            Self::At(t) => t,
+            Self::Now(word) => word.ticks(),
+        }
+    }
 }
 
 /// `F::IN_SECTION`, of a value at hand (a constant: the branch is resolved
@@ -357,14 +460,14 @@ fn emit_via_scratch<F: Fields + ?Sized>(
         stack_keys(rt, slot)
     } else {
         Keys {
-            packed: slot.thread_no_stack,
+            packed: Some(slot.thread_no_stack),
             stack: 0,
         }
     };
     let (bytes, refs) = lent.fields(n);
     let record = EventRecord {
         ty,
-        start,
+        start: Start::At(start),
         duration,
         rt,
         slot,
@@ -402,6 +505,7 @@ struct Copied<'a> {
 
 impl Fields for Copied<'_> {
     const IN_SECTION: bool = true;
+    const NEVER_ABANDONS: bool = true;
 
     #[inline]
     fn write(&self, w: &mut FieldWriter<'_>) -> bool {
@@ -427,7 +531,7 @@ fn stack_keys(rt: &'static runtime::Runtime, slot: &ThreadSlot) -> Keys {
     let (stack, epoch) = capture_stack(rt);
     slot.note_stack(stack, epoch);
     Keys {
-        packed: Packed::varints(&[slot.thread_key, stack]).map_or(0, Packed::to_bits),
+        packed: Packed::varints(&[slot.thread_key, stack]),
         stack,
     }
 }
@@ -445,19 +549,20 @@ fn thread_exiting(rt: &runtime::Runtime) -> Emitted {
 /// path's keys with it.
 #[derive(Debug, Clone, Copy)]
 struct Keys {
-    /// Both keys pre-encoded, as `Packed` bits; 0 if they do not fit one.
-    packed: u64,
-    /// The stack-trace key, for `packed == 0`.
+    /// Both keys pre-encoded; `None` if they do not fit one (one word:
+    /// `Packed` is never 0).
+    packed: Option<Packed>,
+    /// The stack-trace key, for `packed == None`.
     stack: u64,
 }
 
 /// An event's record: the implicit fields, then the type's own.
 struct EventRecord<'a, F: ?Sized> {
     ty: &'static EventType,
-    start: i64,
+    start: Start,
     duration: Option<i64>,
     rt: &'static runtime::Runtime,
-    /// The writer's slot: its thread key, for `keys.packed == 0`, and the
+    /// The writer's slot: its thread key, for `keys.packed == None`, and the
     /// note of the stack it interned.
     slot: &'a ThreadSlot,
     keys: Keys,
@@ -471,6 +576,7 @@ struct EventRecord<'a, F: ?Sized> {
 const RECORD_OVERHEAD: usize = 1 + 9 + 9 + 9 + 2 * 9 + 1;
 
 impl<F: Fields + ?Sized> Encode for EventRecord<'_, F> {
+    const NEVER_EMPTY: bool = F::NEVER_ABANDONS;
     const MAX_LEN: Option<usize> = match F::MAX_LEN {
         Some(n) => Some(n + RECORD_OVERHEAD),
         None => None,
@@ -486,6 +592,11 @@ impl<F: Fields + ?Sized> Encode for EventRecord<'_, F> {
 
     #[inline(always)]
     fn encode(&self, buf: &mut [u8], epoch: u64) -> Option<usize> {
+        self.encode_in(buf, 0, epoch)
+    }
+
+    #[inline(always)]
+    fn encode_in(&self, buf: &mut [u8], room: usize, epoch: u64) -> Option<usize> {
         let keys = if self.keys.stack != 0 {
             // Stack-traced: the stack's tag for this section's epoch (see
             // `ThreadSlot::stack_in_section`).
@@ -494,7 +605,7 @@ impl<F: Fields + ?Sized> Encode for EventRecord<'_, F> {
                 self.keys
             } else {
                 Keys {
-                    packed: self.slot.thread_no_stack,
+                    packed: Some(self.slot.thread_no_stack),
                     stack: 0,
                 }
             }
@@ -506,10 +617,13 @@ impl<F: Fields + ?Sized> Encode for EventRecord<'_, F> {
         let mut w = FieldWriter {
             enc: RecordSink::begin_event(
                 buf,
-                self.ty.header().ok_or_else(|| self.ty.id().0),
-                self.start as u64,
+                room,
+                // SAFETY: a record is made by `emit`, which was handed an
+                // enabled word of `ty` (read with Acquire).
+                unsafe { self.ty.header() },
+                || self.start.ticks() as u64,
                 self.duration,
-                Packed::from_bits(keys.packed).ok_or([self.slot.thread_key, keys.stack]),
+                keys.packed.ok_or([self.slot.thread_key, keys.stack]),
             ),
             epoch,
             own_thread: self.slot.thread_key,

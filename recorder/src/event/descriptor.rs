@@ -192,18 +192,19 @@ impl EventType {
     }
 
     /// The settings word, for [`Event::commit`](crate::Event::commit):
-    /// `Ok` if an instant event of the type takes the shortest path (see
-    /// [`EnabledWord::instant`]); `Err(true)` if it is registered and
-    /// disabled; `Err(false)` for everything else (registration, a stack
-    /// trace, a duration type, a clock other than the TSC), which
+    /// `Err(true)` if the type is registered and disabled, decided first,
+    /// by one bit ([`enabled::OFF`]); `Ok` if an instant event of the type
+    /// takes the shortest path (see [`EnabledWord::instant`]); `Err(false)`
+    /// for everything else (registration, a stack trace, a duration type,
+    /// a clock other than the TSC), which
     /// [`enabled_word`](Self::enabled_word) sorts out. One load.
     #[inline(always)]
     pub(crate) fn instant_word(&'static self) -> Result<EnabledWord, bool> {
         let w = self.word.load(Ordering::Acquire);
-        match EnabledWord::instant(w) {
-            Some(word) => Ok(word),
-            None => Err(w & (enabled::REGISTERED | enabled::ENABLED) == enabled::REGISTERED),
+        if w & enabled::OFF != 0 {
+            return Err(true);
         }
+        EnabledWord::instant(w).ok_or(false)
     }
 
     /// The JFR type id (0 before registration).
@@ -212,11 +213,21 @@ impl EventType {
         TypeId(self.type_id.load(Ordering::Relaxed))
     }
 
-    /// The pre-encoded record header, if the id fits one; read after
-    /// `word`, like `type_id`.
+    /// The pre-encoded record header, read after an enabled `word`, like
+    /// `type_id`: registration stores it before it publishes the word, and
+    /// every type id fits one (`Registry::register` asserts it).
+    ///
+    /// # Safety
+    ///
+    /// The type is registered, and the caller saw it: it read an enabled
+    /// word of it (with Acquire, as `enabled_word` and `instant_word` do).
     #[inline(always)]
-    pub(crate) fn header(&self) -> Option<super::sink::Packed> {
-        super::sink::Packed::from_bits(self.header.load(Ordering::Relaxed))
+    pub(crate) unsafe fn header(&self) -> super::sink::Packed {
+        let bits = self.header.load(Ordering::Relaxed);
+        debug_assert_ne!(bits, 0, "the header of an unregistered type");
+        // SAFETY: registration stored the bits of a `Packed` here before it
+        // published the word the caller read.
+        unsafe { super::sink::Packed::from_stored(bits) }
     }
 
     /// The metadata description of this type under id `id`.

@@ -36,7 +36,7 @@ use std::time::Duration;
 
 use jfr_format::write::metadata::{Metadata, SchemaError};
 
-use super::commit::{Fields, StackTrace, ThreadRef, commit_span, emit};
+use super::commit::{Fields, StackTrace, Start, ThreadRef, commit_span, emit};
 use super::descriptor::{DefaultSettings, EventKind, EventType, EventTypeInfo, FieldInfo};
 use super::field::{ContentType, FieldKind, FieldValue, FieldWriter};
 use crate::base::clock;
@@ -352,7 +352,7 @@ impl EventType {
         emit(
             self,
             word,
-            clock::ticks(),
+            Start::At(clock::ticks()),
             duration,
             &|w: &mut FieldWriter<'_>| self.write_values(values, w),
         );
@@ -420,7 +420,7 @@ impl EventType {
         };
         match self.instant_word() {
             // One compare settles every setting (see `Event::commit`).
-            Ok(word) => emit(self, word, word.ticks(), None, &fields).written(),
+            Ok(word) => emit(self, word, Start::Now(word), None, &fields).written(),
             Err(true) => false,
             Err(false) => self.commit_fields_general(&fields),
         }
@@ -438,7 +438,7 @@ impl EventType {
             return false;
         };
         let duration = word.is_duration().then_some(0);
-        emit(self, word, word.ticks(), duration, fields).written()
+        emit(self, word, Start::At(word.ticks()), duration, fields).written()
     }
 
     /// A duration event from `start` to `end` (values of
@@ -464,7 +464,7 @@ impl EventType {
             write,
             max_len: self.fields_max_len,
         };
-        emit(self, word, start, Some(duration), &fields).written()
+        emit(self, word, Start::At(start), Some(duration), &fields).written()
     }
 
     #[inline]

@@ -362,8 +362,10 @@ impl FieldWriter<'_> {
 #[inline(never)]
 fn tag_other_thread(key: u64, epoch: u64, refs: Option<NonNull<Refs>>) {
     match refs {
-        // SAFETY: a scratch writer's `refs` points to its scratch's list,
-        // lent to this thread for the writer's life (`scratch::Lent`).
+        // SAFETY: a writer's `refs` points to a list that outlives the
+        // writer and nothing else touches meanwhile: its scratch's, lent to
+        // this thread for the writer's life (`scratch::Lent`), or one on
+        // the stack of `commit::commit_other`, which made the writer.
         Some(mut refs) => unsafe { refs.as_mut() }.thread(key),
         None => {
             if let Some(rt) = crate::runtime::get() {

@@ -80,9 +80,11 @@ impl Registry {
         inner.types.push(ty);
         self.count.store(inner.types.len(), Ordering::Release);
         ty.type_id.store(id, Ordering::Relaxed);
-        let header = crate::event::sink::Packed::header(id);
-        ty.header
-            .store(header.map_or(0, |h| h.to_bits()), Ordering::Relaxed);
+        // Ids count up from a few hundred, one per registered type: 2^42
+        // of them is beyond any process, and the commit path counts on a
+        // pre-encoded header (`EventType::header`).
+        let header = crate::event::sink::Packed::header(id).expect("a type id of at most 42 bits");
+        ty.header.store(header.to_bits(), Ordering::Relaxed);
         // The union used the type's defaults as unknown: recompute it now
         // that they are known (only matters with several recordings).
         if inner.live.len() > 1

@@ -22,6 +22,8 @@
 //! exactly one well-formed record (`size:varint typeId:varint payload`, with
 //! `size` counting itself), and no byte at or past `buf.len()` was touched.
 
+use std::num::NonZeroU64;
+
 use jfr_format::write::encode::{
     MAX_VARINT_LEN, Sink, encode_varint, encode_varint_fixed9, varint_shape,
 };
@@ -37,10 +39,15 @@ pub(crate) const IMPLICIT_ROOM: usize = 48;
 /// write (a nine-byte varint or start time, or an eight-byte word store).
 pub(crate) const SLACK: usize = 16;
 
-/// Up to seven bytes of varints, pre-encoded: bytes in the low seven bytes
-/// (little-endian), their count in the top byte.
+/// One to seven bytes of varints, pre-encoded: bytes in the low seven
+/// bytes (little-endian), their count in the top byte.
+///
+/// Invariant: the count is 1 to 7 (so the word is never 0, and `Option<Packed>`
+/// is one word). Only [`Packed::varints`] makes one, or
+/// [`Packed::from_stored`] from the bits of one; the sink's unchecked
+/// stores count on the bound.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Packed(u64);
+pub(crate) struct Packed(NonZeroU64);
 
 impl Packed {
     /// A record header: the one-byte size slot (0, patched by `finish`;
@@ -51,8 +58,8 @@ impl Packed {
     }
 
     /// The varints of `values`, one after the other, or `None` if that is
-    /// more than seven bytes. Allocates nothing: stack-traced events call it
-    /// on every commit.
+    /// none or more than seven bytes. Allocates nothing: stack-traced
+    /// events call it on every commit.
     pub(crate) fn varints(values: &[u64]) -> Option<Self> {
         let mut p = Bytes::default();
         for &v in values {
@@ -61,21 +68,34 @@ impl Packed {
         p.packed()
     }
 
-    /// The word as stored (see the type's docs); 0 is "none".
+    /// The word as stored (see the type's docs): never 0.
     pub(crate) const fn to_bits(self) -> u64 {
-        self.0
+        self.0.get()
     }
 
-    /// A word made by [`to_bits`](Self::to_bits), or `None` for 0.
+    /// The `Packed` whose [`to_bits`](Self::to_bits) the caller stored,
+    /// with no test: a type's record header, made once at registration.
+    ///
+    /// # Safety
+    ///
+    /// `bits` is the `to_bits` of a `Packed` (the invariant's bound on its
+    /// count is what the sink's unchecked stores rely on).
     #[inline(always)]
-    pub(crate) const fn from_bits(bits: u64) -> Option<Self> {
-        if bits == 0 { None } else { Some(Self(bits)) }
+    pub(crate) const unsafe fn from_stored(bits: u64) -> Self {
+        // SAFETY: the bits of a `Packed` are never 0, as the caller
+        // guarantees they are.
+        Self(unsafe { NonZeroU64::new_unchecked(bits) })
     }
 
-    /// How many bytes it holds.
+    /// How many bytes it holds: 1 to 7 (the type's invariant), said to the
+    /// compiler, which then knows how far a record's position can be after
+    /// it (the position checks of a bounded record's fields fold away).
     #[inline(always)]
     const fn len(self) -> usize {
-        (self.0 >> 56) as usize
+        let n = (self.0.get() >> 56) as usize;
+        // SAFETY: the type's invariant (see its docs).
+        unsafe { std::hint::assert_unchecked(n >= 1 && n <= 7) };
+        n
     }
 }
 
@@ -97,13 +117,15 @@ impl Bytes {
     }
 
     fn packed(&self) -> Option<Packed> {
-        if self.len > 7 {
+        // The type's invariant: 1 to 7 bytes.
+        if self.len == 0 || self.len > 7 {
             return None;
         }
         let mut word = [0u8; 8];
         word[..self.len].copy_from_slice(&self.buf[..self.len]);
         word[7] = self.len as u8;
-        Some(Packed(u64::from_le_bytes(word)))
+        // Not 0: the top byte is the count, 1 to 7.
+        NonZeroU64::new(u64::from_le_bytes(word)).map(Packed)
     }
 }
 
@@ -172,36 +194,57 @@ impl<'a> RecordSink<'a> {
         }
     }
 
-    /// Starts an event record: the size slot and type id, the start time
-    /// (see [`put_start`](Self::put_start)), the duration if any, and the
-    /// thread and stack-trace keys. When the header and keys are
-    /// pre-encoded and `buf` has [`IMPLICIT_ROOM`] bytes, as it has for
-    /// every record the commit path checked room for, that is one compare
-    /// for all of them; otherwise each goes through its checked put.
+    /// Starts an event record: the size slot and type id (`header`,
+    /// pre-encoded at registration), the start time (see
+    /// [`put_start`](Self::put_start)), the duration if any, and the thread
+    /// and stack-trace keys.
+    ///
+    /// `room` is how many bytes the caller checked `buf` to hold (0: none):
+    /// a bounded record's largest encoding, a constant. The sink's fast
+    /// path then compares positions with that constant instead of
+    /// `buf.len()`, and every compare the record's own bound already
+    /// decides folds away (the implicit fields' check below, each field's,
+    /// the one-byte size in [`finish`](Self::finish)). A `room` larger than
+    /// `buf` is not trusted: the sink never writes past `buf.len()`.
+    ///
+    /// `start` is called for the start time once the other loads the
+    /// record's stores need are issued, before the first store (see
+    /// `commit::Start`).
     #[inline(always)]
     pub(crate) fn begin_event(
         buf: &'a mut [u8],
-        header: Result<Packed, u64>,
-        start: u64,
+        room: usize,
+        header: Packed,
+        start: impl FnOnce() -> u64,
         duration: Option<i64>,
         keys: Result<Packed, [u64; 2]>,
     ) -> Self {
-        if let (Ok(header), Ok(keys)) = (header, keys)
-            && buf.len() >= IMPLICIT_ROOM
+        // Every load the start's store needs before the clock is read: on
+        // the Intel Xeon of docs/performance.md a load issued after
+        // `rdtsc` waits for it, and one before it overlaps with it.
+        let fast = super::spread::fast();
+        let start = start();
+        let limit = if room == 0 {
+            buf.len()
+        } else {
+            room.min(buf.len())
+        };
+        if let Ok(keys) = keys
+            && limit >= IMPLICIT_ROOM
         {
             let mut sink = Self {
-                fast_below: buf.len() + 1 - SLACK,
+                fast_below: limit + 1 - SLACK,
                 buf,
                 pos: 0,
             };
             // SAFETY: the writes below end before byte 7 + 9 + 9 + 8 = 33
-            // (a `Packed` is at most seven bytes, and `store_packed` masks
-            // its length to that; a start time and a varint take at most
-            // nine each; each store writes at most eight bytes from its
-            // position): inside `buf`, which is at least IMPLICIT_ROOM long.
+            // (a `Packed` is at most seven bytes, its type's invariant; a
+            // start time and a varint take at most nine each; each store
+            // writes at most eight bytes from its position): inside `buf`,
+            // which is at least `limit` ≥ IMPLICIT_ROOM long.
             unsafe {
                 sink.store_packed(header);
-                sink.store_start(start);
+                sink.store_start_with(start, fast);
                 if let Some(d) = duration {
                     sink.store_varint(d as u64);
                 }
@@ -209,7 +252,7 @@ impl<'a> RecordSink<'a> {
             }
             return sink;
         }
-        let mut sink = Self::begin(buf, header);
+        let mut sink = Self::begin(buf, Ok(header));
         sink.put_start(start);
         if let Some(d) = duration {
             sink.put_i64(d);
@@ -229,9 +272,10 @@ impl<'a> RecordSink<'a> {
     #[inline(always)]
     unsafe fn store_packed(&mut self, p: Packed) {
         // SAFETY: as the caller guarantees.
-        unsafe { self.store_word(p.0.to_le_bytes()) };
-        // At most seven, whatever the word: the callers' room counts on it.
-        self.pos += p.len() & 7;
+        unsafe { self.store_word(p.to_bits().to_le_bytes()) };
+        // At most seven (`Packed`'s invariant): the callers' room counts
+        // on it.
+        self.pos += p.len();
     }
 
     /// Writes a start time (see [`put_start`](Self::put_start)) without a
@@ -242,9 +286,20 @@ impl<'a> RecordSink<'a> {
     /// `pos + MAX_VARINT_LEN <= buf.len()`.
     #[inline(always)]
     unsafe fn store_start(&mut self, v: u64) {
+        // SAFETY: as the caller guarantees.
+        unsafe { self.store_start_with(v, super::spread::fast()) }
+    }
+
+    /// [`store_start`](Self::store_start) with `spread::fast` read already.
+    ///
+    /// # Safety
+    ///
+    /// `pos + MAX_VARINT_LEN <= buf.len()`.
+    #[inline(always)]
+    unsafe fn store_start_with(&mut self, v: u64, fast: bool) {
         // The word and the ninth byte straight from registers: a `[u8; 9]`
         // would be built on the stack and copied.
-        let (low, top) = (super::spread::fixed9_low(v), (v >> 56) as u8);
+        let (low, top) = (super::spread::fixed9_low_with(v, fast), (v >> 56) as u8);
         // SAFETY: nine bytes at `pos` are inside `buf` (the caller's room).
         unsafe {
             let at = self.buf.as_mut_ptr().add(self.pos);
@@ -257,7 +312,7 @@ impl<'a> RecordSink<'a> {
     /// Writes pre-encoded bytes.
     #[inline(always)]
     pub(crate) fn put_packed(&mut self, p: Packed) {
-        self.put_word_prefix(p.0.to_le_bytes(), p.len());
+        self.put_word_prefix(p.to_bits().to_le_bytes(), p.len());
     }
 
     /// Writes a start time as the nine-byte padded varint of `v`
@@ -370,11 +425,14 @@ impl<'a> RecordSink<'a> {
             let (n, continuation) = varint_shape(v);
             // SAFETY: the caller's room covers eight bytes at `pos`.
             unsafe { self.store_word((super::spread::spread7(v) | continuation).to_le_bytes()) };
-            self.pos += n;
+            // At most eight (a no-op mask), said so the compiler knows how
+            // far the position can be, and the compares of a bounded
+            // record's later fields with its room fold away.
+            self.pos += n & 0xf;
         } else {
             // SAFETY: the caller's room covers nine bytes at `pos`.
             let dst = unsafe { self.nine_at_pos() };
-            self.pos += encode_varint(v, dst);
+            self.pos += encode_varint(v, dst) & 0xf;
         }
     }
 
@@ -697,17 +755,20 @@ mod tests {
             Ok(Packed::varints(&[3, 1 << 20]).unwrap()),
             Err([1 << 50, 9]),
         ];
-        let headers = [Packed::header(301).ok_or(301), Err(1u64 << 50)];
+        let header = Packed::header(301).unwrap();
         for &start in &starts {
             for &duration in &durations {
                 for &key in &keys {
-                    for &header in &headers {
-                        for cap in 0..80 {
+                    // No room promised, the room the caller checked, less,
+                    // and more than the buffer has (never trusted).
+                    for cap in 0..80 {
+                        for room in [0, cap, cap / 2, cap + 40] {
                             let mut a = vec![0xEEu8; cap + 32];
                             let mut s = RecordSink::begin_event(
                                 &mut a[..cap],
+                                room,
                                 header,
-                                start,
+                                || start,
                                 duration,
                                 key,
                             );
@@ -715,8 +776,7 @@ mod tests {
                             let ours = s.finish().map(|n| a[..n].to_vec());
                             assert!(a[cap..].iter().all(|&b| b == 0xEE), "wrote past {cap}");
                             let mut b = vec![0xEEu8; cap];
-                            let id = header.map_or_else(|id| id, |_| 301);
-                            let mut e = EventEncoder::begin(&mut b, TypeId(id));
+                            let mut e = EventEncoder::begin(&mut b, TypeId(301));
                             e.put_varint_fixed9(start);
                             if let Some(d) = duration {
                                 e.put_i64(d);
@@ -733,7 +793,7 @@ mod tests {
                             }
                             e.put_varint(7);
                             let theirs = e.finish().map(|n| b[..n].to_vec());
-                            assert_eq!(ours, theirs, "{start} {duration:?} {key:?} {cap}");
+                            assert_eq!(ours, theirs, "{start} {duration:?} {key:?} {cap} {room}");
                         }
                     }
                 }
@@ -748,7 +808,9 @@ mod tests {
         assert_eq!(Packed::varints(&[1 << 49]), None);
         assert_eq!(Packed::header(1 << 42), None);
         let p = Packed::header(300).unwrap();
-        assert_eq!(Packed::from_bits(p.to_bits()), Some(p));
+        // SAFETY: the bits of a `Packed`.
+        assert_eq!(unsafe { Packed::from_stored(p.to_bits()) }, p);
+        assert_eq!(Packed::varints(&[]), None);
         assert_eq!(&p.to_bits().to_le_bytes()[..3], &[0, 0xac, 0x02]);
         let q = Packed::varints(&[300, 0]).unwrap();
         assert_eq!(q.len(), 3);

@@ -11,7 +11,7 @@
 //! cycles per set bit, slower than the shifts. The choice is made once, by
 //! [`init`] at runtime start, and read with one relaxed load.
 //!
-//! Invariant: [`fixed9_low`] returns exactly the first eight bytes (as a
+//! Invariant: [`fixed9_low_with`] returns exactly the first eight bytes (as a
 //! little-endian word) of `encode_varint_fixed9(v)`, on every CPU.
 
 #[cfg(not(flightrec_loom))]
@@ -28,7 +28,7 @@ const GROUPS: u64 = 0x7f7f_7f7f_7f7f_7f7f;
 /// Every byte's continuation bit.
 const CONTINUATION: u64 = 0x8080_8080_8080_8080;
 
-/// Decides, once, whether [`fixed9_low`] may use `pdep`.
+/// Decides, once, whether [`spread7_with`] may use `pdep`.
 #[cold]
 pub(crate) fn init() {
     #[cfg(not(flightrec_loom))]
@@ -60,13 +60,30 @@ fn pdep_is_fast() -> bool {
     false
 }
 
+/// True if [`spread7_with`] may use `pdep`: one relaxed load, for a caller
+/// that reads it ahead of the value to spread (the commit path reads it
+/// before the clock, see `commit::Start`).
+#[inline(always)]
+pub(crate) fn fast() -> bool {
+    #[cfg(all(target_arch = "x86_64", not(flightrec_loom)))]
+    return FAST_PDEP.load(Ordering::Relaxed);
+    #[cfg(not(all(target_arch = "x86_64", not(flightrec_loom))))]
+    false
+}
+
 /// The low 56 bits of `v` in the low seven bits of each byte: a varint's
 /// first eight bytes without their continuation bits
 /// (`jfr_format::write::encode::spread7`).
 #[inline(always)]
 pub(crate) fn spread7(v: u64) -> u64 {
+    spread7_with(v, fast())
+}
+
+/// [`spread7`] with [`fast`] read already.
+#[inline(always)]
+pub(crate) fn spread7_with(v: u64, fast: bool) -> u64 {
     #[cfg(all(target_arch = "x86_64", not(flightrec_loom)))]
-    if FAST_PDEP.load(Ordering::Relaxed) {
+    if fast {
         let spread: u64;
         // SAFETY: `FAST_PDEP` is set only where `cpuid` reported BMI2
         // (`init`); `pdep` reads and writes registers only.
@@ -85,10 +102,11 @@ pub(crate) fn spread7(v: u64) -> u64 {
 }
 
 /// The first eight bytes of the nine-byte padded varint of `v`, as a
-/// little-endian word (the ninth byte is `v >> 56`).
+/// little-endian word (the ninth byte is `v >> 56`), with [`fast`] read
+/// already.
 #[inline(always)]
-pub(crate) fn fixed9_low(v: u64) -> u64 {
-    spread7(v) | CONTINUATION
+pub(crate) fn fixed9_low_with(v: u64, fast: bool) -> u64 {
+    spread7_with(v, fast) | CONTINUATION
 }
 
 #[cfg(all(test, not(flightrec_loom)))]
@@ -113,16 +131,14 @@ mod tests {
             if fast && !pdep_is_fast() {
                 continue;
             }
-            FAST_PDEP.store(fast, Ordering::Relaxed);
             for &v in &values {
                 let want = jfr_format::write::encode::encode_varint_fixed9(v);
                 assert_eq!(
-                    fixed9_low(v).to_le_bytes(),
+                    fixed9_low_with(v, fast).to_le_bytes(),
                     want[..8],
                     "{v:#x}, pdep {fast}"
                 );
             }
         }
-        init();
     }
 }
