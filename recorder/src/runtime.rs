@@ -14,7 +14,7 @@ use crate::base::sync::{Arc, AtomicU64, InitOnce, Mutex};
 use crate::buffer::pool::BufferPool;
 use crate::buffer::slot::ThreadSlot;
 use crate::cpool::stacks::StackRepository;
-use crate::cpool::threads::ThreadRegistry;
+use crate::cpool::threads::{ThreadRegistry, ThreadTags};
 
 /// Buffers, threads, constants and losses, shared by the emitting threads
 /// and the recorder thread.
@@ -29,6 +29,9 @@ pub(crate) struct Runtime {
     pub(crate) losses: Losses,
     /// Deepest stack captured.
     pub(crate) max_stack_depth: usize,
+    /// The slot a thread past its exit writes to (see
+    /// [`ThreadSlot::closed`]).
+    pub(crate) closed_slot: ThreadSlot,
 }
 
 static RUNTIME: InitOnce<Runtime> = InitOnce::new();
@@ -88,6 +91,7 @@ impl Runtime {
             stacks: StackRepository::new(constant_bytes),
             losses: Losses::default(),
             max_stack_depth,
+            closed_slot: ThreadSlot::closed(Arc::new(ThreadTags::default())),
         }
     }
 }

@@ -142,6 +142,30 @@ pub(crate) fn current_slot(rt: &'static Runtime) -> Option<NonNull<ThreadSlot>> 
     }
 }
 
+/// The slot the calling thread writes its event to: its own, attaching
+/// the thread first if needed, or the runtime's closed slot if the thread
+/// is exiting (see [`ThreadSlot::closed`]). Never none, so the commit path
+/// tests the thread-local once, and an exiting thread's event is turned
+/// away by the test of the section every write makes anyway. The pointer
+/// is valid as [`current_slot`]'s is.
+#[inline(always)]
+pub(crate) fn slot_for_event(rt: &'static Runtime) -> NonNull<ThreadSlot> {
+    let p = SLOT.try_with(Cell::get).unwrap_or(EXITED);
+    if p.addr() > EXITED.addr() {
+        // SAFETY: neither null nor EXITED: a live slot (module invariant).
+        unsafe { NonNull::new_unchecked(p.cast_mut()) }
+    } else {
+        attach_or_closed(rt, p)
+    }
+}
+
+/// `slot_for_event`'s cold half.
+#[cold]
+#[inline(never)]
+fn attach_or_closed(rt: &'static Runtime, p: *const ThreadSlot) -> NonNull<ThreadSlot> {
+    attach(rt, p).unwrap_or_else(|| NonNull::from(&rt.closed_slot))
+}
+
 /// The calling thread's slot pointer as it stands (null if it never
 /// attached), without attaching: for the fork handler.
 #[cfg(not(flightrec_loom))]

@@ -98,6 +98,12 @@ pub(crate) struct ThreadSlot {
     /// The owner's current block (null if none). Written by the owner, read
     /// by the recorder thread.
     current: AtomicPtr<Block>,
+    /// The epoch of `current`, or [`NO_BLOCK`] while it is null. Owner
+    /// only: its write path compares the epoch it loaded with this word in
+    /// the slot's own line, instead of testing `current` for null and
+    /// loading the block's epoch (a block's epoch does not change while it
+    /// is a thread's current block).
+    current_epoch: AtomicU64,
     /// The `java.lang.Thread` constant key of the owner.
     pub(crate) thread_key: u64,
     /// `thread_key` then stack-trace key 0 (none), pre-encoded: the two
@@ -125,6 +131,10 @@ pub(crate) struct ThreadSlot {
 const BOUNDED_RECORD: usize = 256;
 
 const _: () = assert!(cfg!(flightrec_loom) || MIN_BLOCK_SIZE >= BOUNDED_RECORD);
+
+/// `ThreadSlot::current_epoch` while the slot has no block: no epoch is
+/// ever this large (epochs count up from 1, one per rotation).
+const NO_BLOCK: u64 = u64::MAX;
 
 /// Skips the section's stack tag: the loom negative control
 /// `--cfg flightrec_loom_weaken="skip_stack_tag"` (see `loom-tests/`).
@@ -223,6 +233,7 @@ impl ThreadSlot {
             tags,
             section: AtomicU64::new(0),
             current: AtomicPtr::new(std::ptr::null_mut()),
+            current_epoch: AtomicU64::new(NO_BLOCK),
             thread_key,
             // Keys count up from 1, one per thread the process ever had:
             // 2^42 of them is beyond any process.
@@ -232,6 +243,33 @@ impl ThreadSlot {
             stack_key: AtomicU64::new(0),
             stack_epoch: AtomicU64::new(0),
         }
+    }
+
+    /// The slot of threads that have none (see [`crate::buffer::local`]):
+    /// its section is always open and it is marked exited, so an event
+    /// written to it is turned away by the reentrancy test every write
+    /// makes anyway, and counted as [`LossCause::ThreadExiting`]. Not in
+    /// the runtime's list of slots: no rotation waits for it.
+    pub(crate) fn closed(tags: Arc<ThreadTags>) -> Self {
+        let slot = Self::new(0, tags);
+        slot.section.store(1, Ordering::Relaxed);
+        slot.exited.store(1, Ordering::Relaxed);
+        slot
+    }
+
+    /// An event that found the section open: written from inside another
+    /// (a signal handler's, counted as [`LossCause::Reentrant`]) or to the
+    /// closed slot (a thread past its exit, [`LossCause::ThreadExiting`]).
+    #[cold]
+    #[inline(never)]
+    fn turned_away(&self, losses: &Losses) -> Emitted {
+        let cause = if self.exited.load(Ordering::Relaxed) != 0 {
+            LossCause::ThreadExiting
+        } else {
+            LossCause::Reentrant
+        };
+        losses.record(cause, 0);
+        Emitted::Dropped
     }
 
     /// Notes the stack just interned, in `epoch`, for the owner's next
@@ -289,8 +327,7 @@ impl ThreadSlot {
         record: &impl Encode,
     ) -> Emitted {
         if self.section.load(Ordering::Relaxed) != 0 {
-            losses.record(LossCause::Reentrant, 0);
-            return Emitted::Dropped;
+            return self.turned_away(losses);
         }
         self.section.store(1, Ordering::Relaxed);
         // Orders the section store before the epoch load on this thread; the
@@ -363,12 +400,11 @@ impl ThreadSlot {
         let mut block = current;
         let mut word = 0;
         let ptr = BlockPtr(current);
-        let ready = !current.is_null() && {
+        // A block of this epoch is a block (see `current_epoch`).
+        let ready = self.current_epoch.load(Ordering::Relaxed) == epoch && {
             let b = ptr.get();
-            b.epoch() == epoch && {
-                word = b.committed_word();
-                b.free_in(word) >= max
-            }
+            word = b.committed_word();
+            b.free_in(word) >= max
         };
         if !ready {
             block = self.block_with_room(epoch, epoch_word, pool);
@@ -429,7 +465,8 @@ impl ThreadSlot {
         record: &impl Encode,
     ) -> Emitted {
         let current = self.current.load(Ordering::Relaxed);
-        let stale = current.is_null() || BlockPtr(current).get().epoch() != epoch;
+        // A block of this epoch is a block (see `current_epoch`).
+        let stale = self.current_epoch.load(Ordering::Relaxed) != epoch;
         if !stale {
             // SAFETY: this thread owns `current` (only the owner stores it)
             // and the section guard rules out reentrancy.
@@ -466,6 +503,7 @@ impl ThreadSlot {
             Some(block) => {
                 let p = block.0.cast_mut();
                 self.current.store(p, Ordering::Release);
+                self.current_epoch.store(epoch, Ordering::Relaxed);
                 p
             }
             None => std::ptr::null_mut(),
@@ -489,6 +527,7 @@ impl ThreadSlot {
         // slot after the recorder recycled it is harmless: only the recorder
         // drains and resets blocks, `flushed` keeps every byte drained once,
         // and `drain_live` checks the block's epoch.
+        self.current_epoch.store(NO_BLOCK, Ordering::Relaxed);
         pool.seal(block, epoch_word);
         self.current.store(std::ptr::null_mut(), Ordering::Release);
     }
@@ -508,6 +547,7 @@ impl ThreadSlot {
         self.section.store(0, Ordering::Relaxed);
         let block = self.current_block();
         self.current.store(std::ptr::null_mut(), Ordering::Relaxed);
+        self.current_epoch.store(NO_BLOCK, Ordering::Relaxed);
         if !own {
             self.exited.store(1, Ordering::Relaxed);
         }

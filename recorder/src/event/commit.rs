@@ -89,7 +89,12 @@ pub trait Event {
                 let _ = emit(ty, word, Start::Now(word), None, &EventFields(self));
             }
             Err(true) => {}
-            Err(false) => commit_other(self),
+            Err(false) => {
+                // Keeps the instant path the straight one in the caller's
+                // layout (the out-of-line call after it is cold anyway).
+                std::hint::cold_path();
+                commit_other(self)
+            }
         }
     }
 
@@ -353,11 +358,10 @@ pub(crate) fn emit(
         return emit_via_scratch(ty, word, start.ticks(), duration, fields);
     }
     let rt = runtime::enabled(word);
-    let Some(slot) = local::current_slot(rt) else {
-        return thread_exiting(rt);
-    };
-    // SAFETY: `current_slot` returned this thread's live slot, which stays
-    // valid for this frame (see `local::current_slot`).
+    let slot = local::slot_for_event(rt);
+    // SAFETY: `slot_for_event` returned this thread's live slot, or the
+    // runtime's closed one, valid for this frame (see
+    // `local::slot_for_event`).
     let slot = unsafe { slot.as_ref() };
     let keys = if word.stack_trace() {
         stack_keys(rt, slot)
@@ -430,7 +434,8 @@ fn emit_via_scratch<F: Fields + ?Sized>(
     let Some(slot) = local::current_slot(rt) else {
         return thread_exiting(rt);
     };
-    // SAFETY: as in `emit`.
+    // SAFETY: `current_slot` returned this thread's live slot, which stays
+    // valid for this frame (see `local::current_slot`).
     let slot = unsafe { slot.as_ref() };
     let Some(mut lent) = scratch::lend() else {
         // A nested emit (from the encoder, or a signal handler that

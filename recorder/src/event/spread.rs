@@ -98,6 +98,9 @@ pub(crate) fn spread7_with(v: u64, fast: bool) -> u64 {
         }
         return spread;
     }
+    // Laid out after the fast form, which then needs no jump over it.
+    #[cfg(all(target_arch = "x86_64", not(flightrec_loom)))]
+    std::hint::cold_path();
     jfr_format::write::encode::spread7(v)
 }
 
