@@ -92,7 +92,7 @@ pub trait Event {
             Err(false) => {
                 // Keeps the instant path the straight one in the caller's
                 // layout (the out-of-line call after it is cold anyway).
-                std::hint::cold_path();
+                cold_path();
                 commit_other(self)
             }
         }
@@ -188,6 +188,13 @@ impl<E: Event> Drop for DurationGuard<E> {
         }
     }
 }
+
+/// Marks the branch that calls it as unlikely, so the compiler lays the
+/// other one out as the straight path (what `std::hint::cold_path` does
+/// since Rust 1.95, newer than this crate's MSRV).
+#[cold]
+#[inline(always)]
+fn cold_path() {}
 
 /// The most bytes of fields [`commit_other`] encodes on the caller's
 /// stack: at most 16 of them can be references (a thread or stack-trace

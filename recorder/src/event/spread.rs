@@ -100,7 +100,7 @@ pub(crate) fn spread7_with(v: u64, fast: bool) -> u64 {
     }
     // Laid out after the fast form, which then needs no jump over it.
     #[cfg(all(target_arch = "x86_64", not(flightrec_loom)))]
-    std::hint::cold_path();
+    cold_path();
     jfr_format::write::encode::spread7(v)
 }
 
@@ -111,6 +111,14 @@ pub(crate) fn spread7_with(v: u64, fast: bool) -> u64 {
 pub(crate) fn fixed9_low_with(v: u64, fast: bool) -> u64 {
     spread7_with(v, fast) | CONTINUATION
 }
+
+/// Marks the branch that calls it as unlikely, so the compiler lays the
+/// other one out as the straight path (what `std::hint::cold_path` does
+/// since Rust 1.95, newer than this crate's MSRV).
+#[cfg(all(target_arch = "x86_64", not(flightrec_loom)))]
+#[cold]
+#[inline(always)]
+fn cold_path() {}
 
 #[cfg(all(test, not(flightrec_loom)))]
 mod tests {
