@@ -47,7 +47,9 @@
 //! blocks the signal its timer is deleted (so its pending signal, which
 //! would stand for every expiry since, is dropped) and its CPU time is
 //! written as lost ([`LossCause::SamplingSignalBlocked`]); once it
-//! unblocks, it is armed again.
+//! unblocks, it is armed again. The C library's own block of every signal
+//! while a thread exits is not the program's ([`threads::Blocking`]): a
+//! thread found in it is not counted, unless it blocked the signal before.
 //!
 //! # Cadence
 //!
@@ -573,7 +575,6 @@ impl Consumer {
             return;
         };
         let period = (period.as_nanos() as u64).max(1);
-        let mask = 1u64 << (signal - 1);
         let tids: Vec<u64> = self.tracked.keys().copied().collect();
         for tid in tids {
             if self.exclude_own(tid) {
@@ -599,7 +600,15 @@ impl Consumer {
             if !t.blocked && (signals != signals0 || ran < 3 * period) {
                 continue;
             }
-            let blocks = threads::blocked_signals(tid).is_some_and(|b| b & mask != 0);
+            let blocks = match threads::blocking(tid, signal) {
+                threads::Blocking::ByProgram => true,
+                // The C library blocks every signal while a thread exits:
+                // a signal pending then is never delivered, but the thread
+                // did not block it. One found blocking before still does.
+                threads::Blocking::ByLibrary if t.blocked => true,
+                threads::Blocking::ByLibrary => continue,
+                threads::Blocking::Open | threads::Blocking::Gone => false,
+            };
             let (index, generation) = (t.index, t.generation);
             if !blocks {
                 if t.blocked {

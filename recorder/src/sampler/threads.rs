@@ -238,6 +238,44 @@ pub(crate) fn blocked_signals(tid: u64) -> Option<u64> {
     u64::from_str_radix(line.trim(), 16).ok()
 }
 
+/// What a thread's blocked mask says of one signal ([`blocking`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Blocking {
+    /// The signal is not blocked.
+    Open,
+    /// The program blocks it (`sigprocmask`, `pthread_sigmask`).
+    ByProgram,
+    /// The C library blocks every signal for a moment of its own: while the
+    /// thread exits (after its destructors ran) or is created. Says nothing
+    /// of the program's mask.
+    ByLibrary,
+    /// The thread exited.
+    Gone,
+}
+
+/// Bit of signal 32, which the C library keeps for itself (glibc's
+/// `SIGCANCEL`, musl's `SIGTIMER`): its `sigprocmask` and `pthread_sigmask`
+/// never block it (`sigfillset` leaves it out, `sigaddset` refuses it), but
+/// its own block of every signal, made with the raw system call, does.
+const LIBRARY_SIGNAL_BIT: u64 = 1 << (32 - 1);
+
+/// What `mask` (a `SigBlk`: bit `s - 1` for signal `s`) says of `signal`.
+fn classify(mask: u64, signal: i32) -> Blocking {
+    if mask & LIBRARY_SIGNAL_BIT != 0 {
+        Blocking::ByLibrary
+    } else if mask & 1u64 << (signal - 1) != 0 {
+        Blocking::ByProgram
+    } else {
+        Blocking::Open
+    }
+}
+
+/// Whether thread `tid` of this process blocks `signal` now, and whose
+/// block it is.
+pub(crate) fn blocking(tid: u64, signal: i32) -> Blocking {
+    blocked_signals(tid).map_or(Blocking::Gone, |mask| classify(mask, signal))
+}
+
 /// The signals some thread of the process blocks now (module docs of
 /// [`super::claim`]: a signal a thread blocks may be one it waits for with
 /// `sigwait` or a `signalfd`). A thread that blocks every real-time signal
@@ -299,6 +337,68 @@ mod tests {
         );
         tx.send(()).unwrap();
         second.join().unwrap();
+    }
+
+    /// The masks this C library makes: a program's block of one signal,
+    /// and of every signal it may block, are the program's; the library's
+    /// own block while a thread exits is the library's (glibc 2.36 blocks
+    /// every signal but `SIGSETXID`: `fffffffefffbfeff`).
+    #[test]
+    fn the_librarys_block_at_thread_exit_is_not_the_programs() {
+        let sigprof = libc::SIGPROF;
+        let rt = libc::SIGRTMIN() + 3;
+        assert_eq!(classify(0, sigprof), Blocking::Open);
+        assert_eq!(classify(1 << (sigprof - 1), sigprof), Blocking::ByProgram);
+        assert_eq!(classify(1 << (sigprof - 1), rt), Blocking::Open);
+        assert_eq!(classify(0xffff_fffe_fffb_feff, rt), Blocking::ByLibrary);
+
+        // Every signal a program can block, blocked the program's way.
+        let (tx, rx) = crate::base::sync::mpsc::channel();
+        let (done_tx, done_rx) = crate::base::sync::mpsc::channel::<()>();
+        let blocker = std::thread::spawn(move || {
+            // SAFETY: `set` is a local sigset_t that sigfillset initializes
+            // before pthread_sigmask reads it; no old mask is asked for.
+            unsafe {
+                let mut set: libc::sigset_t = std::mem::zeroed();
+                libc::sigfillset(&mut set);
+                assert_eq!(
+                    libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()),
+                    0
+                );
+            }
+            tx.send(crate::base::sync::os_thread_id() as u64).unwrap();
+            done_rx.recv().unwrap_or(());
+        });
+        let tid = rx.recv().unwrap();
+        assert_eq!(blocking(tid, sigprof), Blocking::ByProgram);
+        assert_eq!(blocking(tid, rt), Blocking::ByProgram);
+        done_tx.send(()).unwrap();
+        blocker.join().unwrap();
+        assert_eq!(blocking(tid, sigprof), Blocking::Gone);
+
+        // A thread caught in its exit: read its mask until it is gone, over
+        // as many threads as it takes (the window is tens of microseconds).
+        let caught = (0..2000).any(|_| {
+            let (tx, rx) = crate::base::sync::mpsc::channel();
+            let t = std::thread::spawn(move || {
+                tx.send(crate::base::sync::os_thread_id() as u64).unwrap();
+            });
+            let tid = rx.recv().unwrap();
+            let mut seen = Vec::new();
+            loop {
+                match blocking(tid, sigprof) {
+                    Blocking::Gone => break,
+                    b => seen.push(b),
+                }
+            }
+            t.join().unwrap();
+            assert!(
+                !seen.contains(&Blocking::ByProgram),
+                "an exiting thread that never blocked a signal read as blocking: {seen:?}"
+            );
+            seen.contains(&Blocking::ByLibrary)
+        });
+        assert!(caught, "no thread was ever seen in its exit");
     }
 
     #[test]
