@@ -257,6 +257,15 @@ impl ThreadSlot {
         slot
     }
 
+    /// Whether an event written now would be turned away: the section is
+    /// open (the owner is inside another write, or this is the closed
+    /// slot). Owner only: for it, nothing changes the answer before its
+    /// next write (a signal handler's write closes what it opened).
+    #[inline]
+    pub(crate) fn turns_away(&self) -> bool {
+        self.section.load(Ordering::Relaxed) != 0
+    }
+
     /// An event that found the section open: written from inside another
     /// (a signal handler's, counted as [`LossCause::Reentrant`]) or to the
     /// closed slot (a thread past its exit, [`LossCause::ThreadExiting`]).

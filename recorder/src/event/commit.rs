@@ -540,6 +540,15 @@ impl Fields for Copied<'_> {
 #[cold]
 #[inline(never)]
 fn stack_keys(rt: &'static runtime::Runtime, slot: &ThreadSlot) -> Keys {
+    if slot.turns_away() {
+        // A thread past its exit, or an emit inside an emit: the event will
+        // be dropped (counted), so no stack is interned for it and no note
+        // is left in a slot that is not this thread's own.
+        return Keys {
+            packed: Some(slot.thread_no_stack),
+            stack: 0,
+        };
+    }
     let (stack, epoch) = capture_stack(rt);
     slot.note_stack(stack, epoch);
     Keys {
