@@ -62,6 +62,21 @@ impl Service {
             .is_some_and(|m| m & (1 << (libc::SIGQUIT - 1)) != 0)
     }
 
+    /// Whether a SIGQUIT sent to the process waits for delivery
+    /// (`/proc/<pid>/status`: `ShdPnd`, the process's pending signals, or
+    /// `SigPnd`, its main thread's).
+    fn sigquit_pending(&self) -> bool {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid)).unwrap();
+        status
+            .lines()
+            .filter_map(|l| {
+                l.strip_prefix("ShdPnd:")
+                    .or_else(|| l.strip_prefix("SigPnd:"))
+            })
+            .filter_map(|m| u64::from_str_radix(m.trim(), 16).ok())
+            .any(|m| m & (1 << (libc::SIGQUIT - 1)) != 0)
+    }
+
     /// Whether the process still runs.
     fn running(&mut self) -> bool {
         self.child.try_wait().unwrap().is_none()
@@ -374,6 +389,10 @@ fn lazy_attach_listens_only_once_jcmd_asks_by_sigquit() {
     // default action would) nor starts the listener.
     // SAFETY: kill only sends a signal to the child this test started.
     assert_eq!(unsafe { libc::kill(svc.pid as i32, libc::SIGQUIT) }, 0);
+    // Delivered before jcmd makes its trigger file (on a busy machine the
+    // process may not run for a while): else this SIGQUIT would find the
+    // file and count as jcmd's.
+    wait_until(|| !svc.sigquit_pending(), "the SIGQUIT was never delivered");
     std::thread::sleep(Duration::from_millis(300));
     assert!(svc.running(), "a bare SIGQUIT ended the process");
     assert!(!path.exists(), "a bare SIGQUIT started the listener");
