@@ -8,6 +8,7 @@
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -32,7 +33,7 @@ struct Service {
 impl Service {
     /// Starts it and waits for its socket.
     fn start(args: &[&str]) -> Service {
-        let svc = Service::spawn(args);
+        let svc = Service::spawn(args, libc::SIG_DFL);
         let socket = socket(svc.pid);
         wait_until(|| socket.exists(), &format!("no {}", socket.display()));
         svc
@@ -40,18 +41,32 @@ impl Service {
 
     /// Starts it with `--lazy-attach` and waits until it catches SIGQUIT.
     fn start_lazy(args: &[&str]) -> Service {
-        let svc = Service::spawn(&[args, &["--lazy-attach"]].concat());
+        Service::start_lazy_with(args, libc::SIG_DFL)
+    }
+
+    /// `start_lazy` with SIGQUIT's disposition at exec `sigquit`
+    /// (`SIG_DFL` or `SIG_IGN`), whatever this test inherited: a shell's
+    /// background job starts with SIGQUIT ignored.
+    fn start_lazy_with(args: &[&str], sigquit: libc::sighandler_t) -> Service {
+        let svc = Service::spawn(&[args, &["--lazy-attach"]].concat(), sigquit);
         wait_until(|| svc.catches_sigquit(), "SIGQUIT never caught");
         svc
     }
 
-    fn spawn(args: &[&str]) -> Service {
-        let mut child = Command::new(example_binary("always_on"))
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("always_on runs");
+    fn spawn(args: &[&str], sigquit: libc::sighandler_t) -> Service {
+        let mut cmd = Command::new(example_binary("always_on"));
+        cmd.args(args).stdout(Stdio::null()).stderr(Stdio::piped());
+        // SAFETY: the closure runs in the forked child before exec and
+        // calls only `signal`, which is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::signal(libc::SIGQUIT, sigquit) == libc::SIG_ERR {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().expect("always_on runs");
         let pid = child.id();
         let stderr = Arc::new(Mutex::new(String::new()));
         let mut pipe = child.stderr.take().expect("piped stderr");
@@ -431,6 +446,28 @@ fn lazy_attach_listens_only_once_jcmd_asks_by_sigquit() {
         1,
         "stderr: {err}"
     );
+}
+
+/// A program that starts with SIGQUIT ignored (a shell's background job)
+/// keeps ignoring a bare one: no note, no listener, still running. jcmd's
+/// SIGQUIT still starts the listener.
+#[test]
+fn lazy_attach_keeps_an_ignored_sigquit_ignored() {
+    let home = jdk25();
+    let mut svc = Service::start_lazy_with(&["--seconds", "600", "--threads", "1"], libc::SIG_IGN);
+    let path = socket(svc.pid);
+    // SAFETY: kill only sends a signal to the child this test started.
+    assert_eq!(unsafe { libc::kill(svc.pid as i32, libc::SIGQUIT) }, 0);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(svc.running(), "an ignored SIGQUIT ended the process");
+    assert!(!path.exists(), "a bare SIGQUIT started the listener");
+    let check = ok(&home, svc.pid, "JFR.check");
+    assert!(
+        check.contains("name=always-on maxage=5m disk=false (running)"),
+        "{check}"
+    );
+    let err = svc.finish();
+    assert!(!err.contains("SIGQUIT ignored"), "stderr: {err}");
 }
 
 #[test]

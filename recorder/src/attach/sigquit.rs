@@ -21,10 +21,11 @@
 //! - found: it writes one byte to the pipe; the thread wakes and calls
 //!   [`super::listener::listen`] (a no-op once the listener runs);
 //! - not found (a `kill -QUIT`, Ctrl-\): it forwards the signal to the
-//!   handler installed before ours, if that was a function; if it was the
-//!   default action (end the process with a core dump) or ignore, it writes
-//!   one line on stderr and the process goes on. A JVM prints a thread dump
-//!   there; flightrec has none to print.
+//!   handler installed before ours, if that was a function; if it was
+//!   ignore (a shell's background job starts so), nothing happens, as
+//!   before; if it was the default action (end the process with a core
+//!   dump), it writes one line on stderr and the process goes on. A JVM
+//!   prints a thread dump there; flightrec has none to print.
 //!
 //! The handler calls only `getpid`, `geteuid`, `stat`, `write` and the
 //! previous handler, and touches only atomics set before it was installed:
@@ -54,8 +55,9 @@ static INSTALLING: Mutex<()> = Mutex::new(());
 /// if this process already did.
 ///
 /// It changes what SIGQUIT does: without `jcmd`'s trigger file, SIGQUIT
-/// goes to the handler installed before, or, if there was none, is noted
-/// on stderr instead of ending the process.
+/// goes to the handler installed before; if SIGQUIT was ignored, it still
+/// is; if it had its default action, it is noted on stderr instead of
+/// ending the process.
 ///
 /// # Errors
 ///
