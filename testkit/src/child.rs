@@ -39,7 +39,8 @@ pub const DIR_VAR: &str = "FLIGHTREC_TEST_DIR";
 
 /// The command that runs only test `name` of this test binary as a child,
 /// with `dir` for its files: stdout piped (read it with [`lines`] after
-/// `spawn`, or take `output()`), stderr inherited.
+/// `spawn`, or take `output()`), stderr inherited, SIGINT and SIGQUIT at
+/// their default action ([`default_signals`]).
 pub fn command(name: &str, dir: &Path) -> Command {
     let mut c = Command::new(std::env::current_exe().expect("test binary path"));
     c.args([name, "--exact", "--nocapture", "--test-threads=1"])
@@ -47,7 +48,30 @@ pub fn command(name: &str, dir: &Path) -> Command {
         .env(DIR_VAR, dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
+    default_signals(&mut c);
     c
+}
+
+/// Makes `cmd`'s process start with SIGINT and SIGQUIT at their default
+/// action, whatever the tests inherited: a non-interactive shell's
+/// background job (`cmd &` in a script) starts with both ignored, and an
+/// ignored disposition survives `exec`. A test that signals its child, or
+/// checks what a signal does to it, wants what a program started from a
+/// terminal gets.
+pub fn default_signals(cmd: &mut Command) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child before exec and calls
+    // only `signal`, which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            for sig in [libc::SIGINT, libc::SIGQUIT] {
+                if libc::signal(sig, libc::SIG_DFL) == libc::SIG_ERR {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        })
+    }
 }
 
 /// In the child running test `name`: the parent's directory. `None` in the
