@@ -32,6 +32,8 @@ use crate::base::sync::{AtomicU64, Mutex, Ordering};
 
 /// The pid whose listener runs (0: none).
 static LISTENING: Mutex<u32> = Mutex::new(0);
+/// The inode of the socket this process bound (0: none).
+static SOCKET_ID: AtomicU64 = AtomicU64::new(0);
 /// Connections refused by the peer check.
 static REFUSED: AtomicU64 = AtomicU64::new(0);
 /// The most connections whose requests are read side by side.
@@ -67,7 +69,9 @@ pub fn listen() -> io::Result<PathBuf> {
         .name("flightrec-attach".into())
         .spawn(move || serve(listener))
         .inspect_err(|_| {
-            let _ = std::fs::remove_file(socket_path());
+            if is_our_socket(&socket_path()) {
+                let _ = std::fs::remove_file(socket_path());
+            }
         })?;
     *listening = pid;
     register_exit_handler();
@@ -80,25 +84,54 @@ pub fn listen() -> io::Result<PathBuf> {
 }
 
 /// Binds under `<path>.tmp`, makes it `0600` and ours, renames it into
-/// place (as HotSpot does).
+/// place (as HotSpot does). Only a leftover `.tmp` of our own user is
+/// removed first; the new socket is checked (`lstat`: a socket of ours,
+/// the one just bound) before its mode is set, and its owner is set with
+/// `lchown`, so nothing planted at either name is followed.
 fn bind(path: &std::path::Path) -> io::Result<UnixListener> {
-    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
     let tmp = PathBuf::from(format!("{}.tmp", path.display()));
-    // Not followed if it is a symbolic link: unlink removes the link.
-    let _ = std::fs::remove_file(&tmp);
+    // SAFETY: geteuid/getegid only read the process's credentials.
+    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    // A leftover of ours (a process killed between bind and rename);
+    // unlink removes a link itself, never its target.
+    if std::fs::symlink_metadata(&tmp).is_ok_and(|m| m.uid() == uid) {
+        let _ = std::fs::remove_file(&tmp);
+    }
     let listener = UnixListener::bind(&tmp)?;
     let set_up = (|| {
+        let m = std::fs::symlink_metadata(&tmp)?;
+        if !m.file_type().is_socket() || m.uid() != uid {
+            return Err(io::Error::other(format!(
+                "{} is not the socket just bound",
+                tmp.display()
+            )));
+        }
+        std::os::unix::fs::lchown(&tmp, Some(uid), Some(gid))?;
+        // /tmp is sticky: only this user (or root) can replace the entry
+        // checked above, so the mode reaches the socket.
         std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))?;
-        // SAFETY: geteuid/getegid only read the process's credentials.
-        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
-        std::os::unix::fs::chown(&tmp, Some(uid), Some(gid))?;
-        std::fs::rename(&tmp, path)
+        std::fs::rename(&tmp, path)?;
+        SOCKET_ID.store(m.ino(), Ordering::Relaxed);
+        Ok(())
     })();
     if let Err(e) = set_up {
-        let _ = std::fs::remove_file(&tmp);
+        if std::fs::symlink_metadata(&tmp)
+            .is_ok_and(|m| m.file_type().is_socket() && m.uid() == uid)
+        {
+            let _ = std::fs::remove_file(&tmp);
+        }
         return Err(e);
     }
     Ok(listener)
+}
+
+/// Whether `path` is still the socket this process bound (its inode), so
+/// that only what was created is removed.
+fn is_our_socket(path: &std::path::Path) -> bool {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    std::fs::symlink_metadata(path)
+        .is_ok_and(|m| m.file_type().is_socket() && m.ino() == SOCKET_ID.load(Ordering::Relaxed))
 }
 
 /// A connection whose request is still arriving.
@@ -366,6 +399,7 @@ pub(crate) extern "C" fn remove_socket_at_exit() {
         if LISTENING
             .try_lock()
             .is_some_and(|l| *l == std::process::id())
+            && is_our_socket(&socket_path())
         {
             let _ = std::fs::remove_file(socket_path());
         }

@@ -20,14 +20,15 @@
 //! then zeros to a whole number of pages (HotSpot maps the file and
 //! refuses any other size). It is written under a temporary name (not all digits, so no lister
 //! takes it for a pid) as `0600`, then renamed into place, into a directory
-//! that must be ours and not a symbolic link (made `0755` if missing, as
-//! HotSpot makes it). An `atexit` handler removes it in the process that
+//! that must be ours, not a symbolic link and not writable by group or
+//! others (made `0755` if missing, as HotSpot makes it). An `atexit` handler removes it in the process that
 //! wrote it (not in a forked child); files of processes that no longer
 //! exist are removed when one is published, as a starting JVM does. Failing to publish changes nothing but
 //! the listing: `jcmd <pid>` still works.
 //!
 //! Invariant: a file named by a pid is whole when it appears (rename), and
-//! only the process of that pid removes it.
+//! only the process of that pid removes it, and only if it is still the
+//! file it wrote (same inode).
 
 use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
@@ -37,6 +38,8 @@ use crate::base::sync::{AtomicU64, Ordering};
 
 /// The pid that published (0: none).
 static PUBLISHED: AtomicU64 = AtomicU64::new(0);
+/// The inode of the file it published: only that file is removed.
+static FILE_ID: AtomicU64 = AtomicU64::new(0);
 
 /// `sun.rt.jvmCapabilities`: attachable, nothing else.
 const CAPABILITIES: &str = "1000000000000000000000000000000000000000000000000000000000000000";
@@ -139,14 +142,15 @@ pub(crate) fn publish() -> io::Result<PathBuf> {
     let meta = std::fs::symlink_metadata(&dir)?;
     // SAFETY: geteuid has no preconditions.
     let uid = unsafe { libc::geteuid() };
-    if !meta.is_dir() || meta.uid() != uid {
+    if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o022 != 0 {
         return Err(io::Error::other(format!(
-            "{} is not a directory of this user",
+            "{} is not a directory of this user that only this user can write",
             dir.display()
         )));
     }
     remove_stale(&dir);
     let tmp = dir.join(format!(".{pid}.flightrec-tmp"));
+    // The directory is this user's alone (checked above): what is in it is ours.
     let _ = std::fs::remove_file(&tmp);
     let mut f = std::fs::OpenOptions::new()
         .write(true)
@@ -155,6 +159,7 @@ pub(crate) fn publish() -> io::Result<PathBuf> {
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(&tmp)?;
     f.write_all(&buffer(&command_line()))?;
+    FILE_ID.store(f.metadata()?.ino(), Ordering::Relaxed);
     drop(f);
     std::fs::rename(&tmp, &path).inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);
@@ -190,7 +195,12 @@ pub(super) extern "C" fn remove_at_exit() {
         if PUBLISHED.load(Ordering::Acquire) == u64::from(pid)
             && let Ok(dir) = directory()
         {
-            let _ = std::fs::remove_file(dir.join(pid.to_string()));
+            let path = dir.join(pid.to_string());
+            if std::fs::symlink_metadata(&path)
+                .is_ok_and(|m| m.is_file() && m.ino() == FILE_ID.load(Ordering::Relaxed))
+            {
+                let _ = std::fs::remove_file(path);
+            }
         }
     });
 }

@@ -16,8 +16,8 @@
 //! [`listen_on_sigquit`] installs a SIGQUIT handler (the process now shows
 //! SIGQUIT as caught) and starts a thread (`flightrec-attach-trigger`)
 //! blocked reading a pipe. The handler, as HotSpot's does, looks for the
-//! trigger file in the working directory, then in `/tmp`, owned by the
-//! effective uid or root:
+//! trigger file in the working directory, then in `/tmp`, a regular file
+//! (a symbolic link is not followed) owned by the effective uid or root:
 //! - found: it writes one byte to the pipe; the thread wakes and calls
 //!   [`super::listener::listen`] (a no-op once the listener runs);
 //! - not found (a `kill -QUIT`, Ctrl-\): it forwards the signal to the
@@ -27,7 +27,7 @@
 //!   dump), it writes one line on stderr and the process goes on. A JVM
 //!   prints a thread dump there; flightrec has none to print.
 //!
-//! The handler calls only `getpid`, `geteuid`, `stat`, `write` and the
+//! The handler calls only `getpid`, `geteuid`, `lstat`, `write` and the
 //! previous handler, and touches only atomics set before it was installed:
 //! all async-signal-safe.
 //!
@@ -159,7 +159,8 @@ extern "C" fn on_sigquit(sig: libc::c_int, info: *mut libc::siginfo_t, uc: *mut 
 }
 
 /// Whether `.attach_pid<pid>` exists in the working directory or `/tmp`,
-/// owned by our effective uid or root (HotSpot's check). Async-signal-safe.
+/// a regular file owned by our effective uid or root (HotSpot's check,
+/// without following a link). Async-signal-safe.
 fn trigger_present(pid: usize) -> bool {
     let mut path = [0u8; 64];
     let prefix = b"/tmp/.attach_pid";
@@ -181,12 +182,15 @@ fn trigger_present(pid: usize) -> bool {
     [&path[5..=end], &path[..=end]].into_iter().any(owned_by_us)
 }
 
-/// Whether the NUL-terminated `path` exists, owned by our euid or root.
+/// Whether the NUL-terminated `path` is a regular file (not a link:
+/// `lstat`), owned by our euid or root.
 fn owned_by_us(path: &[u8]) -> bool {
     // SAFETY: an all-zero `stat` is a valid value.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: `path` ends with NUL (see the caller); `st` is a valid out-pointer.
-    if unsafe { libc::stat(path.as_ptr().cast(), &mut st) } != 0 {
+    if unsafe { libc::lstat(path.as_ptr().cast(), &mut st) } != 0
+        || st.st_mode & libc::S_IFMT != libc::S_IFREG
+    {
         return false;
     }
     // SAFETY: geteuid only reads the process's credentials.
