@@ -129,6 +129,9 @@ pub(crate) fn start_with(
     if let Some(on) = opts.sample_own_threads {
         crate::sampler::set_sample_own_threads(on);
     }
+    if let Some(on) = opts.warn_stale {
+        crate::repository::set_warn_stale(on);
+    }
     if let Some(signal) = opts.signal {
         crate::sampler::set_signal(signal).map_err(|e| {
             AutoStartError::Options(OptionError::BadSignal {

@@ -15,4 +15,5 @@ pub(crate) mod store;
 pub use crate::config::builder::RepositoryProblem;
 pub use assemble::{AssembleError, Assembled, SkipReason, SkippedChunk, assemble, recover_chunk};
 pub use files::DestinationProblem;
+pub use stale::{StaleRepository, set_warn as set_warn_stale, stale_repositories};
 pub use store::ChunkFile;

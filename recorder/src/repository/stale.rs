@@ -1,6 +1,5 @@
 //! Repositories left behind by processes that have exited (killed, or
-//! crashed before their stop), named on stderr when the next recording
-//! starts so their chunks are not forgotten.
+//! crashed before their stop), found so their chunks are not forgotten.
 //!
 //! A repository is stale when it holds chunk files (named like
 //! [`crate::repository::store`]'s) written by a process other than this one that
@@ -8,8 +7,19 @@
 //! looked at: the default repositories under the temp directory
 //! (`flightrec-<pid>-XXXXXX`, owned by this user) when a recording starts
 //! with the default repository, and the chunk files of a named repository
-//! that already exists. However many there are, one stderr line names the
-//! first, counts the others and names `flightrec::assemble(dir, out)`.
+//! that already exists.
+//!
+//! # Who is told
+//!
+//! The host program's stderr is the host's: a process that links flightrec
+//! says nothing about other processes' repositories unless its user asks
+//! (`warn-stale=true` in `FLIGHTREC`, [`set_warn`]). Then, however many
+//! there are, one stderr line names the first, counts the others and names
+//! `flightrec::assemble(dir, out)`, and each repository is named at most
+//! once in the life of the process (a second recording's start names only
+//! new ones). The `flightrec` command lists them when asked (`flightrec
+//! jcmd`, `flightrec assemble` with no argument), through
+//! [`stale_repositories`].
 //!
 //! A default repository named for this very process's pid that this image
 //! did not make was left by an earlier image of the same process that
@@ -25,7 +35,20 @@ use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use crate::base::sync::{AtomicBool, Mutex, Ordering};
 use crate::repository::files::{chunk_name_pid, euid};
+
+/// Whether the user asked for the stderr note (`warn-stale=true`).
+static WARN: AtomicBool = AtomicBool::new(false);
+/// The repositories this process has named on stderr already.
+static NOTED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Asks for (`true`) or stops (`false`) the stderr note naming other
+/// processes' leftover repositories when a recording starts (off by
+/// default; `warn-stale=` in `FLIGHTREC`).
+pub fn set_warn(on: bool) {
+    WARN.store(on, Ordering::Relaxed);
+}
 
 /// Whether process `pid` exists (a pid we may not signal exists too).
 fn process_alive(pid: u32) -> bool {
@@ -54,14 +77,23 @@ fn default_dir_pid(name: &str) -> Option<u32> {
 
 /// A directory holding chunks of an exited process, and that process.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Stale {
-    pub(crate) dir: PathBuf,
-    pub(crate) pid: u32,
+pub struct StaleRepository {
+    /// The repository.
+    pub dir: PathBuf,
+    /// The process that wrote (some of) its chunks and has exited.
+    pub pid: u32,
+}
+
+/// The default repositories under the temp directory (`$TMPDIR`, else
+/// `/tmp`) that belong to this user and hold chunks of a process that has
+/// exited, in path order: what `flightrec assemble` can recover.
+pub fn stale_repositories() -> Vec<StaleRepository> {
+    default_repositories(&std::env::temp_dir())
 }
 
 /// The chunks in `dir` written by a process other than this one that has
 /// exited: the first such process found.
-pub(crate) fn chunks_in(dir: &Path) -> Option<Stale> {
+pub(crate) fn chunks_in(dir: &Path) -> Option<StaleRepository> {
     let own = std::process::id();
     let mut pids: Vec<u32> = fs::read_dir(dir)
         .ok()?
@@ -71,7 +103,7 @@ pub(crate) fn chunks_in(dir: &Path) -> Option<Stale> {
     pids.sort_unstable();
     pids.dedup();
     let pid = pids.into_iter().find(|&pid| !process_alive(pid))?;
-    Some(Stale {
+    Some(StaleRepository {
         dir: dir.to_path_buf(),
         pid,
     })
@@ -79,12 +111,12 @@ pub(crate) fn chunks_in(dir: &Path) -> Option<Stale> {
 
 /// Default repositories under `temp` that belong to this user, hold chunk
 /// files, and whose process has exited.
-pub(crate) fn default_repositories(temp: &Path) -> Vec<Stale> {
+pub(crate) fn default_repositories(temp: &Path) -> Vec<StaleRepository> {
     let own = std::process::id();
     let Ok(entries) = fs::read_dir(temp) else {
         return Vec::new();
     };
-    let mut found: Vec<Stale> = entries
+    let mut found: Vec<StaleRepository> = entries
         .filter_map(|e| {
             let e = e.ok()?;
             let pid = default_dir_pid(e.file_name().to_str()?)?;
@@ -96,7 +128,7 @@ pub(crate) fn default_repositories(temp: &Path) -> Vec<Stale> {
                 c.ok()
                     .is_some_and(|c| c.file_name().to_str().and_then(chunk_name_pid).is_some())
             });
-            holds_chunks.then(|| Stale { dir: e.path(), pid })
+            holds_chunks.then(|| StaleRepository { dir: e.path(), pid })
         })
         .collect();
     found.sort_by(|a, b| a.dir.cmp(&b.dir));
@@ -105,7 +137,7 @@ pub(crate) fn default_repositories(temp: &Path) -> Vec<Stale> {
 
 /// The stderr line naming stale repositories: one line however many there
 /// are (the first one named, the others counted).
-pub(crate) fn hint(stale: &[Stale], under: &Path) -> Option<String> {
+pub(crate) fn hint(stale: &[StaleRepository], under: &Path) -> Option<String> {
     let first = stale.first()?;
     let more = match stale.len() - 1 {
         0 => String::new(),
@@ -120,10 +152,21 @@ pub(crate) fn hint(stale: &[Stale], under: &Path) -> Option<String> {
     ))
 }
 
-/// Prints [`hint`]'s one line, if anything is stale.
-pub(crate) fn print_hint(stale: &[Stale], under: &Path) {
-    if let Some(line) = hint(stale, under) {
+/// Prints [`hint`]'s one line for the repositories `find` returns that
+/// this process has not named yet, if the user asked ([`set_warn`]);
+/// otherwise looks at nothing.
+pub(crate) fn print_hint(find: impl FnOnce() -> Vec<StaleRepository>, under: &Path) {
+    if !WARN.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut noted = NOTED.lock();
+    let new: Vec<StaleRepository> = find()
+        .into_iter()
+        .filter(|s| !noted.contains(&s.dir))
+        .collect();
+    if let Some(line) = hint(&new, under) {
         eprintln!("{line}");
+        noted.extend(new.into_iter().map(|s| s.dir));
     }
 }
 
@@ -259,7 +302,7 @@ mod tests {
         let found = default_repositories(&base);
         assert_eq!(
             found,
-            vec![Stale {
+            vec![StaleRepository {
                 dir: stale.clone(),
                 pid: dead
             }]

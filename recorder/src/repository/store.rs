@@ -215,7 +215,7 @@ impl Repository {
                         stale::remove_own_leftovers(&temp);
                     });
                 }
-                stale::print_hint(&stale::default_repositories(&temp), &temp);
+                stale::print_hint(|| stale::default_repositories(&temp), &temp);
                 let dir =
                     make_temp_dir(&default_template(&temp)).map_err(|source| StartError::Io {
                         path: default_template(&temp),
@@ -237,10 +237,7 @@ impl Repository {
         // Checked also when just created: another user may have raced us.
         let handle = open_private_dir(&dir)?;
         if !created {
-            stale::print_hint(
-                &stale::chunks_in(&dir).into_iter().collect::<Vec<_>>(),
-                &dir,
-            );
+            stale::print_hint(|| stale::chunks_in(&dir).into_iter().collect(), &dir);
         }
         Ok(Self {
             dir,

@@ -33,6 +33,7 @@
 //! | `method-timing`  | FILTER                        | JEP 520: time the instrumented functions it selects (joined with `jdk.MethodTiming#filter`) |
 //! | `method-trace`   | FILTER                        | JEP 520: trace them (joined with `jdk.MethodTrace#filter`) |
 //! | `attach`         | `true`, `false` or `lazy`     | answer `jcmd` on the attach socket, from the start or (`lazy`) from the first `jcmd`'s SIGQUIT (default `false`; see `crate::attach`) |
+//! | `warn-stale`     | BOOL                          | name other, exited processes' leftover repositories on stderr when a recording starts, each once (default `false`: `flightrec jcmd` and `flightrec assemble` list them) |
 //! | `pyroscope`, `pyroscope.app`, `pyroscope.period`, `pyroscope.auth-env` | see `pyroscope.rs` | push to Grafana Pyroscope (feature `pyroscope`); the commas inside `pyroscope.app=NAME{k=v,...}` do not end it |
 //! | EVENT`#`SETTING  | per setting, below            | may repeat; later wins |
 //!
@@ -120,6 +121,10 @@ pub struct StartOptions {
     /// attach socket, from the start or (`lazy`) from the first `jcmd`'s
     /// SIGQUIT (see [`crate::attach`]).
     pub attach: Option<crate::config::builder::Attach>,
+    /// `warn-stale=BOOL`: name other, exited processes' leftover
+    /// repositories on stderr when a recording starts (see
+    /// [`crate::repository::set_warn_stale`]).
+    pub warn_stale: Option<bool>,
     /// `pyroscope=URL` and its `pyroscope.*` options: push each period's
     /// chunk to Grafana Pyroscope (feature `pyroscope`).
     #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
@@ -151,6 +156,7 @@ enum Key {
     MethodTiming,
     MethodTrace,
     Attach,
+    WarnStale,
     Pyroscope,
     PyroscopeApp,
     PyroscopePeriod,
@@ -179,6 +185,7 @@ impl Key {
             "method-timing" => Key::MethodTiming,
             "method-trace" => Key::MethodTrace,
             "attach" => Key::Attach,
+            "warn-stale" => Key::WarnStale,
             "pyroscope" => Key::Pyroscope,
             "pyroscope.app" => Key::PyroscopeApp,
             "pyroscope.period" => Key::PyroscopePeriod,
@@ -214,6 +221,7 @@ pub fn parse(text: &str) -> Result<StartOptions, OptionError> {
         signal: None,
         sample_own_threads: None,
         attach: None,
+        warn_stale: None,
         #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
         pyroscope: None,
         settings: Settings::new(),
@@ -320,6 +328,7 @@ pub fn parse(text: &str) -> Result<StartOptions, OptionError> {
             Key::MethodTiming => filters.push((name, "jdk.MethodTiming", value)),
             Key::MethodTrace => filters.push((name, "jdk.MethodTrace", value)),
             Key::Attach => o.attach = Some(attach_mode(name, value)?),
+            Key::WarnStale => o.warn_stale = Some(boolean(name, value)?),
             Key::Pyroscope => upload.url = Some((name, value)),
             Key::PyroscopeApp => upload.app = Some((name, value)),
             Key::PyroscopePeriod => upload.period = Some((name, value)),
@@ -500,6 +509,21 @@ mod tests {
             "FLIGHTREC: option `attach=yes`: expected true, false or lazy (listen from the \
              first jcmd's SIGQUIT)"
         );
+    }
+
+    #[test]
+    fn warn_stale_is_a_boolean_off_unless_given() {
+        assert_eq!(parse("name=x").unwrap().warn_stale, None);
+        assert_eq!(parse("warn-stale=true").unwrap().warn_stale, Some(true));
+        assert_eq!(parse("warn-stale=false").unwrap().warn_stale, Some(false));
+        assert_eq!(
+            err("warn-stale=yes").to_string(),
+            "FLIGHTREC: option `warn-stale=yes`: `yes` is not a boolean (expected true or false)"
+        );
+        assert!(matches!(
+            err("warn-stale=true,warn-stale=false"),
+            OptionError::DuplicateKey { .. }
+        ));
     }
 
     #[test]

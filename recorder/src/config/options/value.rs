@@ -27,6 +27,7 @@ pub(super) const KEYS: &[&str] = &[
     "method-timing",
     "method-trace",
     "attach",
+    "warn-stale",
     "pyroscope",
     "pyroscope.app",
     "pyroscope.period",
