@@ -15,11 +15,52 @@
 //!
 //! When no chunk can be used nothing is written and the command fails
 //! (one line, exit status 2) naming each chunk left out and why.
+//!
+//! With no argument, `flightrec assemble` lists the repositories that this
+//! user's killed processes left in the temp directory (`$TMPDIR`, else
+//! `/tmp`), one a line (`DIR  process PID, exited`); `flightrec jcmd`
+//! with no argument names them on stderr. This is where a process that
+//! links flightrec leaves that news: it says nothing about them on its
+//! own stderr unless asked (`warn-stale=true`).
 
 use std::io::{self, Write};
 use std::path::Path;
 
+use recorder::repository::stale_repositories;
 use recorder::{AssembleError, Assembled};
+
+/// `flightrec assemble` with no argument: each leftover repository, one a
+/// line, on `w`.
+///
+/// # Errors
+///
+/// `w` failed.
+pub fn list_stale(w: &mut dyn Write) -> io::Result<()> {
+    for s in stale_repositories() {
+        writeln!(w, "{}  process {}, exited", s.dir.display(), s.pid)?;
+    }
+    w.flush()
+}
+
+/// The note `flightrec jcmd` (no argument) writes on stderr: one line per
+/// leftover repository, naming the command that recovers it.
+///
+/// # Errors
+///
+/// `w` failed.
+pub fn note_stale(w: &mut dyn Write) -> io::Result<()> {
+    for s in stale_repositories() {
+        writeln!(
+            w,
+            "flightrec: {} holds chunks of process {}, which has exited: \
+             `flightrec assemble {} -o FILE` recovers them",
+            s.dir.display(),
+            s.pid,
+            s.dir.display()
+        )?;
+    }
+    w.flush()
+}
 
 /// Assembles `repository` into `out` and writes the report to `report`.
 ///

@@ -13,6 +13,7 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use regex::Regex;
@@ -116,6 +117,9 @@ enum Command {
         after_help = "Examples:\n  flightrec jcmd\n  flightrec jcmd 4211 JFR.start settings=profile\n  flightrec jcmd 4211 JFR.dump filename=/tmp/now.jfr\n  flightrec jcmd 4211 JFR.stop\n\nCommands: JFR.start, JFR.check, JFR.dump, JFR.stop, JFR.configure, VM.version, help\n(a JVM has more: `flightrec jcmd PID help`)."
     )]
     Jcmd {
+        /// Seconds the whole exchange may take (the reply is cut off then).
+        #[arg(long, default_value_t = 120)]
+        timeout: u64,
         /// The process (none: list them).
         pid: Option<u32>,
         /// The diagnostic command and its arguments (default `help`).
@@ -128,11 +132,13 @@ enum Command {
         after_help = "Example:\n  flightrec assemble /tmp/flightrec-4211-Xq3vZa -o recovered.jfr"
     )]
     Assemble {
-        /// The repository directory (the process's chunk files).
-        repository: PathBuf,
+        /// The repository directory (the process's chunk files); none:
+        /// list the repositories killed processes left in the temp
+        /// directory.
+        repository: Option<PathBuf>,
         /// The recording to write.
-        #[arg(short, long)]
-        output: PathBuf,
+        #[arg(short, long, required_unless_present = "repository")]
+        output: Option<PathBuf>,
     },
 }
 
@@ -173,7 +179,26 @@ fn main() -> ExitCode {
         }
     };
     let command = match cli.command {
-        Command::Assemble { repository, output } => {
+        Command::Assemble {
+            repository: None, ..
+        } => {
+            let mut out = io::stdout().lock();
+            return match assemble::list_stale(&mut out) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("flightrec: assemble: {e}");
+                    ExitCode::from(2)
+                }
+            };
+        }
+        Command::Assemble {
+            repository: Some(repository),
+            output,
+        } => {
+            let Some(output) = output else {
+                eprintln!("flightrec: assemble: -o FILE names the recording to write");
+                return ExitCode::from(2);
+            };
             return match assemble::run(&repository, &output, &mut io::stdout().lock()) {
                 Ok(_) => ExitCode::SUCCESS,
                 Err(e) => {
@@ -200,7 +225,11 @@ fn main() -> ExitCode {
                 }
             };
         }
-        Command::Jcmd { pid, command } => return run_jcmd(pid, &command),
+        Command::Jcmd {
+            timeout,
+            pid,
+            command,
+        } => return run_jcmd(pid, &command, Duration::from_secs(timeout)),
         other => other,
     };
     match run(command) {
@@ -218,15 +247,18 @@ fn main() -> ExitCode {
     }
 }
 
-/// `flightrec jcmd`: the list, or one command's reply (status 0: stdout,
-/// exit 0; refused by the process: stderr, exit 1; unreachable: exit 2).
-fn run_jcmd(pid: Option<u32>, command: &[String]) -> ExitCode {
+/// `flightrec jcmd`: the list (and the leftover repositories, on
+/// stderr), or one command's reply, streamed (status 0: stdout, exit 0;
+/// refused by the process: stderr, exit 1; unreachable, late or too long:
+/// exit 2).
+fn run_jcmd(pid: Option<u32>, command: &[String], timeout: Duration) -> ExitCode {
     let Some(pid) = pid else {
         let mut text = String::new();
         for t in jcmd::list() {
             text.push_str(&format!("{} {}\n", t.pid, t.command_line));
         }
         print!("{text}");
+        let _ = assemble::note_stale(&mut io::stderr().lock());
         return ExitCode::SUCCESS;
     };
     let line = if command.is_empty() {
@@ -234,15 +266,23 @@ fn run_jcmd(pid: Option<u32>, command: &[String]) -> ExitCode {
     } else {
         command.join(" ")
     };
-    match jcmd::send(pid, &line) {
-        Ok(reply) if reply.status == 0 => {
-            print!("{pid}:\n{}", reply.text);
-            ExitCode::SUCCESS
-        }
-        Ok(reply) => {
-            eprint!("{pid}:\n{}", reply.text);
-            ExitCode::from(1)
-        }
+    let limits = jcmd::Limits {
+        deadline: timeout,
+        ..jcmd::Limits::default()
+    };
+    let mut stdout = io::stdout().lock();
+    let mut stderr = io::stderr().lock();
+    let mut refused = false;
+    let mut notes = io::stderr();
+    let sent = jcmd::send_to(pid, &line, &limits, &mut notes, |status| {
+        refused = status != 0;
+        let w: &mut dyn io::Write = if refused { &mut stderr } else { &mut stdout };
+        write!(w, "{pid}:\n")?;
+        Ok(w)
+    });
+    match sent {
+        Ok(_) if refused => ExitCode::from(1),
+        Ok(_) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("flightrec: {e}");
             ExitCode::from(2)
