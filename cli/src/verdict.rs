@@ -61,10 +61,8 @@ impl Report {
                 ("started", Some(repository), _) => Verdict::Unfinished {
                     repository: repository.into(),
                 },
-                ("written", Some(file), None) => {
-                    // A path holding a tab was split: join it back.
-                    Verdict::Written(file.into())
-                }
+                ("written", Some(file), None) => Verdict::Written(file.into()),
+                // A path holding a tab was split: join it back.
                 ("written", Some(a), Some(b)) => Verdict::Written(format!("{a}\t{b}").into()),
                 ("failed", Some("destination"), Some(m)) => Verdict::Refused(m.to_owned()),
                 ("failed", Some(_), Some(m)) => Verdict::Failed(m.to_owned()),
