@@ -13,7 +13,7 @@
 //! * [`jcmd`]: a client of the attach protocol (flightrec processes and
 //!   JVMs).
 //! * [`record`]: running a program with `libflightrec.so` preloaded
-//!   ([`elf`]: whether it can be).
+//!   ([`elf`]: whether it can be; [`verdict`]: what its recorder reported).
 
 pub mod assemble;
 pub mod convert;
@@ -29,4 +29,5 @@ pub mod recording;
 pub mod stacks;
 pub mod summary;
 pub mod time;
+pub mod verdict;
 pub mod view;

@@ -108,7 +108,7 @@ enum Command {
     /// Record a program: runs it with flightrec preloaded, passes signals
     /// on, exits with its status.
     #[command(
-        after_help = "Examples:\n  flightrec record -o app.jfr -- ./app --port 8080\n  flightrec record --wall 20ms --duration 30s -o app.jfr -- ./app\n  flightrec flame app.jfr -o app.html\n\nThe program must be dynamically linked (a static one links libflightrec.a).\nPrograms it runs record into files of their own (app-<pid>.jfr)."
+        after_help = "Examples:\n  flightrec record -o app.jfr -- ./app --port 8080\n  flightrec record --wall 20ms --duration 30s -o app.jfr -- ./app\n  flightrec flame app.jfr -o app.html\n\nThe program must be dynamically linked (a static one links libflightrec.a).\nOnly the program records (and what it execs in place); --children records\nevery descendant too, into files of their own (app-<pid>.jfr)."
     )]
     Record(record::Args),
     /// Control a running flightrec process or JVM (the HotSpot attach
@@ -210,12 +210,8 @@ fn main() -> ExitCode {
         Command::Record(args) => {
             return match record::run(&args) {
                 Ok(done) => {
-                    match &done.file {
-                        Some(f) => eprintln!("flightrec: recording written to {}", f.display()),
-                        None => eprintln!(
-                            "flightrec: no recording at {}: the program ended before writing it",
-                            done.asked.display()
-                        ),
+                    for line in &done.lines {
+                        eprintln!("flightrec: {line}");
                     }
                     ExitCode::from(done.ended.code())
                 }

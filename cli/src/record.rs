@@ -22,11 +22,32 @@
 //! is the root of its own tree of recordings), and otherwise the
 //! caller's environment, standard streams and working directory.
 //!
-//! Children the program `exec`s inherit both variables: each records into
-//! its own file, the output's name with `-<pid>` before the extension
-//! (`app-4212.jfr`); a child that clears its environment records nothing.
-//! A program that `exec`s another keeps its pid and so writes the plain
-//! output file.
+//! # Which processes record
+//!
+//! The program records, and so does every image it `exec`s in place (it
+//! keeps its pid; the last one writes the output file). The processes it
+//! starts inherit both variables but run bare by default: their recorder
+//! starts nothing (no thread, no repository, no file, no line on stderr),
+//! so a launcher such as a pyenv shim or a shell script leaves one file,
+//! the program's. With `--children` (`children=true`) every descendant
+//! that loads the library records too, into the output's name with
+//! `-<pid>` before the extension (`app-4212.jfr`); one that clears its
+//! environment records nothing.
+//!
+//! # What was written
+//!
+//! `flightrec record` makes an empty report file in a `0700` directory of
+//! its own and names it in `FLIGHTREC` (`report=PATH`); each recorder
+//! appends what it did (see [`crate::verdict`]). "recording written to X"
+//! is said only when the program's recorder reported X written: never for
+//! a file already there. Otherwise the last line says why nothing was
+//! recorded and what to do: the recorder refused the output (another
+//! user's file or link), the program left by `_exit` (as dash does) or
+//! `exec`ed a program that does not record (then the chunks it flushed
+//! are in its repository, and the line gives the `flightrec assemble`
+//! command that recovers them), or no recorder ran (a setuid, setgid or
+//! file-capability program, which the loader starts in secure mode without
+//! `LD_PRELOAD`).
 //!
 //! # Signals and status
 //!
@@ -52,6 +73,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::elf::{self, Linkage};
+use crate::verdict::{self, Report, Verdict};
 
 /// The flags of `flightrec record`.
 #[derive(Debug, Clone, clap::Args)]
@@ -94,6 +116,12 @@ pub struct Args {
     /// Answer `jcmd` (`flightrec jcmd PID ...`) while the program runs.
     #[arg(long)]
     pub attach: bool,
+    /// Record every descendant too, each into the output's name with
+    /// `-<pid>` before the extension (`app-4212.jfr`). Without it only the
+    /// program records (and what it `exec`s in place); the processes it
+    /// starts run as they would unrecorded.
+    #[arg(long)]
+    pub children: bool,
     /// The program and its arguments.
     #[arg(
         required = true,
@@ -139,15 +167,19 @@ impl Ended {
     }
 }
 
-/// What [`run`] did: how the program ended and where its file is.
+/// What [`run`] did: how the program ended and what its recorder (and
+/// those of its descendants) reported.
 #[derive(Debug)]
 pub struct Outcome {
     /// How the program ended.
     pub ended: Ended,
-    /// The recording file (absolute), if the program wrote it.
+    /// The recording file (absolute), if this run's recorder wrote it.
     pub file: Option<PathBuf>,
     /// The file that was asked for (absolute).
     pub asked: PathBuf,
+    /// The lines to end with: what was written, or why nothing was, and
+    /// what to do (the last is the program's).
+    pub lines: Vec<String>,
 }
 
 /// The `FLIGHTREC` option string for `args`, writing to `output`
@@ -206,6 +238,9 @@ pub fn options(args: &Args, output: &Path) -> Result<String, Error> {
     }
     if args.attach {
         push("--attach", "attach", "true")?;
+    }
+    if args.children {
+        push("--children", "children", "true")?;
     }
     let text = parts.join(",");
     if let Err(e) = recorder::options::parse(&text) {
@@ -298,7 +333,8 @@ pub fn run(args: &Args) -> Result<Outcome, Error> {
         .unwrap_or_else(|| PathBuf::from("flightrec-%p.jfr"));
     let output =
         std::path::absolute(&output).map_err(|e| Error(format!("-o {}: {e}", output.display())))?;
-    let flightrec = options(args, &output)?;
+    let report = ReportFile::create()?;
+    let flightrec = format!("{},report={}", options(args, &output)?, report.path_text()?);
     let mut preload = OsString::from(library.as_os_str());
     if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
         preload.push(":");
@@ -329,8 +365,89 @@ pub fn run(args: &Args) -> Result<Outcome, Error> {
     let ended = forwarded.wait_forwarding(pid);
     drop(child);
     let asked = PathBuf::from(output.to_string_lossy().replace("%p", &pid.to_string()));
-    let file = asked.is_file().then(|| asked.clone());
-    Ok(Outcome { ended, file, asked })
+    // What this run's recorders reported, never what lies at `asked`.
+    let report = Report::parse(&report.read());
+    let root = pid as u32;
+    let file = match report.of(root) {
+        Verdict::Written(f) => Some(f),
+        _ => None,
+    };
+    let lines = verdict::lines(&report, root, ended, &exe, &asked, args.children);
+    Ok(Outcome {
+        ended,
+        file,
+        asked,
+        lines,
+    })
+}
+
+/// The report file the recorders append to (see [`crate::verdict`]): in
+/// a `0700` directory made for this run (`mkdtemp`), created `0600` and
+/// empty; both are removed when this is dropped.
+struct ReportFile {
+    dir: PathBuf,
+    file: PathBuf,
+}
+
+impl ReportFile {
+    fn create() -> Result<Self, Error> {
+        use std::os::unix::ffi::OsStringExt;
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut base = std::env::temp_dir();
+        if base.to_str().is_none_or(|b| b.contains(',')) {
+            // FLIGHTREC's values cannot hold `,`.
+            base = PathBuf::from("/tmp");
+        }
+        let template = base.join("flightrec-record-XXXXXX");
+        let mut bytes = template.into_os_string().into_vec();
+        bytes.push(0);
+        // SAFETY: `bytes` is a writable NUL-terminated template ending in
+        // six `X`s, which mkdtemp replaces in place.
+        let made = unsafe { libc::mkdtemp(bytes.as_mut_ptr().cast()) };
+        if made.is_null() {
+            return fail(format!(
+                "cannot make a directory in {} for the recorder's report: {}",
+                base.display(),
+                std::io::Error::last_os_error()
+            ));
+        }
+        bytes.pop();
+        let dir = PathBuf::from(OsString::from_vec(bytes));
+        let file = dir.join("report");
+        let made = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&file);
+        let this = Self { dir, file };
+        if let Err(e) = made {
+            return fail(format!("cannot create {}: {e}", this.file.display()));
+        }
+        Ok(this)
+    }
+
+    fn path_text(&self) -> Result<&str, Error> {
+        match self.file.to_str() {
+            Some(p) if !p.contains(',') => Ok(p),
+            _ => fail(format!(
+                "the report path {} is not UTF-8 or holds ','",
+                self.file.display()
+            )),
+        }
+    }
+
+    fn read(&self) -> String {
+        std::fs::read(&self.file)
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for ReportFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.file);
+        let _ = std::fs::remove_dir(&self.dir);
+    }
 }
 
 /// The signals passed on to the program.

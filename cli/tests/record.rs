@@ -8,7 +8,8 @@
 //!   recorder writes the file and the program dies of the signal, so
 //!   `flightrec` exits 143 and `jfr summary` reads the file.
 //! * `python3 -c` and `sort` give the same standard output and status as
-//!   without recording.
+//!   without recording, and write one file (`python3` may be a shim that
+//!   runs children: they are not recorded).
 //! * A statically linked program, an unknown command and bad flags are
 //!   refused in one line with status 2, before anything runs.
 
@@ -183,6 +184,14 @@ fn runs_unchanged(name: &str, cmd: &[&str]) {
         last_line(&recorded),
         format!("flightrec: recording written to {}", file.display())
     );
+    // Only the program records, not the children a launcher runs (here
+    // `python3` may be a pyenv shim, a bash script of several children).
+    let recordings: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".jfr"))
+        .collect();
+    assert_eq!(recordings, ["out.jfr"], "one recording");
     // One `jfr summary` (the other tests put files through every reader).
     let summary = flightrec_testkit::Summary::parse(
         &flightrec_testkit::jfr().run_text(&[std::ffi::OsStr::new("summary"), file.as_os_str()]),

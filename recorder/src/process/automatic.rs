@@ -16,7 +16,7 @@ use crate::config::builder::{RecordingConfig, StartError};
 use crate::config::options::{self, OptionError, StartOptions};
 use crate::lifecycle::handle::Recording;
 use crate::lifecycle::outcome::{RecordingError, RecordingSummary};
-use crate::process::shutdown;
+use crate::process::{report, shutdown};
 
 /// The automatic recordings, each with whether it writes its file at exit
 /// (`dumponexit`), and the settings it was given (for the stop's report of
@@ -179,8 +179,10 @@ fn start(
     dump_on_exit: bool,
 ) -> Result<u64, AutoStartError> {
     let settings = config.settings.clone();
+    let file = config.destination.clone();
     let rec = Recording::start(config).map_err(AutoStartError::Start)?;
     let id = rec.id();
+    report::started(id, rec.repository(), file.as_deref());
     AUTO_PID.store(u64::from(std::process::id()), Ordering::Relaxed);
     AUTO.lock().push((rec, dump_on_exit, settings));
     if let Some(d) = duration.filter(|d| !d.is_zero()) {
@@ -266,6 +268,7 @@ fn take_and_stop(id: Option<u64>, write: bool) -> Option<Result<RecordingSummary
         };
         auto.remove(at)
     };
+    let id = rec.id();
     let unused = crate::event::registry::registry().unregistered(&settings);
     if !unused.is_empty() {
         let shown: Vec<String> = unused.iter().take(5).map(|e| format!("`{e}`")).collect();
@@ -280,7 +283,7 @@ fn take_and_stop(id: Option<u64>, write: bool) -> Option<Result<RecordingSummary
             shown.join(", ")
         );
     }
-    Some(if write || dump_on_exit {
+    let result = if write || dump_on_exit {
         rec.stop_with_reason(if write {
             "Recording duration elapsed"
         } else {
@@ -288,7 +291,9 @@ fn take_and_stop(id: Option<u64>, write: bool) -> Option<Result<RecordingSummary
         })
     } else {
         rec.stop_without_writing()
-    })
+    };
+    report::stopped(id, &result);
+    Some(result)
 }
 
 /// Stops every automatic recording as the process ends (writing the files

@@ -14,9 +14,11 @@
 //! `filename` in a missing or unwritable directory fails the start, naming
 //! the path and why. Settings for an event type that never registered
 //! while recording are named on stderr at the stop (a type may register
-//! after the start, and then gets its settings). A child that inherits
-//! `FLIGHTREC` writes its own file (`-<pid>` before the extension; see
-//! `exec_child.rs`). An invalid option string is reported on stderr (naming
+//! after the start, and then gets its settings). A descendant that
+//! inherits `FLIGHTREC` runs bare unless it holds `children=true`, and then
+//! writes its own file (`-<pid>` before the extension; see
+//! `exec_child.rs`). With `report=PATH` the start, the file written and any
+//! failure are also appended to that file (see `report.rs`). An invalid option string is reported on stderr (naming
 //! the option and why) and nothing is started; programs that want the error
 //! call [`start_from_env`] themselves.
 //!
@@ -35,21 +37,42 @@ use crate::config::builder::StartError;
 use crate::config::options;
 use crate::config::options::StartOptions;
 use crate::process::automatic::{config_from_options, holds_any, start_with};
+use crate::process::{exec_child, report};
 
 pub use crate::process::automatic::{AutoStartError, stop_auto, stop_auto_checked, with_auto};
 
 /// Reads `FLIGHTREC` and, if set, starts the recording it describes (after
 /// its `delay`, on a background thread). Returns whether one was started or
 /// scheduled.
+///
+/// A descendant that inherited `FLIGHTREC` (see
+/// [`exec_child`](crate::process::exec_child)) starts nothing and says
+/// nothing, not even about an invalid string (its root said it), unless
+/// the string holds `children=true`; then it writes its own file.
 pub fn start_from_env() -> Result<bool, AutoStartError> {
-    let Some(mut opts) = options::from_env().map_err(AutoStartError::Options)? else {
-        return Ok(false);
+    let descendant = exec_child::descendant();
+    let mut opts = match options::from_env() {
+        Ok(Some(opts)) => opts,
+        Ok(None) => return Ok(false),
+        Err(_) if descendant => return Ok(false),
+        Err(e) => return Err(AutoStartError::Options(e)),
     };
+    if descendant && opts.children != Some(true) {
+        return Ok(false);
+    }
+    if let Some(path) = &opts.report {
+        report::set_path(path);
+    }
     // A child that inherited `FLIGHTREC` writes its own file.
-    opts.filename = opts
-        .filename
-        .map(|f| crate::process::exec_child::own_filename(&f));
-    start_first(&opts)?;
+    opts.filename = opts.filename.map(|f| exec_child::own_filename(&f));
+    if let Err(e) = start_first(&opts) {
+        let what = match &e {
+            AutoStartError::Start(StartError::Destination { .. }) => report::Failure::Destination,
+            _ => report::Failure::Start,
+        };
+        report::failed(what, &e.to_string());
+        return Err(e);
+    }
     Ok(true)
 }
 
@@ -92,7 +115,7 @@ extern "C" fn autostart() {
     }
     let _ = std::panic::catch_unwind(|| {
         // SAFETY: before `main`: no other thread reads the environment.
-        unsafe { crate::process::exec_child::mark_root() };
+        unsafe { exec_child::mark_root() };
         if let Err(e) = start_from_env() {
             eprintln!("flightrec: {e}");
         }

@@ -1,21 +1,29 @@
-//! Processes that inherit `FLIGHTREC` (children a program `exec`s with its
-//! environment, e.g. under `LD_PRELOAD=libflightrec.so`) record into files
-//! of their own instead of overwriting their ancestor's.
+//! Processes that inherit `FLIGHTREC` (children a program starts with its
+//! environment, e.g. under `LD_PRELOAD=libflightrec.so`): by default they
+//! run bare; with `children=true` each records into a file of its own
+//! instead of overwriting its ancestor's.
 //!
 //! Policy: the process whose constructor first sees `FLIGHTREC` records
-//! itself into `FLIGHTREC_ROOT_PID` (its pid; the variable is added to its
-//! environment before `main`, nothing else of it is changed). A process
-//! that finds that variable naming another pid is a descendant: unless its
-//! `filename` already holds `%p`, `-%p` goes before the file's extension
-//! (`app.jfr` becomes `app-<pid>.jfr`), so each child writes its own file.
-//! A program that `exec`s keeps its pid, so the last image of the root
-//! process writes the plain `filename`, as before. (A default repository
-//! an earlier image left at its `exec` is removed by the next image: see
-//! `stale.rs`.)
+//! itself and is named in `FLIGHTREC_ROOT_PID` (its pid; the variable is
+//! added to its environment before `main`, nothing else of it is changed).
+//! A program that `exec`s keeps its pid, so every image the root process
+//! `exec`s in place records too, and its last image writes the plain
+//! `filename`. (A default repository an earlier image left at its `exec`
+//! is removed by the next image: see `stale.rs`.) A process that finds that
+//! variable naming another pid is a descendant:
+//!
+//! * without `children=true` (the default) its constructor starts nothing
+//!   and prints nothing: no recorder thread, no repository, no file, no
+//!   line on stderr. The library stays loaded (it is in the inherited
+//!   `LD_PRELOAD`, which is left alone so that the root's own `exec`s
+//!   still record), and its interposers pass every call through.
+//! * with `children=true`, unless its `filename` already holds `%p`, `-%p`
+//!   goes before the file's extension (`app.jfr` becomes `app-<pid>.jfr`),
+//!   so each descendant writes its own file.
 //!
 //! Invariant: only the constructor, before `main` and so before any thread
-//! of the host can read the environment, adds the variable; a descendant's
-//! file name always holds its own pid.
+//! of the host can read the environment, adds the variable; a descendant
+//! records only if asked to, and then its file name holds its own pid.
 
 use std::path::{Path, PathBuf};
 
@@ -39,7 +47,7 @@ pub(crate) unsafe fn mark_root() {
 
 /// Whether this process inherited `FLIGHTREC` from another (its root's
 /// pid is in [`ROOT_VAR`] and is not its own).
-fn descendant() -> bool {
+pub(crate) fn descendant() -> bool {
     std::env::var(ROOT_VAR)
         .ok()
         .and_then(|v| v.parse::<u32>().ok())

@@ -14,6 +14,7 @@ pub(crate) mod fork;
 #[doc(hidden)]
 pub mod panic_guard;
 pub(crate) mod panics;
+pub(crate) mod report;
 pub(crate) mod shutdown;
 // `pub` for `crate::__signal_hook`, the C library's interposers' path.
 #[doc(hidden)]

@@ -32,6 +32,8 @@
 //! | `sample-own-threads` | BOOL                      | sample flightrec's own `flightrec-*` threads too (default `false`) |
 //! | `method-timing`  | FILTER                        | JEP 520: time the instrumented functions it selects (joined with `jdk.MethodTiming#filter`) |
 //! | `method-trace`   | FILTER                        | JEP 520: trace them (joined with `jdk.MethodTrace#filter`) |
+//! | `children`       | BOOL                          | a descendant that inherits `FLIGHTREC` records too, into `name-<pid>.ext` (default `false`: it runs bare; see `crate::process::exec_child`) |
+//! | `report`         | PATH                          | an existing regular file to append one line to at each start, file written and failure (`flightrec record` reads it; see `crate::process::report`) |
 //! | `attach`         | `true`, `false` or `lazy`     | answer `jcmd` on the attach socket, from the start or (`lazy`) from the first `jcmd`'s SIGQUIT (default `false`; see `crate::attach`) |
 //! | `warn-stale`     | BOOL                          | name other, exited processes' leftover repositories on stderr when a recording starts, each once (default `false`: `flightrec jcmd` and `flightrec assemble` list them) |
 //! | `pyroscope`, `pyroscope.app`, `pyroscope.period`, `pyroscope.auth-env` | see `pyroscope.rs` | push to Grafana Pyroscope (feature `pyroscope`); the commas inside `pyroscope.app=NAME{k=v,...}` do not end it |
@@ -117,6 +119,12 @@ pub struct StartOptions {
     /// `sample-own-threads=BOOL`: sample flightrec's own threads too (see
     /// [`crate::sampler::set_sample_own_threads`]).
     pub sample_own_threads: Option<bool>,
+    /// `children=BOOL`: whether a descendant that inherited `FLIGHTREC`
+    /// records too (see `crate::process::exec_child`); `None` is `false`.
+    pub children: Option<bool>,
+    /// `report=PATH`: an existing file the recorder appends its report
+    /// lines to (see `crate::process::report`).
+    pub report: Option<PathBuf>,
     /// `attach=true|false|lazy`: answer the JDK's `jcmd` on the HotSpot
     /// attach socket, from the start or (`lazy`) from the first `jcmd`'s
     /// SIGQUIT (see [`crate::attach`]).
@@ -153,6 +161,8 @@ enum Key {
     PreserveRepository,
     Signal,
     SampleOwnThreads,
+    Children,
+    Report,
     MethodTiming,
     MethodTrace,
     Attach,
@@ -182,6 +192,8 @@ impl Key {
             "preserve-repository" => Key::PreserveRepository,
             "signal" => Key::Signal,
             "sample-own-threads" => Key::SampleOwnThreads,
+            "children" => Key::Children,
+            "report" => Key::Report,
             "method-timing" => Key::MethodTiming,
             "method-trace" => Key::MethodTrace,
             "attach" => Key::Attach,
@@ -220,6 +232,8 @@ pub fn parse(text: &str) -> Result<StartOptions, OptionError> {
         dump_on_exit: None,
         signal: None,
         sample_own_threads: None,
+        children: None,
+        report: None,
         attach: None,
         warn_stale: None,
         #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
@@ -323,6 +337,8 @@ pub fn parse(text: &str) -> Result<StartOptions, OptionError> {
                 );
             }
             Key::SampleOwnThreads => o.sample_own_threads = Some(boolean(name, value)?),
+            Key::Children => o.children = Some(boolean(name, value)?),
+            Key::Report => o.report = Some(value.into()),
             Key::Repository => o.repository = Some(value.into()),
             Key::PreserveRepository => o.preserve_repository = Some(boolean(name, value)?),
             Key::MethodTiming => filters.push((name, "jdk.MethodTiming", value)),
@@ -493,6 +509,14 @@ mod tests {
         let own = parse("sample-own-threads=true").unwrap();
         assert_eq!(own.sample_own_threads, Some(true));
         assert!(parse("sample-own-threads=yes").is_err());
+        let tree = parse("children=true,report=/r/report").unwrap();
+        assert_eq!(tree.children, Some(true));
+        assert_eq!(
+            tree.report.as_deref(),
+            Some(std::path::Path::new("/r/report"))
+        );
+        assert_eq!(parse("").unwrap().children, None);
+        assert!(parse("children=all").is_err());
         assert_eq!(o.settings, parse("settings=default").unwrap().settings);
     }
 

@@ -24,6 +24,8 @@ pub(super) const KEYS: &[&str] = &[
     "preserve-repository",
     "signal",
     "sample-own-threads",
+    "children",
+    "report",
     "method-timing",
     "method-trace",
     "attach",
