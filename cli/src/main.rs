@@ -76,7 +76,7 @@ enum Command {
     },
     /// An interactive flame graph (search, zoom, tooltips), SVG or HTML.
     #[command(
-        after_help = "Examples:\n  flightrec flame app.jfr -o app.html\n  flightrec flame app.jfr --event alloc --reverse -o alloc.svg\n  flightrec flame app.jfr --event wall --state STATE_RUNNABLE --threads -o wall.html"
+        after_help = "Examples:\n  flightrec flame app.jfr -o app.html\n  flightrec flame app.jfr --event alloc --reverse -o alloc.svg\n  flightrec flame app.jfr --event wall --state STATE_RUNNABLE --threads -o wall.html\n  flightrec flame --diff before.jfr after.jfr -o diff.html"
     )]
     Flame {
         /// The recording.
@@ -89,6 +89,10 @@ enum Command {
         /// Icicle graph: roots at the top.
         #[arg(long)]
         reverse: bool,
+        /// A differential graph against this recording (the base): the
+        /// frames of FILE, red where their share grew, blue where it shrank.
+        #[arg(long, value_name = "BASE.jfr")]
+        diff: Option<PathBuf>,
     },
     /// A profile for other tools: pprof (`.pb.gz`), collapsed stacks
     /// (`.collapsed`, `.txt`) or Speedscope (`.speedscope.json`).
@@ -310,6 +314,7 @@ fn run(command: Command) -> Result<(), CliError> {
             output,
             select,
             reverse,
+            diff,
         } => {
             let html = match extension(&output) {
                 "html" | "htm" => true,
@@ -330,8 +335,29 @@ fn run(command: Command) -> Result<(), CliError> {
                     .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
                 kind_name(profile.kind)
             );
-            write_file(&output, |w| {
-                flame::write(&profile, select.threads, reverse, &title, html, w)
+            let title = match &diff {
+                None => title,
+                Some(b) => format!(
+                    "{title} (differential: against {})",
+                    b.file_name()
+                        .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+                ),
+            };
+            let base = match &diff {
+                None => None,
+                Some(b) => {
+                    let mut base = Recording::open(b)?;
+                    let mut sel = select.resolve(&mut base)?;
+                    // The base's events of the same kind as FILE's.
+                    sel.kind = profile.kind;
+                    Some(profile::collect(&mut base, &sel)?)
+                }
+            };
+            write_file(&output, |w| match &base {
+                None => flame::write(&profile, select.threads, reverse, &title, html, w),
+                Some(base) => {
+                    flame::write_diff(base, &profile, select.threads, reverse, &title, html, w)
+                }
             })?;
             eprintln!(
                 "flightrec: {} events ({} stacks) drawn into {}",
