@@ -21,7 +21,9 @@ use flightrec_cli::error::CliError;
 use flightrec_cli::profile::{self, Select};
 use flightrec_cli::recording::Recording;
 use flightrec_cli::stacks::Kind;
-use flightrec_cli::{assemble, convert, flame, jcmd, metadata, print, record, summary, view};
+use flightrec_cli::{
+    assemble, convert, flame, jcmd, metadata, print, record, report, summary, view,
+};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -93,6 +95,16 @@ enum Command {
         /// frames of FILE, red where their share grew, blue where it shrank.
         #[arg(long, value_name = "BASE.jfr")]
         diff: Option<PathBuf>,
+    },
+    /// One self-contained HTML page: overview, heatmap, flame graph,
+    /// thread lanes, findings and an event browser.
+    #[command(after_help = "Example:\n  flightrec report app.jfr -o report.html")]
+    Report {
+        /// The recording.
+        file: PathBuf,
+        /// The page to write (`.html`).
+        #[arg(short, long)]
+        output: PathBuf,
     },
     /// A profile for other tools: pprof (`.pb.gz`), collapsed stacks
     /// (`.collapsed`, `.txt`) or Speedscope (`.speedscope.json`).
@@ -365,6 +377,21 @@ fn run(command: Command) -> Result<(), CliError> {
                 profile.stacks.len(),
                 output.display()
             );
+            Ok(())
+        }
+        Command::Report { file, output } => {
+            let mut rec = Recording::open(&file)?;
+            let title = file
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+            let err = |source| CliError::Output {
+                path: output.clone(),
+                source,
+            };
+            let mut w = BufWriter::new(File::create(&output).map_err(err)?);
+            report::write(&mut rec, &title, &mut w)?;
+            w.flush().map_err(err)?;
+            eprintln!("flightrec: report written to {}", output.display());
             Ok(())
         }
         Command::Convert {

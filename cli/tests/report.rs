@@ -195,3 +195,236 @@ fn flame_diff_colours_the_changed_functions() {
         }
     }
 }
+
+/// An `alloc_lock` recording (allocation samples, contended lock `orders`).
+fn alloc_lock() -> &'static Path {
+    static FILE: OnceLock<PathBuf> = OnceLock::new();
+    FILE.get_or_init(|| {
+        let file = temp_dir("cli-report-alloc").join("alloc.jfr");
+        run_example(
+            "alloc_lock",
+            &["--out", file.to_str().unwrap(), "--seconds", "2"],
+        );
+        file
+    })
+}
+
+/// An `always_on` recording (a long-running service's custom events).
+fn always_on() -> PathBuf {
+    let file = temp_dir("cli-report-always").join("always.jfr");
+    run_example(
+        "always_on",
+        &["--out", file.to_str().unwrap(), "--seconds", "2"],
+    );
+    file
+}
+
+/// A HotSpot recording of a small Java program (JDK 25's `java`).
+fn hotspot() -> PathBuf {
+    let dir = temp_dir("cli-report-hotspot");
+    let src = dir.join("Burn.java");
+    std::fs::write(
+        &src,
+        "public class Burn {\n\
+         static long fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }\n\
+         public static void main(String[] a) {\n\
+           long end = System.currentTimeMillis() + 2000, s = 0;\n\
+           while (System.currentTimeMillis() < end) s += fib(22);\n\
+           System.out.println(s);\n\
+         }\n}\n",
+    )
+    .unwrap();
+    let file = dir.join("hs.jfr");
+    let run = Command::new(jfr().java_path())
+        .arg(format!(
+            "-XX:StartFlightRecording:filename={},settings=profile",
+            file.display()
+        ))
+        .arg(&src)
+        .output()
+        .expect("run java");
+    assert!(
+        run.status.success() && file.exists(),
+        "java failed: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    file
+}
+
+/// Writes the report of `file`; returns the page.
+fn report_of(file: &Path, name: &str) -> PathBuf {
+    let page = temp_dir(&format!("cli-report-page-{name}")).join(format!("{name}.html"));
+    ok(&[
+        "report",
+        file.to_str().unwrap(),
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    page
+}
+
+/// What every report must show: no error, a flame graph of at least
+/// 1,300 px in a 1,400 px window, a lane per thread.
+const COMMON_PROBE: &str = "var D = report.data;\
+    r.flameWidth = document.querySelector('#flame-graph canvas').getBoundingClientRect().width;\
+    r.cells = D.cells; r.cell = D.cell;\
+    r.lanes = D.lanes.map(function (l) { return D.threads[l.thread]; });\
+    r.findings = D.findings.map(function (f) { return f.text; });\
+    r.listed = document.querySelectorAll('#findings li').length;\
+    r.total = report.total();";
+
+fn assert_common(r: &Value) {
+    let width = r["flameWidth"].as_f64().unwrap();
+    assert!(
+        width >= 1300.0,
+        "the flame graph is {width} px wide at 1,400 px"
+    );
+    assert_eq!(
+        r["listed"].as_u64(),
+        r["findings"].as_array().map(|f| f.len() as u64),
+        "the page lists every finding"
+    );
+    let lanes: Vec<&str> = r["lanes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    let mut unique = lanes.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), lanes.len(), "one lane per thread: {lanes:?}");
+}
+
+/// `cpu_profile`: a range of the heatmap gives the flame graph the count
+/// `flightrec flame --from --to` gives the same range; the search's share
+/// of the hottest function is `view cpu-time-hot-methods`'s; the findings
+/// name it; the sampled threads have lanes.
+#[test]
+fn report_of_cpu_profile_selects_searches_and_finds_the_hottest_function() {
+    let f = cpu_profile(false);
+    let page = report_of(f, "cpu");
+    let view = String::from_utf8(ok(&["view", "cpu-time-hot-methods", f.to_str().unwrap()]).stdout)
+        .unwrap();
+    let hottest = view
+        .lines()
+        .find(|l| l.trim_start().starts_with("cpu_profile."))
+        .and_then(|l| l.split('(').next())
+        .expect("a hot method")
+        .trim()
+        .to_owned();
+    let share = hot_share(f, &hottest);
+    let probe = format!(
+        "{COMMON_PROBE}\
+         var a = Math.floor(D.cells / 4), b = Math.floor(D.cells * 3 / 4);\
+         report.select(a, b); r.from = a; r.to = b; r.range = report.total();\
+         r.shown = document.getElementById('flame-total').getAttribute('data-total');\
+         report.clear(); report.search('{}');\
+         r.matched = report.matched(); r.self = report.matchedSelf();",
+        hottest.replace('.', "\\\\.")
+    );
+    let r = render(&page, &probe);
+    assert_common(&r);
+    let cell_ms = r["cell"].as_i64().unwrap() / 1_000_000;
+    let (from, to) = (
+        r["from"].as_i64().unwrap() * cell_ms,
+        r["to"].as_i64().unwrap() * cell_ms,
+    );
+    let counted = flightrec(&[
+        "flame",
+        f.to_str().unwrap(),
+        "--from",
+        &format!("{from}ms"),
+        "--to",
+        &format!("{to}ms"),
+        "-o",
+        page.with_extension("range.html").to_str().unwrap(),
+    ]);
+    let said = String::from_utf8_lossy(&counted.stderr);
+    let n: f64 = said
+        .split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("flame said: {said}"));
+    assert!(n > 0.0, "no samples in {from}..{to} ms");
+    assert_eq!(
+        r["range"].as_f64(),
+        Some(n),
+        "the page's total of {from}..{to} ms"
+    );
+    assert_eq!(r["shown"].as_str().and_then(|s| s.parse().ok()), Some(n));
+    assert!(
+        r["total"].as_f64().unwrap() > n,
+        "the whole recording has more"
+    );
+    // The view counts samples whose top frame is the method: the search's
+    // share as the top frame; its inclusive share is at least that.
+    let matched: f64 = r["self"]
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .expect("a matched share");
+    assert!(
+        (matched - share).abs() < 0.006,
+        "search for {hottest}: {matched}% in the page, {share}% in view cpu-time-hot-methods"
+    );
+    let inclusive: f64 = r["matched"].as_str().and_then(|s| s.parse().ok()).unwrap();
+    assert!(
+        inclusive >= matched,
+        "{inclusive}% inclusive, {matched}% as the top frame"
+    );
+    let function = hottest.rsplit('.').next().unwrap();
+    assert!(
+        r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t.as_str().unwrap().contains(function)),
+        "no finding names {function}: {}",
+        r["findings"]
+    );
+    for t in ["burn-heavy", "burn-light", "fast-server", "slow-server"] {
+        assert!(
+            r["lanes"].as_array().unwrap().iter().any(|l| l == t),
+            "no lane {t}: {}",
+            r["lanes"]
+        );
+    }
+}
+
+#[test]
+fn report_of_alloc_lock_names_the_contended_lock() {
+    let r = render(&report_of(alloc_lock(), "alloc"), COMMON_PROBE);
+    assert_common(&r);
+    let findings = r["findings"].as_array().unwrap();
+    assert!(
+        findings.iter().any(|t| {
+            let t = t.as_str().unwrap();
+            t.starts_with("Lock contention") && t.contains("orders")
+        }),
+        "no finding names the lock orders: {findings:?}"
+    );
+    assert!(
+        findings
+            .iter()
+            .any(|t| t.as_str().unwrap().starts_with("Allocation pressure")),
+        "no allocation finding: {findings:?}"
+    );
+}
+
+#[test]
+fn report_of_always_on_renders() {
+    let r = render(&report_of(&always_on(), "always"), COMMON_PROBE);
+    assert_common(&r);
+}
+
+#[test]
+fn report_of_a_hotspot_recording_renders() {
+    let r = render(&report_of(&hotspot(), "hotspot"), COMMON_PROBE);
+    assert_common(&r);
+    assert!(
+        r["lanes"].as_array().unwrap().iter().any(|l| l == "main"),
+        "no lane of the main thread: {}",
+        r["lanes"]
+    );
+    assert!(r["total"].as_f64().unwrap() > 0.0, "no samples drawn");
+}
