@@ -62,6 +62,9 @@ const KINDS: [(Kind, &str); 4] = [
     (Kind::Lock, "lock"),
 ];
 
+/// (cell, stack id, thread name id) → (weight, events).
+pub(crate) type Entries = HashMap<(u32, u32, u32), (i64, u64)>;
+
 /// One duration event of a lane.
 struct LaneEvent {
     type_name: Arc<str>,
@@ -87,7 +90,7 @@ pub(crate) struct Collected {
     pub(crate) cell: i64,
     pub(crate) cells: i64,
     /// Per kind: (cell, stack, thread) → (weight, events).
-    pub(crate) samples: [HashMap<(u32, u32, u32), (i64, u64)>; 4],
+    pub(crate) samples: [Entries; 4],
     /// Per kind: events folded.
     pub(crate) kind_events: [u64; 4],
     /// Per kind: events before the recording's start or past its end.
@@ -166,7 +169,7 @@ pub fn write(rec: &mut Recording, title: &str, out: &mut dyn Write) -> Result<()
     )?;
     let mut types: Vec<_> = types.into_values().filter(|t| t.1 > 0).collect();
     types.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    let data = c.to_json(title, chunks, &types, rec.path());
+    let data = c.page_data(title, chunks, &types, rec.path());
     page::write(title, &data, out).map_err(|source| CliError::Output {
         path: "-".into(),
         source,
@@ -178,12 +181,10 @@ impl Collected {
         let name = &*ev.type_name;
         let at = ev.start_ticks().map(|t| ticks.instant(t));
         let rel = at.map(|t| t - self.start);
-        let mut sample = false;
         for (k, (kind, _)) in KINDS.iter().enumerate() {
             if !kind.accepts(name, None) {
                 continue;
             }
-            sample = true;
             let Some(w) = kind.weight(ev, None, |t| ticks.span(t)) else {
                 continue;
             };
@@ -239,7 +240,9 @@ impl Collected {
             }
             _ => {}
         }
-        if let (false, Some(t), Some(r), Some(d)) = (sample, thread, rel, ev.duration_ticks()) {
+        // Every event with a duration is a lane's (lock waits too, which
+        // are samples of the lock kind as well).
+        if let (Some(t), Some(r), Some(d)) = (thread, rel, ev.duration_ticks()) {
             let d = ticks.span(d);
             if d > 0 {
                 self.lane_event(t, ev, r, d);
@@ -302,7 +305,7 @@ impl Collected {
                 .collect(),
         });
         if lane.len() >= 2 * LANE_EVENTS {
-            lane.sort_by(|a, b| b.duration.cmp(&a.duration));
+            lane.sort_by_key(|e| std::cmp::Reverse(e.duration));
             lane.truncate(LANE_EVENTS);
         }
     }
@@ -331,7 +334,7 @@ impl Collected {
         );
     }
 
-    fn to_json(
+    fn page_data(
         &mut self,
         title: &str,
         chunks: u64,
@@ -420,7 +423,7 @@ impl Collected {
         let mut lanes = Vec::new();
         for (t, _) in ranked.iter().take(MAX_LANES) {
             let mut evs = self.lanes.remove(t).unwrap_or_default();
-            evs.sort_by(|a, b| b.duration.cmp(&a.duration));
+            evs.sort_by_key(|e| std::cmp::Reverse(e.duration));
             evs.truncate(LANE_EVENTS);
             evs.sort_by_key(|e| e.start);
             lanes.push(json!({
