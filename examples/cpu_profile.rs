@@ -27,7 +27,9 @@
 //! `--seconds` (at most a minute more) until `burn-heavy` and `fast-server`
 //! have each used MS milliseconds of CPU time: on a busy machine the
 //! threads get less of it than they ask for, and a comparison of shares
-//! needs enough samples.
+//! needs enough samples. `--swap` swaps the burners' shares (`burn_light`
+//! burns three quarters, `burn_heavy` one): a second workload mix, for a
+//! differential flame graph of two runs.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -151,6 +153,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut throttle = "10ms".to_owned();
     let mut wall = false;
     let mut min_cpu = Duration::ZERO;
+    // Quarters of its period `burn-heavy` burns (`burn-light`: the rest).
+    let mut heavy_quarters = 3u32;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -158,6 +162,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--seconds" => seconds = args.next().ok_or("--seconds N")?.parse()?,
             "--throttle" => throttle = args.next().ok_or("--throttle T")?,
             "--wall" => wall = true,
+            "--swap" => heavy_quarters = 1,
             "--min-cpu" => {
                 min_cpu = Duration::from_millis(args.next().ok_or("--min-cpu MS")?.parse()?)
             }
@@ -165,7 +170,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     let out = out.ok_or(
-        "usage: cpu_profile --out OUT.jfr [--seconds N] [--throttle 10ms] [--wall] [--min-cpu MS]",
+        "usage: cpu_profile --out OUT.jfr [--seconds N] [--throttle 10ms] [--wall] [--min-cpu MS] [--swap]",
     )?;
 
     let mut settings = Settings::new();
@@ -192,13 +197,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let workers = vec![
         worker("burn-heavy", stop.clone(), used[0].clone(), move || {
             let period = heavy_period();
-            burn_heavy(period * 3 / 4);
-            std::thread::sleep(period / 4);
+            burn_heavy(period * heavy_quarters / 4);
+            std::thread::sleep(period * (4 - heavy_quarters) / 4);
         }),
         worker("burn-light", stop.clone(), used[1].clone(), move || {
             let period = light_period();
-            burn_light(period / 4);
-            std::thread::sleep(period * 3 / 4);
+            burn_light(period * (4 - heavy_quarters) / 4);
+            std::thread::sleep(period * heavy_quarters / 4);
         }),
         worker("fast-server", stop.clone(), used[2].clone(), {
             let mut id = 0;

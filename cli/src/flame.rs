@@ -4,7 +4,12 @@
 //! inferno draws it (the Rust port of FlameGraph): search (Ctrl-F or the
 //! "Search" button), click to zoom, tooltips with counts and percentages,
 //! all in the file with no network. The HTML page embeds the SVG inline, so
-//! its script runs in the page.
+//! its script runs in the page, and sizes it to the window's width (an
+//! inline SVG without a width is 300 px wide in a browser).
+//!
+//! A differential graph ([`write_diff`]) draws the second profile's stacks
+//! with the first's weights scaled to the same total: a frame is red where
+//! it takes a larger share than in the base, blue where smaller.
 
 use std::io::Write;
 
@@ -23,6 +28,44 @@ pub fn write(
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
     let lines = collapsed::lines(profile, threads);
+    draw(lines, profile, reverse, title, html, out)
+}
+
+/// Writes the differential flame graph of `profile` against `base`: the
+/// frames of `profile`, coloured by how their share changed since `base`
+/// (red: more, blue: less; the base is scaled to the same total).
+pub fn write_diff(
+    base: &Profile,
+    profile: &Profile,
+    threads: bool,
+    reverse: bool,
+    title: &str,
+    html: bool,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let before = collapsed::lines(base, threads).join("\n");
+    let after = collapsed::lines(profile, threads).join("\n");
+    let mut two = Vec::new();
+    let opts = inferno::differential::Options {
+        normalize: true,
+        ..Default::default()
+    };
+    inferno::differential::from_readers(opts, before.as_bytes(), after.as_bytes(), &mut two)?;
+    let lines: Vec<String> = String::from_utf8_lossy(&two)
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    draw(lines, profile, reverse, title, html, out)
+}
+
+fn draw(
+    lines: Vec<String>,
+    profile: &Profile,
+    reverse: bool,
+    title: &str,
+    html: bool,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     let mut opts = Options::default();
     opts.title = title.to_owned();
     opts.count_name = profile
@@ -55,7 +98,7 @@ pub fn write(
     write!(
         out,
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{}</title>\
-         <style>body{{margin:0}}</style></head><body>\n{body}\n</body></html>\n",
+         <style>body{{margin:0}}svg{{display:block;width:100%}}</style></head><body>\n{body}\n</body></html>\n",
         escape(title)
     )
 }

@@ -9,6 +9,8 @@
 //!   into weighted stacks per kind of profile.
 //! * [`flame`], [`convert`]: flame graphs, pprof, collapsed stacks,
 //!   Speedscope.
+//! * [`report`]: one HTML page to look at a recording (heatmap, flame
+//!   graph, thread lanes, findings, event browser).
 //! * [`assemble`]: the library's crash recovery of a repository.
 //! * [`jcmd`]: a client of the attach protocol (flightrec processes and
 //!   JVMs).
@@ -26,6 +28,7 @@ pub mod print;
 pub mod profile;
 pub mod record;
 pub mod recording;
+pub mod report;
 pub mod stacks;
 pub mod summary;
 pub mod time;

@@ -22,7 +22,9 @@ use flightrec_cli::error::CliError;
 use flightrec_cli::profile::{self, Select};
 use flightrec_cli::recording::Recording;
 use flightrec_cli::stacks::Kind;
-use flightrec_cli::{assemble, convert, flame, jcmd, metadata, print, record, summary, view};
+use flightrec_cli::{
+    assemble, convert, flame, jcmd, metadata, print, record, report, summary, view,
+};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -77,7 +79,7 @@ enum Command {
     },
     /// An interactive flame graph (search, zoom, tooltips), SVG or HTML.
     #[command(
-        after_help = "Examples:\n  flightrec flame app.jfr -o app.html\n  flightrec flame app.jfr --event alloc --reverse -o alloc.svg\n  flightrec flame app.jfr --event wall --state STATE_RUNNABLE --threads -o wall.html"
+        after_help = "Examples:\n  flightrec flame app.jfr -o app.html\n  flightrec flame app.jfr --event alloc --reverse -o alloc.svg\n  flightrec flame app.jfr --event wall --state STATE_RUNNABLE --threads -o wall.html\n  flightrec flame --diff before.jfr after.jfr -o diff.html"
     )]
     Flame {
         /// The recording.
@@ -90,6 +92,20 @@ enum Command {
         /// Icicle graph: roots at the top.
         #[arg(long)]
         reverse: bool,
+        /// A differential graph against this recording (the base): the
+        /// frames of FILE, red where their share grew, blue where it shrank.
+        #[arg(long, value_name = "BASE.jfr")]
+        diff: Option<PathBuf>,
+    },
+    /// One self-contained HTML page: overview, heatmap, flame graph,
+    /// thread lanes, findings and an event browser.
+    #[command(after_help = "Example:\n  flightrec report app.jfr -o report.html")]
+    Report {
+        /// The recording.
+        file: PathBuf,
+        /// The page to write (`.html`).
+        #[arg(short, long)]
+        output: PathBuf,
     },
     /// A profile for other tools: pprof (`.pb.gz`), collapsed stacks
     /// (`.collapsed`, `.txt`) or Speedscope (`.speedscope.json`).
@@ -346,6 +362,7 @@ fn run(command: Command) -> Result<(), CliError> {
             output,
             select,
             reverse,
+            diff,
         } => {
             let html = match extension(&output) {
                 "html" | "htm" => true,
@@ -366,8 +383,29 @@ fn run(command: Command) -> Result<(), CliError> {
                     .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
                 kind_name(profile.kind)
             );
-            write_file(&output, |w| {
-                flame::write(&profile, select.threads, reverse, &title, html, w)
+            let title = match &diff {
+                None => title,
+                Some(b) => format!(
+                    "{title} (differential: against {})",
+                    b.file_name()
+                        .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+                ),
+            };
+            let base = match &diff {
+                None => None,
+                Some(b) => {
+                    let mut base = Recording::open(b)?;
+                    let mut sel = select.resolve(&mut base)?;
+                    // The base's events of the same kind as FILE's.
+                    sel.kind = profile.kind;
+                    Some(profile::collect(&mut base, &sel)?)
+                }
+            };
+            write_file(&output, |w| match &base {
+                None => flame::write(&profile, select.threads, reverse, &title, html, w),
+                Some(base) => {
+                    flame::write_diff(base, &profile, select.threads, reverse, &title, html, w)
+                }
             })?;
             eprintln!(
                 "flightrec: {} events ({} stacks) drawn into {}",
@@ -375,6 +413,21 @@ fn run(command: Command) -> Result<(), CliError> {
                 profile.stacks.len(),
                 output.display()
             );
+            Ok(())
+        }
+        Command::Report { file, output } => {
+            let mut rec = Recording::open(&file)?;
+            let title = file
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+            let err = |source| CliError::Output {
+                path: output.clone(),
+                source,
+            };
+            let mut w = BufWriter::new(File::create(&output).map_err(err)?);
+            report::write(&mut rec, &title, &mut w)?;
+            w.flush().map_err(err)?;
+            eprintln!("flightrec: report written to {}", output.display());
             Ok(())
         }
         Command::Convert {

@@ -140,18 +140,19 @@ pub fn collect(rec: &mut Recording, select: &Select) -> Result<Profile, CliError
 }
 
 /// Interned names and stacks, and the weights per (thread, stack) id.
+/// (`report` folds with it too.)
 #[derive(Default)]
-struct Fold {
+pub(crate) struct Fold {
     /// Frame and thread names, by id.
-    names: Vec<Arc<str>>,
+    pub(crate) names: Vec<Arc<str>>,
     name_ids: HashMap<Arc<str>, u32>,
     /// Stacks (frame name ids, top first), by id.
-    stacks: Vec<Box<[u32]>>,
+    pub(crate) stacks: Vec<Box<[u32]>>,
     stack_ids: HashMap<Box<[u32]>, u32>,
     /// Per stack id, whether it passes `--include` / `--exclude`.
     passes: Vec<Option<bool>>,
     /// The chunk (file offset) the per-chunk maps below are about.
-    chunk: Option<u64>,
+    pub(crate) chunk: Option<u64>,
     /// Per stack-trace value of the chunk (by address), its stack id. Each
     /// entry holds the value, so its address cannot be reused by another
     /// while the entry exists (a stack written inline, not as a constant,
@@ -169,14 +170,14 @@ struct Fold {
 impl Fold {
     /// Forgets the constants of the previous chunk: addresses are only
     /// unique while a chunk's constants are alive.
-    fn new_chunk(&mut self, at: u64) {
+    pub(crate) fn new_chunk(&mut self, at: u64) {
         self.chunk = Some(at);
         self.chunk_stacks.clear();
         self.chunk_methods.clear();
         self.chunk_threads.clear();
     }
 
-    fn intern(&mut self, s: &str) -> u32 {
+    pub(crate) fn intern(&mut self, s: &str) -> u32 {
         if let Some(&id) = self.name_ids.get(s) {
             return id;
         }
@@ -188,7 +189,7 @@ impl Fold {
     }
 
     /// The stack id of `ev`'s stack trace (the empty stack if it has none).
-    fn stack_of(&mut self, ev: &EventRecord) -> u32 {
+    pub(crate) fn stack_of(&mut self, ev: &EventRecord) -> u32 {
         let st = match ev.get("stackTrace") {
             Some(Value::Object(st)) => Some(st),
             _ => None,
@@ -238,7 +239,7 @@ impl Fold {
     }
 
     /// The name id of the thread `ev` is about.
-    fn thread_of(&mut self, ev: &EventRecord) -> u32 {
+    pub(crate) fn thread_of(&mut self, ev: &EventRecord) -> u32 {
         let t = ev.get("sampledThread").or_else(|| ev.get("eventThread"));
         let obj = match t {
             Some(Value::Object(t)) => Some(t),
