@@ -24,9 +24,9 @@ const SECRET: &[u8] = b"root only, 17 b.\n";
 
 fn must_be_root() {
     // SAFETY: geteuid only reads the process's credentials.
+    let euid = unsafe { libc::geteuid() };
     assert_eq!(
-        unsafe { libc::geteuid() },
-        0,
+        euid, 0,
         "these tests play uid 65534 against root: run them as root, as CI does"
     );
 }
