@@ -289,7 +289,7 @@ fn run_jcmd(pid: Option<u32>, command: &[String], timeout: Duration) -> ExitCode
     let sent = jcmd::send_to(pid, &line, &limits, &mut notes, |status| {
         refused = status != 0;
         let w: &mut dyn io::Write = if refused { &mut stderr } else { &mut stdout };
-        write!(w, "{pid}:\n")?;
+        writeln!(w, "{pid}:")?;
         Ok(w)
     });
     match sent {
