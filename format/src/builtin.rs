@@ -3,13 +3,6 @@
 //! flightrec emits. Field lists and order follow JDK 25 (see
 //! docs/jfr-format.md §5.4 and §7); the metadata event is generated
 //! from this table and nothing else.
-//!
-//! An event type's settings are the settings it takes and their defaults,
-//! the values in force when a recording gives none (not the JDK's
-//! `default.jfc` presets, where they differ). A type written whenever it
-//! applies (`jdk.ActiveSetting`, `jdk.DataLoss`, ...) or declared and never
-//! written (`jdk.SocketRead`, ...) declares `enabled` all the same, as the
-//! JDK's do.
 
 use std::borrow::Cow;
 
@@ -177,12 +170,8 @@ const METHOD_TRACING: &[&str] = &["Java Virtual Machine", "Method Tracing"];
 const ENABLED: SettingDesc = SettingDesc::new("enabled", T::SETTING_ENABLED, "false");
 const ENABLED_ON: SettingDesc = SettingDesc::new("enabled", T::SETTING_ENABLED, "true");
 const PERIOD: SettingDesc = SettingDesc::new("period", T::SETTING_PERIOD, "20 ms");
-/// `jdk.CPUTimeSample#throttle`: 10 ms of CPU time per thread between two
-/// samples (the JDK's `default.jfc` says `500/s`, a rate for the process).
-const CPU_THROTTLE: SettingDesc = SettingDesc::new("throttle", T::SETTING_THROTTLE, "10 ms");
+const THROTTLE: SettingDesc = SettingDesc::new("throttle", T::SETTING_THROTTLE, "off");
 const WITH_STACK: SettingDesc = SettingDesc::new("stackTrace", T::SETTING_STACK_TRACE, "true");
-/// `jdk.MethodTrace#threshold`: every traced call (the JDK's default).
-const EVERY_CALL: SettingDesc = SettingDesc::new("threshold", T::SETTING_THRESHOLD, "0 ms");
 
 /// A `jdk.MethodTiming` time field: `long @Timespan("TICKS")`.
 fn method_time(name: &'static str, label_text: &'static str, which: &'static str) -> FieldDesc {
@@ -413,7 +402,7 @@ fn jdk_and_own_types() -> Vec<TypeDesc> {
                 FieldDesc::annotated("biased", T::BOOLEAN, vec![label("Biased")]),
             ],
             vec![label("CPU Time Method Sample"), category(PROFILING)],
-            vec![ENABLED, CPU_THROTTLE, WITH_STACK],
+            vec![ENABLED, THROTTLE, WITH_STACK],
         ),
         event(
             T::CPU_TIME_SAMPLES_LOST,
@@ -564,7 +553,7 @@ fn jdk_and_own_types() -> Vec<TypeDesc> {
                     .pooled_field(),
             ],
             vec![label("Java Thread Start"), category(RUNTIME)],
-            vec![ENABLED_ON, WITH_STACK],
+            vec![ENABLED, WITH_STACK],
         ),
         event(
             T::THREAD_END,
@@ -575,7 +564,7 @@ fn jdk_and_own_types() -> Vec<TypeDesc> {
                 FieldDesc::annotated("thread", T::THREAD, vec![label("Thread")]).pooled_field(),
             ],
             vec![label("Java Thread End"), category(RUNTIME)],
-            vec![ENABLED_ON],
+            vec![ENABLED],
         ),
         // JEP 520, field for field as JDK 25's `jfr metadata` shows them:
         // `jfr view method-timing` and `method-calls` query these names.
@@ -615,7 +604,7 @@ fn jdk_and_own_types() -> Vec<TypeDesc> {
                 .pooled_field(),
             ],
             vec![label("Method Trace"), category(METHOD_TRACING)],
-            vec![ENABLED_ON, EVERY_CALL, WITH_STACK],
+            vec![ENABLED_ON, WITH_STACK],
         ),
     ];
     all.extend(system::types());

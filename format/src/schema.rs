@@ -115,18 +115,14 @@ impl FieldDesc {
     }
 }
 
-/// A `setting` element of an event type: a setting the type takes, and the
-/// value in force when a recording gives none. Readers only show it; the
-/// built-in types' ([`crate::builtin`]) are the settings their writers
-/// take and the defaults those apply.
+/// A `setting` element of an event type (informational for readers).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SettingDesc {
     /// Setting name, e.g. `enabled`.
     pub name: Text,
     /// Setting type, e.g. [`TypeId::SETTING_ENABLED`].
     pub type_id: TypeId,
-    /// Default value as text, e.g. `true` or `0 ms` (the forms a `.jfc`
-    /// file writes).
+    /// Default value as text, e.g. `true` or `0 ms`.
     pub default_value: Text,
 }
 

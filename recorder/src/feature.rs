@@ -8,9 +8,7 @@
 //! needs (every hook has a default that does nothing) in a `plug.rs` of its
 //! own folder; `crate::feature_table` lists them. `Recording::start`
 //! installs that list here before anything calls a hook, and the core
-//! iterates it with [`each`] and [`any`]. One hook answers before any
-//! start, from the table itself: [`writes`](Feature::writes), a feature's
-//! words for the settings checks.
+//! iterates it with [`each`] and [`any`].
 //!
 //! Who calls what, and on which thread:
 //!
@@ -25,7 +23,6 @@
 //! | [`chunk_opened`](Feature::chunk_opened), [`chunk_start_events`](Feature::chunk_start_events), [`chunk_ending`](Feature::chunk_ending), [`chunk_finished`](Feature::chunk_finished), [`chunk_part`](Feature::chunk_part) | the recorder thread | the recorder thread |
 //! | [`stack_marker`](Feature::stack_marker) | resolving stacks for a chunk's constants | the recorder thread |
 //! | [`own_thread`](Feature::own_thread) | a thread of flightrec's own starts | that thread |
-//! | [`writes`](Feature::writes) | the settings checks, once (`config::supported`) | any; before any start too |
 //!
 //! Invariant: no hook blocks on a user thread or on the hot path; the table
 //! is installed once and never changes (a `OnceLock`), so iterating it takes
@@ -43,14 +40,6 @@ use crate::stack::ResolvedFrame;
 
 /// One feature's hooks into the core. Every hook does nothing by default.
 pub(crate) trait Feature: Sync {
-    /// True if the feature writes `event`, a built-in type, as the
-    /// recording's settings say: the type then takes the settings the type
-    /// table gives it (`config::supported`). Asked once per built-in type,
-    /// maybe before any recording starts.
-    fn writes(&self, _event: &str) -> bool {
-        false
-    }
-
     /// The recording's settings changed (or recording started or stopped:
     /// `recording`). Called under the registry's lock, before the types'
     /// words are republished.

@@ -13,7 +13,7 @@
 use std::borrow::Cow;
 
 use super::{
-    BYTES, ENABLED_ON, PROFILING, RUNTIME, category, duration, event, event_thread, label,
+    BYTES, ENABLED, PROFILING, RUNTIME, category, duration, event, event_thread, label,
     stack_trace, start_time, struct_type,
 };
 use crate::schema::{
@@ -186,7 +186,7 @@ pub(super) fn types() -> Vec<TypeDesc> {
                 ),
             ],
             vec![label("Object Allocation Sample"), category(RUNTIME)],
-            vec![ENABLED_ON, THROTTLE, WITH_STACK],
+            vec![ENABLED, THROTTLE, WITH_STACK],
         ),
         event(
             T::THREAD_ALLOCATION_STATISTICS,
@@ -206,7 +206,7 @@ pub(super) fn types() -> Vec<TypeDesc> {
                 f("thread", T::THREAD, vec![label("Thread")]).pooled_field(),
             ],
             vec![label("Thread Allocation Statistics"), category(STATISTICS)],
-            vec![ENABLED_ON, EVERY_SECOND],
+            vec![ENABLED, EVERY_SECOND],
         ),
         event(
             T::OLD_OBJECT_SAMPLE,
@@ -262,7 +262,7 @@ pub(super) fn types() -> Vec<TypeDesc> {
                 category(PROFILING),
                 describe("A potential memory leak"),
             ],
-            vec![ENABLED_ON, WITH_STACK],
+            vec![ENABLED, WITH_STACK],
         ),
     ]
 }

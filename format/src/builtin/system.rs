@@ -114,18 +114,6 @@ fn periodic(
     )
 }
 
-/// `t`, off unless a recording switches it on: environment variables and
-/// command lines carry secrets (the JDK records environment variables by
-/// default).
-fn off(mut t: crate::schema::TypeDesc) -> crate::schema::TypeDesc {
-    for s in t.settings.to_mut() {
-        if s.name == "enabled" {
-            *s = ENABLED;
-        }
-    }
-    t
-}
-
 /// The types of this module, in id order.
 pub(super) fn types() -> Vec<crate::schema::TypeDesc> {
     vec![
@@ -179,15 +167,15 @@ pub(super) fn types() -> Vec<crate::schema::TypeDesc> {
             ],
             EVERY_CHUNK,
         ),
-        off(periodic(
+        periodic(
             T::INITIAL_ENVIRONMENT_VARIABLE,
             "jdk.InitialEnvironmentVariable",
             "Initial Environment Variable",
             OPERATING_SYSTEM,
             vec![string("key", "Key"), string("value", "Value")],
             BEGIN_CHUNK,
-        )),
-        off(periodic(
+        ),
+        periodic(
             T::PROCESS_INFORMATION,
             "flightrec.ProcessInformation",
             "Process Information",
@@ -198,7 +186,7 @@ pub(super) fn types() -> Vec<crate::schema::TypeDesc> {
                 string("commandLine", "Command Line"),
             ],
             BEGIN_CHUNK,
-        )),
+        ),
         periodic(
             T::CPU_LOAD,
             "jdk.CPULoad",
@@ -335,17 +323,11 @@ pub(super) fn types() -> Vec<crate::schema::TypeDesc> {
             vec![label("JVM Shutdown"), category(FLIGHT_RECORDER)],
             vec![ENABLED_ON, WITH_STACK],
         ),
-        throw_type(
-            T::JAVA_ERROR_THROW,
-            "jdk.JavaErrorThrow",
-            "Java Error",
-            ENABLED_ON,
-        ),
+        throw_type(T::JAVA_ERROR_THROW, "jdk.JavaErrorThrow", "Java Error"),
         throw_type(
             T::JAVA_EXCEPTION_THROW,
             "jdk.JavaExceptionThrow",
             "Java Exception",
-            ENABLED,
         ),
         periodic(
             T::EXCEPTION_STATISTICS,
@@ -358,14 +340,7 @@ pub(super) fn types() -> Vec<crate::schema::TypeDesc> {
     ]
 }
 
-/// A throw event, its `enabled` defaulting to `enabled` (panics are
-/// written as `jdk.JavaErrorThrow`; nothing writes `jdk.JavaExceptionThrow`).
-fn throw_type(
-    id: T,
-    name: &'static str,
-    l: &'static str,
-    enabled: SettingDesc,
-) -> crate::schema::TypeDesc {
+fn throw_type(id: T, name: &'static str, l: &'static str) -> crate::schema::TypeDesc {
     event(
         id,
         name,
@@ -377,6 +352,6 @@ fn throw_type(
             FieldDesc::annotated("thrownClass", T::CLASS, vec![label("Class")]).pooled_field(),
         ],
         vec![A::Label(Cow::Borrowed(l)), category(&["Java Application"])],
-        vec![enabled, WITH_STACK],
+        vec![ENABLED, WITH_STACK],
     )
 }

@@ -7,16 +7,9 @@ use super::{emit, sampler};
 use crate::base::sync::Ordering;
 use crate::config::settings::{Settings, Throttle};
 
-/// The event types this feature writes, as their settings say.
-pub(super) const EVENTS: [&str; 3] = [
-    "jdk.ObjectAllocationSample",
-    "jdk.OldObjectSample",
-    "jdk.ThreadAllocationStatistics",
-];
-
-/// `event`'s `enabled` in force (the type table's default: on).
+/// The settings of `event`'s `enabled`, default `on`.
 fn enabled(settings: &Settings, event: &str) -> bool {
-    settings.in_force(event).enabled == Some(true)
+    settings.get(event).and_then(|s| s.enabled).unwrap_or(true)
 }
 
 /// Applies the settings in force (`recording`: a recording runs). Called
@@ -25,19 +18,25 @@ pub(crate) fn apply(settings: &Settings, recording: bool) {
     let st = state();
     let events = recording && enabled(settings, "jdk.ObjectAllocationSample");
     let leaks = recording && enabled(settings, "jdk.OldObjectSample");
-    let sample = settings.in_force("jdk.ObjectAllocationSample");
-    let stacks = sample.stack_trace == Some(true)
-        || settings.in_force("jdk.OldObjectSample").stack_trace == Some(true);
-    // The type table's default throttle: 150/s.
-    let per_sec = match sample.throttle {
-        None | Some(Throttle::Off) => 0,
+    let sample = settings.get("jdk.ObjectAllocationSample");
+    let stacks = sample.and_then(|s| s.stack_trace).unwrap_or(true)
+        || settings
+            .get("jdk.OldObjectSample")
+            .and_then(|s| s.stack_trace)
+            .unwrap_or(true);
+    let per_sec = match sample.and_then(|s| s.throttle) {
+        None => 150,
+        Some(Throttle::Off) => 0,
         Some(Throttle::Rate { count, per }) => ((count as f64) / per.as_secs_f64().max(1e-9))
             .round()
             .max(1.0) as u64,
         Some(Throttle::Interval(d)) => (1.0 / d.as_secs_f64().max(1e-9)).round().max(1.0) as u64,
     };
     let stats = recording && enabled(settings, "jdk.ThreadAllocationStatistics");
-    let stats_ms = match settings.in_force("jdk.ThreadAllocationStatistics").period {
+    let stats_ms = match settings
+        .get("jdk.ThreadAllocationStatistics")
+        .and_then(|s| s.period)
+    {
         Some(crate::config::settings::Period::Interval(d)) => (d.as_millis() as u64).max(10),
         // Chunk-relative periods: every second (documented).
         _ => 1000,

@@ -20,10 +20,6 @@ use super::emit::{self, OldObjects};
 pub(crate) struct Allocations;
 
 impl Feature for Allocations {
-    fn writes(&self, event: &str) -> bool {
-        state::EVENTS.contains(&event)
-    }
-
     fn apply(&self, settings: &Settings, recording: bool) {
         state::apply(settings, recording);
     }

@@ -292,7 +292,9 @@ pub fn format_duration(d: Duration) -> String {
 /// True if `event` is one of the JDK event types in flightrec's built-in
 /// table (never registered: they exist in every chunk's metadata).
 pub(crate) fn is_builtin_event(event: &str) -> bool {
-    super::supported::builtin(event).is_some()
+    jfr_format::builtin::builtin_types()
+        .iter()
+        .any(|t| t.is_event() && t.name == event)
 }
 
 // === throttle and period ===

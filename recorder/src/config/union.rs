@@ -14,9 +14,8 @@
 //!
 //! A recording that gives no value for a setting records with the type's
 //! default, so the default takes part in the union: `defaults` supplies it
-//! for the types whose defaults are known (a registered type's
-//! declaration; a built-in type's, the type table's, read by
-//! [`super::supported`]). When a default is unknown (a type not registered
+//! for the types whose defaults are known (registered types, flightrec's
+//! built-in JDK types). When a default is unknown (a type not registered
 //! yet) and one recording leaves the setting unset, the union leaves it
 //! unset too: the default applies, and the registry recomputes the union
 //! when the type registers.
@@ -122,6 +121,46 @@ fn most_permissive(a: Throttle, b: Throttle) -> Throttle {
         d.as_secs_f64().max(1e-9)
     }
     if rate(b) > rate(a) { b } else { a }
+}
+
+/// The default settings of the JDK event types flightrec writes itself,
+/// where known (`None` fields: unknown).
+#[cfg(not(flightrec_loom))]
+pub(crate) fn builtin_default(name: &str) -> TypeSettings {
+    use crate::sampler::config::{CPU_EVENT, DEFAULT_THROTTLE, DEFAULT_WALL_PERIOD, WALL_EVENT};
+    let mut t = TypeSettings::default();
+    if let Some(b) = crate::periodic::table::BUILTIN
+        .iter()
+        .find(|b| b.name == name)
+    {
+        t.enabled = Some(b.enabled);
+        t.period = b.period;
+    } else if let Some(e) = crate::periodic::table::EVENTS.iter().find(|e| e.0 == name) {
+        t.enabled = Some(e.1);
+    }
+    match name {
+        CPU_EVENT => {
+            t.enabled = Some(false);
+            t.throttle = Some(Throttle::Interval(DEFAULT_THROTTLE));
+        }
+        WALL_EVENT => {
+            t.enabled = Some(false);
+            t.period = Some(Period::Interval(DEFAULT_WALL_PERIOD));
+        }
+        "jdk.MethodTiming" => t.enabled = Some(true),
+        "jdk.MethodTrace" => {
+            t.enabled = Some(true);
+            t.stack_trace = Some(true);
+            t.threshold = Some(Duration::ZERO);
+        }
+        "jdk.JavaMonitorEnter" | "jdk.ThreadPark" => {
+            t.enabled = Some(true);
+            t.stack_trace = Some(true);
+            t.threshold = Some(Duration::from_millis(20));
+        }
+        _ => {}
+    }
+    t
 }
 
 #[cfg(all(test, not(flightrec_loom)))]

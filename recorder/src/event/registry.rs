@@ -358,7 +358,10 @@ fn union_of(inner: &RegistryInner) -> Settings {
                 ..Default::default()
             };
         }
-        crate::config::supported::builtin_defaults(name).clone()
+        #[cfg(not(flightrec_loom))]
+        return crate::config::union::builtin_default(name);
+        #[cfg(flightrec_loom)]
+        crate::config::settings::TypeSettings::default()
     })
 }
 

@@ -11,10 +11,6 @@ use crate::feature::{ChunkPart, Feature};
 pub(crate) struct Locks;
 
 impl Feature for Locks {
-    fn writes(&self, event: &str) -> bool {
-        super::record::KINDS.iter().any(|k| k.name() == event)
-    }
-
     fn apply(&self, settings: &Settings, recording: bool) {
         super::record::apply(settings, recording);
     }

@@ -35,6 +35,9 @@ use crate::runtime;
 /// Keys of the lock classes: a range of their own (`cpool::keys`).
 const CLASS_KEY_BASE: u64 = crate::cpool::keys::LOCK_CLASSES;
 
+/// The JDK's default threshold of both types.
+const DEFAULT_THRESHOLD: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// Deepest stack an event keeps.
 const MAX_FRAMES: usize = 128;
 
@@ -57,8 +60,6 @@ pub(crate) struct Kind {
 pub(crate) static ENTER: Kind = Kind::new("jdk.JavaMonitorEnter");
 /// `jdk.ThreadPark`: waits on a `Condvar`.
 pub(crate) static PARK: Kind = Kind::new("jdk.ThreadPark");
-/// Both kinds.
-pub(crate) static KINDS: [&Kind; 2] = [&ENTER, &PARK];
 
 impl Kind {
     const fn new(name: &'static str) -> Self {
@@ -68,11 +69,6 @@ impl Kind {
         }
     }
 
-    /// The event type's name.
-    pub(crate) fn name(&self) -> &'static str {
-        self.name
-    }
-
     /// Whether waits of this kind are timed now.
     #[inline]
     pub(crate) fn enabled(&self) -> bool {
@@ -80,11 +76,11 @@ impl Kind {
     }
 
     fn apply(&self, settings: &Settings, recording: bool) {
-        let s = settings.in_force(self.name);
-        let enabled = recording && s.enabled == Some(true);
+        let s = settings.get(self.name);
+        let enabled = recording && s.and_then(|s| s.enabled).unwrap_or(true);
         let word = if enabled {
-            let stack = s.stack_trace == Some(true);
-            let threshold = s.threshold.unwrap_or_default();
+            let stack = s.and_then(|s| s.stack_trace).unwrap_or(true);
+            let threshold = s.and_then(|s| s.threshold).unwrap_or(DEFAULT_THRESHOLD);
             let ticks = (clock::duration_to_ticks(threshold).max(0) as u64)
                 .min(u64::MAX >> THRESHOLD_SHIFT);
             ENABLED | if stack { STACK } else { 0 } | ticks << THRESHOLD_SHIFT

@@ -12,10 +12,6 @@ use crate::runtime::Runtime;
 pub(crate) struct PeriodicEvents;
 
 impl Feature for PeriodicEvents {
-    fn writes(&self, event: &str) -> bool {
-        super::table::writes(event)
-    }
-
     fn started(&self, rt: &'static Runtime) {
         super::thread::start(rt);
     }

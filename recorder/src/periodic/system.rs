@@ -1,7 +1,6 @@
 //! The built-in periodic and per-chunk events: what the process and the
 //! machine were doing, read from `/proc`, the cgroup files and the process
-//! itself, at the JDK's default periods (the type table's), one task of
-//! [`BUILTIN`] each.
+//! itself, at the JDK's default periods ([`BUILTIN`]).
 //!
 //! # Cost
 //!
@@ -68,7 +67,10 @@ impl ThreadEvents {
     pub(crate) fn of(settings: &Settings) -> Self {
         Self {
             start: enabled(settings, "jdk.ThreadStart"),
-            stack: settings.in_force("jdk.ThreadStart").stack_trace == Some(true),
+            stack: settings
+                .get("jdk.ThreadStart")
+                .and_then(|s| s.stack_trace)
+                .unwrap_or(true),
             end: enabled(settings, "jdk.ThreadEnd"),
         }
     }

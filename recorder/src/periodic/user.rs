@@ -61,7 +61,7 @@ pub fn system_event_names() -> impl Iterator<Item = &'static str> {
     table::BUILTIN
         .iter()
         .map(|b| b.name)
-        .chain(table::EVENTS.iter().copied())
+        .chain(table::EVENTS.iter().map(|e| e.0))
 }
 
 /// Stops calling the closure registered for `ty`; true if there was one.
@@ -80,7 +80,7 @@ pub fn remove_periodic_event(ty: &'static EventType) -> bool {
 pub(crate) fn is_periodic(event: &str) -> bool {
     table::BUILTIN
         .iter()
-        .any(|b| b.name == event && b.default_period().is_some())
+        .any(|b| b.name == event && b.period.is_some())
         || user_tasks().lock().iter().any(|t| t.ty.name() == event)
 }
 

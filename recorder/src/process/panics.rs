@@ -196,7 +196,10 @@ fn record(info: &PanicHookInfo<'_>, frames: &[u64], truncated: bool) {
     if !enabled(&settings, "jdk.JavaErrorThrow") {
         return;
     }
-    let with_stack = settings.in_force("jdk.JavaErrorThrow").stack_trace == Some(true);
+    let with_stack = settings
+        .get("jdk.JavaErrorThrow")
+        .and_then(|s| s.stack_trace)
+        .unwrap_or(true);
     let site = cut(frames);
     // Read before the write section loads it (see `cpool::stacks`).
     let epoch = rt.epoch.load(Ordering::Relaxed);

@@ -12,10 +12,6 @@ use crate::runtime::Runtime;
 pub(crate) struct Sampling;
 
 impl Feature for Sampling {
-    fn writes(&self, event: &str) -> bool {
-        event == super::config::CPU_EVENT || event == super::config::WALL_EVENT
-    }
-
     fn labels_in_samples(&self, _config: &RecordingConfig) -> bool {
         super::pyroscope::pyroscope_events()
     }

@@ -13,10 +13,6 @@ use crate::feature::{ChunkPart, Feature, TopCut};
 pub(crate) struct Timing;
 
 impl Feature for Timing {
-    fn writes(&self, event: &str) -> bool {
-        crate::config::settings::FILTER_EVENTS.contains(&event)
-    }
-
     fn apply(&self, settings: &Settings, recording: bool) {
         super::sites::apply(settings, recording);
     }

@@ -251,12 +251,12 @@ fn apply_locked(s: &mut Sites, settings: &Settings, recording: bool) {
     let [timing, trace] = &settings.method_filters;
     s.timing = timing.clone().unwrap_or_default();
     s.trace = trace.clone().unwrap_or_default();
-    let timing_set = settings.in_force("jdk.MethodTiming");
-    let trace_set = settings.in_force("jdk.MethodTrace");
-    s.timing_enabled = timing_set.enabled == Some(true);
-    s.trace_enabled = trace_set.enabled == Some(true);
-    s.trace_stack = trace_set.stack_trace == Some(true);
-    let threshold = trace_set.threshold.unwrap_or_default();
+    let timing_set = settings.get("jdk.MethodTiming");
+    let trace_set = settings.get("jdk.MethodTrace");
+    s.timing_enabled = timing_set.and_then(|t| t.enabled).unwrap_or(true);
+    s.trace_enabled = trace_set.and_then(|t| t.enabled).unwrap_or(true);
+    s.trace_stack = trace_set.and_then(|t| t.stack_trace).unwrap_or(true);
+    let threshold = trace_set.and_then(|t| t.threshold).unwrap_or_default();
     TRACE_THRESHOLD.store(
         crate::base::clock::duration_to_ticks(threshold).max(0) as u64,
         Ordering::Relaxed,
