@@ -46,7 +46,7 @@ pub use crate::process::automatic::{AutoStartError, stop_auto, stop_auto_checked
 /// scheduled.
 ///
 /// A descendant that inherited `FLIGHTREC` (see
-/// [`exec_child`](crate::process::exec_child)) starts nothing and says
+/// the `exec_child` module) starts nothing and says
 /// nothing, not even about an invalid string (its root said it), unless
 /// the string holds `children=true`; then it writes its own file.
 pub fn start_from_env() -> Result<bool, AutoStartError> {
