@@ -53,13 +53,8 @@
 // resolve in `cargo doc --document-private-items`, the maintainers' view.
 #![allow(rustdoc::private_intra_doc_links)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
-// Under loom only the protocol's pieces are driven (by `loom_api`); the rest
-// is built but idle.
-#![cfg_attr(flightrec_loom, allow(dead_code, unused_imports))]
 
-#[cfg(not(flightrec_loom))]
 pub mod alloc;
-#[cfg(not(flightrec_loom))]
 pub mod attach;
 pub(crate) mod base;
 pub(crate) mod buffer;
@@ -69,21 +64,16 @@ pub(crate) mod epoch;
 pub mod event;
 pub(crate) mod feature;
 pub(crate) mod feature_table;
-#[cfg(not(flightrec_loom))]
 pub mod labels;
-#[cfg(not(flightrec_loom))]
 pub(crate) mod lifecycle;
-#[cfg(not(flightrec_loom))]
 pub mod lock;
 #[cfg(flightrec_loom)]
 #[doc(hidden)]
 pub mod loom_api;
 pub(crate) mod output;
-#[cfg(not(flightrec_loom))]
 pub mod periodic;
-#[cfg(not(flightrec_loom))]
 pub(crate) mod process;
-#[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
+#[cfg(feature = "pyroscope")]
 pub mod pyroscope;
 pub mod repository;
 mod runtime;
@@ -95,7 +85,6 @@ pub mod timing;
 
 pub use base::clock;
 pub use config::{options, settings};
-#[cfg(not(flightrec_loom))]
 #[doc(hidden)]
 pub use process::{autostart, panic_guard};
 
@@ -106,15 +95,10 @@ pub use event::commit::{DurationGuard, Event, StackTrace, ThreadRef, Timer};
 pub use event::descriptor::{DefaultSettings, EventKind, EventType, EventTypeInfo, FieldInfo};
 pub use event::dynamic::{EventTypeBuilder, Value, ValueSource};
 pub use event::field::{ContentType, FieldKind, FieldValue, FieldWriter};
-#[cfg(not(flightrec_loom))]
 pub use lifecycle::handle::{MemoryUse, Recording};
-#[cfg(not(flightrec_loom))]
 pub use lifecycle::outcome::{RecordingError, RecordingSummary};
-#[cfg(not(flightrec_loom))]
 pub use lifecycle::statistics::RecorderStatistics;
-#[cfg(not(flightrec_loom))]
 pub use periodic::{add_periodic_event, remove_periodic_event};
-#[cfg(not(flightrec_loom))]
 pub use process::autostart::{AutoStartError, start_from_env};
 pub use repository::{
     AssembleError, Assembled, RepositoryProblem, SkipReason, SkippedChunk, assemble, recover_chunk,
@@ -123,7 +107,6 @@ pub use repository::{
 /// The wrapped `pthread_create` behind the `thread-hook` feature, for the
 /// C library to export as its own `pthread_create` (see
 /// `sampler::birth`'s docs).
-#[cfg(not(flightrec_loom))]
 #[doc(hidden)]
 pub mod __thread_hook {
     pub use crate::sampler::birth::{Start, create};
@@ -132,7 +115,6 @@ pub mod __thread_hook {
 /// The program's `sigaction` family, for the C library's interposers (see
 /// `sampler::claim`'s docs): claim a signal before the C library's own
 /// function sets it.
-#[cfg(not(flightrec_loom))]
 #[doc(hidden)]
 pub mod __signal_hook {
     pub use crate::process::signals::{Sigaction, real_sigaction};

@@ -46,17 +46,14 @@ pub(crate) fn get() -> Option<&'static Runtime> {
 #[inline(always)]
 pub(crate) fn enabled(word: EnabledWord) -> &'static Runtime {
     let _ = word;
-    #[cfg(flightrec_loom)]
-    return RUNTIME.get().expect("an enabled word implies a runtime");
-    #[cfg(not(flightrec_loom))]
-    {
-        debug_assert!(RUNTIME.get().is_some());
-        // SAFETY: an `EnabledWord` was loaded (Acquire) from a word that
-        // `Registry::apply(.., true)` or registration during a recording
-        // stored (Release), and `Recording::start` initialises RUNTIME
-        // before that; RUNTIME is never emptied.
-        unsafe { RUNTIME.get_unchecked() }
-    }
+    debug_assert!(RUNTIME.get().is_some());
+    // SAFETY: an `EnabledWord` was loaded (Acquire) from a word that
+    // `Registry::apply(.., true)` or registration during a recording
+    // stored (Release), and `Recording::start` initialises RUNTIME
+    // before that; RUNTIME is never emptied. (The loom models never reach
+    // this: they hold runtimes of their own, and the loom builds check
+    // the debug assertion above.)
+    unsafe { RUNTIME.get_unchecked() }
 }
 
 /// The runtime, created with these sizes on first call. Later calls return

@@ -2,8 +2,9 @@
 //!
 //! The runtime's atomics, locks, `Arc`s, init-once cells, thread-locals and
 //! scheduler calls go through `crate::sync`, which swaps them for loom's twins
-//! under `cfg(flightrec_loom)`; a primitive named anywhere else escapes the
-//! loom models. Clippy's `disallowed_types` cannot express "only in this
+//! under `cfg(flightrec_loom)` (or through `crate::sync::global`, std's in
+//! both builds, for statics and the features no model drives); a primitive
+//! named anywhere else escapes the loom models. Clippy's `disallowed_types` cannot express "only in this
 //! file": it resolves `crate::sync::AtomicU64` to the std type it re-exports
 //! and would flag every use. So this test reads every file of `recorder/src`
 //! as Rust tokens (comments and string literals are not code; formatting and
@@ -188,6 +189,8 @@ fn violation(path: &PathUse) -> Option<String> {
         }
         match k.checked_sub(1).map(|p| s[p].as_str()) {
             Some("sync") => {}
+            // `sync::global`: std's twins for statics and features.
+            Some("global") if k >= 2 && s[k - 2] == "sync" => {}
             Some(module) => {
                 return Some(format!(
                     "`{joined}`: `{seg}` through `{module}`, not `crate::sync`"
@@ -304,6 +307,7 @@ fn check_catches_each_form() {
         "use crate::sync::{yield_now as y, Arc}; use std::thread::{yield_now as z};",
         "macro_rules! m { () => { std::sync::Arc::new(1) } }",
         "fn f() { let (tx, rx) = std::sync::mpsc::channel::<()>(); }",
+        "crate::other::global::thread_local! { static A: u8 = 0; }",
     ];
     for text in bad {
         let found = check_source(text).expect("test snippets are Rust tokens");
@@ -318,6 +322,8 @@ fn check_catches_each_form() {
         "use std::thread; fn f() { thread::spawn(|| ()); thread::sleep(D); }",
         "// std::sync::Arc in a comment\n/// and `std::thread::yield_now()` in a doc\nfn f() -> &'static str { \"std::sync::Mutex\" }",
         "use std::cell::Cell; use std::collections::HashMap;",
+        "crate::base::sync::global::thread_local! { static A: u8 = 0; }",
+        "use crate::base::sync::global::{AtomicU64, Mutex};",
     ];
     for text in good {
         let found = check_source(text).expect("test snippets are Rust tokens");

@@ -215,7 +215,7 @@ impl Drop for MoveGuard {
     }
 }
 
-crate::base::sync::thread_local! {
+crate::base::sync::global::thread_local! {
     /// The type `with_type` names for this thread's allocations now.
     static TYPE_NAME: Cell<Option<&'static str>> = const { Cell::new(None) };
 }

@@ -4,7 +4,7 @@
 
 use super::shared::{FIRST_ADAPTIVE_MEAN, LIVE, state};
 use super::{emit, sampler};
-use crate::base::sync::Ordering;
+use crate::base::sync::global::Ordering;
 use crate::config::settings::{Settings, Throttle};
 
 /// The settings of `event`'s `enabled`, default `on`.
@@ -66,7 +66,8 @@ pub(crate) fn apply(settings: &Settings, recording: bool) {
 
 /// Tests of the wrapper that run without a recording count anyway.
 #[cfg(test)]
-static FORCE_COUNTING: crate::base::sync::AtomicBool = crate::base::sync::AtomicBool::new(false);
+static FORCE_COUNTING: crate::base::sync::global::AtomicBool =
+    crate::base::sync::global::AtomicBool::new(false);
 
 #[cfg(test)]
 pub(super) fn counting_forced() -> bool {

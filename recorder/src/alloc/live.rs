@@ -39,7 +39,7 @@
 //! sampled block whose fields, of generation `seq`, were written before it
 //! was published.
 
-use crate::base::sync::{AtomicU64, AtomicUsize, Ordering, fence};
+use crate::base::sync::global::{AtomicU64, AtomicUsize, Ordering, fence};
 
 /// Slots per bucket: their address words fill one 64-byte line, so a
 /// free's lookup reads one line.

@@ -14,7 +14,7 @@
 //! (between the tail CAS and its sequence's Release store) and read only by
 //! the consumer after an Acquire load of that sequence.
 
-use crate::base::sync::{AtomicUsize, Ordering, UnsafeCell};
+use crate::base::sync::global::{AtomicUsize, Ordering, UnsafeCell};
 
 /// Deepest allocation stack kept (frames past it: truncated).
 pub(super) const MAX_FRAMES: usize = 64;

@@ -31,7 +31,7 @@
 use super::shared::{LIVE, QUEUE, state};
 use super::{allocator, live};
 use crate::base::loss::LossCause;
-use crate::base::sync::Ordering;
+use crate::base::sync::global::Ordering;
 
 /// The sampled path, with the thread's sampling suspended: tracks the
 /// block (if `track`: not for one tracked already), queues the raw sample

@@ -19,7 +19,7 @@
 
 use std::cell::Cell;
 
-use crate::base::sync::{AtomicU64, AtomicUsize, Ordering};
+use crate::base::sync::global::{AtomicU64, AtomicUsize, Ordering};
 
 /// What the wrapper's fast path does now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,7 +59,7 @@ pub(super) fn set_mode(counting: bool, installed: bool) -> bool {
     installed || was == Mode::Idle as usize
 }
 
-crate::base::sync::thread_local! {
+crate::base::sync::global::thread_local! {
     /// Bytes left before the next sample (or the next look at the
     /// settings while sampling is off). 0 at thread start: the first
     /// allocation takes the slow path, which arms it.

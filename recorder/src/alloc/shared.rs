@@ -3,7 +3,7 @@
 //! switches and adaptive interval the allocation path reads.
 
 use super::{live, queue};
-use crate::base::sync::{AtomicBool, AtomicU64, Ordering};
+use crate::base::sync::global::{AtomicBool, AtomicU64, Ordering};
 
 /// The leak table: 512 buckets of 8 slots.
 pub(super) static LIVE: live::LiveTable<512, 4096> = live::LiveTable::new();

@@ -3,7 +3,7 @@
 //! flag is never left set; with nothing counted, a tracked block is still
 //! untracked at its free or `realloc`.
 
-use crate::base::sync::{AtomicBool, Mutex, Ordering};
+use crate::base::sync::global::{AtomicBool, Mutex, Ordering};
 use std::alloc::{GlobalAlloc, Layout, System};
 
 use super::shared::LIVE;

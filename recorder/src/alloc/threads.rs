@@ -9,7 +9,7 @@
 //! Invariant: a record's `tid` is 0 (free) or the kernel id of the live
 //! thread that claimed it; only that thread stores its `allocated`.
 
-use crate::base::sync::{AtomicU64, Ordering};
+use crate::base::sync::global::{AtomicU64, Ordering};
 
 /// Threads whose counts are reported (more: counted in no record).
 pub(super) const MAX_THREADS: usize = 1024;
@@ -39,7 +39,7 @@ impl Drop for Claim {
     }
 }
 
-crate::base::sync::thread_local! {
+crate::base::sync::global::thread_local! {
     static CLAIM: Claim = const { Claim(std::cell::Cell::new(None), std::cell::Cell::new(false)) };
 }
 

@@ -102,7 +102,7 @@ impl EnabledWord {
     }
 
     /// The word (for the loom models' checks of what the hot path read).
-    #[cfg(flightrec_loom)]
+    #[allow(dead_code)] // called by `loom_api` only
     pub(crate) fn bits(self) -> u64 {
         self.0
     }

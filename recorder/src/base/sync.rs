@@ -1,13 +1,43 @@
 //! Every atomic, fence, cell and thread-local of the runtime, in one place.
 //!
-//! Under `cfg(flightrec_loom)` these are loom's model-checked twins; otherwise
-//! std's. The rest of the crate is written against loom's API (notably
+//! The crate root's primitives (`sync::AtomicU64`, `sync::Mutex`, `Arc`,
+//! `UnsafeCell`, `fence`, `thread_local!`, ...) are loom's model-checked
+//! twins under `cfg(flightrec_loom)` and std's otherwise: the one
+//! `mod imp` pair below is the only place the two builds differ in their
+//! primitives. The rest of the crate is written against loom's API (notably
 //! [`UnsafeCell::with`]/[`UnsafeCell::with_mut`]), so the same code runs in
 //! production and inside loom models. Sources of nondeterminism (the clock,
-//! thread ids) are routed through [`crate::base::clock`] and [`os_thread_id`].
+//! thread ids, hash seeds) are routed through [`crate::base::clock`],
+//! [`os_thread_id`] and [`RandomState`].
+//!
+//! # The gating rule
+//!
+//! What the loom models drive (the block's commit word, a slot's section
+//! word and stack tag, the epoch, the buffer pool, the sampler's slots and
+//! queues, the settings words, the constants' tags) is built from the root's
+//! primitives, so a model explores every interleaving of them. Loom's
+//! primitives exist only inside one model execution (they are not `const`
+//! and belong to it), so a `static`, and the features no model drives
+//! (signals, timers, periodic events, allocation sampling, labels, the
+//! attach listener, ...), use [`global`]'s: std's in both builds. Every
+//! feature is therefore built under loom too, and calls into it need no
+//! gate. That is sound because no model reaches that state: a model creates
+//! its own runtime and registry (`loom_api`), never starts a recording,
+//! and the statics it may pass (a hook list, a fallback flag) are never set
+//! in a model, so their loads are constants there and hide no
+//! interleaving. A primitive of a driven structure must come from the root;
+//! one that is only ever a `static`, or belongs to a feature, from
+//! [`global`]. Besides this pair, a loom build differs only where a model
+//! needs it to: its smaller sizes, a fixed clock, the barrier of
+//! `epoch::membarrier`, and the negative controls' weakenings.
 
-#[cfg(not(flightrec_loom))]
-mod imp {
+/// std's primitives, in both builds: for the process-global state
+/// (`static`s, which loom's primitives cannot initialise) and for the
+/// features no loom model drives (see the module docs for why this is
+/// sound). Outside loom these are the very types the crate root hands out.
+/// Not every one has a user in the loom build.
+#[allow(dead_code, unused_imports)]
+pub(crate) mod global {
     pub(crate) use std::sync::Arc;
     use std::sync::PoisonError;
 
@@ -85,7 +115,7 @@ mod imp {
         }
     }
     pub(crate) use std::sync::atomic::{
-        AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering, compiler_fence, fence,
+        AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, compiler_fence, fence,
     };
     pub(crate) use std::thread_local;
 
@@ -120,6 +150,15 @@ mod imp {
     pub(crate) fn spin_hint() {
         std::hint::spin_loop();
     }
+}
+
+#[cfg(not(flightrec_loom))]
+mod imp {
+    pub(crate) use super::global::{
+        Arc, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering,
+        UnsafeCell, compiler_fence, fence, spin_hint, thread_local,
+    };
+    pub(crate) use std::collections::hash_map::RandomState;
 
     /// Access tracking of buffer bytes ([`super::ByteCell`]): nothing
     /// outside loom.
@@ -150,7 +189,27 @@ mod imp {
     pub(crate) use loom::sync::atomic::{
         AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering, fence,
     };
-    pub(crate) use loom::thread_local;
+
+    /// loom's `thread_local!` (one value per model thread), which takes no
+    /// `const { .. }` initialiser: this strips it, so that one declaration
+    /// serves both builds (std's keeps it: no lazy initialisation there).
+    macro_rules! loom_thread_local {
+        () => {};
+        ($(#[$m:meta])* $v:vis static $n:ident: $t:ty = const { $e:expr }; $($rest:tt)*) => {
+            ::loom::thread_local! { $(#[$m])* $v static $n: $t = $e; }
+            $crate::base::sync::thread_local! { $($rest)* }
+        };
+        ($(#[$m:meta])* $v:vis static $n:ident: $t:ty = $e:expr; $($rest:tt)*) => {
+            ::loom::thread_local! { $(#[$m])* $v static $n: $t = $e; }
+            $crate::base::sync::thread_local! { $($rest)* }
+        };
+    }
+    pub(crate) use loom_thread_local as thread_local;
+
+    /// A fixed hasher: a model must take the same branches (lock the same
+    /// shards) in every execution.
+    pub(crate) type RandomState =
+        std::hash::BuildHasherDefault<std::collections::hash_map::DefaultHasher>;
 
     /// loom's mutex with a poison-free `lock()` (as the std twin's).
     #[derive(Debug, Default)]
@@ -176,6 +235,15 @@ mod imp {
         }
     }
 
+    impl<T: 'static> super::ForkLock for Mutex<T> {
+        type Value = T;
+        fn hold(&'static self) -> (*mut (), Box<dyn std::any::Any>) {
+            let mut guard = self.lock();
+            let value: *mut T = &mut *guard;
+            (value.cast(), Box::new(guard))
+        }
+    }
+
     /// loom's condition variable with the std twin's API shape.
     #[derive(Debug, Default)]
     pub(crate) struct Condvar(loom::sync::Condvar);
@@ -187,15 +255,26 @@ mod imp {
         }
 
         /// Wakes one waiter.
-        pub(crate) fn notify_one(&self) -> bool {
+        pub(crate) fn notify_one(&self) {
             self.0.notify_one();
-            true
         }
 
         /// Wakes all waiters.
-        pub(crate) fn notify_all(&self) -> usize {
+        pub(crate) fn notify_all(&self) {
             self.0.notify_all();
-            0
+        }
+
+        /// Waits until woken (loom has no clock: a timeout never passes).
+        pub(crate) fn wait_for<'a, T>(
+            &self,
+            guard: MutexGuard<'a, T>,
+            timeout: std::time::Duration,
+        ) -> MutexGuard<'a, T> {
+            let (guard, _) = self
+                .0
+                .wait_timeout(guard, timeout)
+                .expect("loom mutex poisoned");
+            guard
         }
     }
 
@@ -329,25 +408,39 @@ pub(crate) type ByteCell = std::cell::UnsafeCell<u8>;
 
 /// A guard `fork_lock` holds: the mutex's address, a pointer to its value,
 /// the guard.
-#[cfg(not(flightrec_loom))]
 type Held = (usize, *mut (), Box<dyn std::any::Any>);
 
-#[cfg(not(flightrec_loom))]
 std::thread_local! {
     /// The guards `fork_lock` holds on this thread.
     static FORK_HELD: std::cell::RefCell<Vec<Held>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
+/// A mutex [`fork_lock`] can keep locked across a `fork()`: std's, and under
+/// loom the model's as well (the fork handlers are built there, never run).
+pub(crate) trait ForkLock: 'static {
+    /// The value behind the lock.
+    type Value;
+    /// Locks; returns a pointer to the value and the guard.
+    fn hold(&'static self) -> (*mut (), Box<dyn std::any::Any>);
+}
+
+impl<T: 'static> ForkLock for global::Mutex<T> {
+    type Value = T;
+    fn hold(&'static self) -> (*mut (), Box<dyn std::any::Any>) {
+        let mut guard = self.lock();
+        let value: *mut T = &mut *guard;
+        (value.cast(), Box::new(guard))
+    }
+}
+
 /// Locks `m` for a `fork()` and keeps it locked (the guard is kept on this
 /// thread): `pthread_atfork`'s prepare handler, so that no other thread is
 /// inside it when the process is copied. Undone by [`fork_unlock`].
-#[cfg(not(flightrec_loom))]
-pub(crate) fn fork_lock<T: 'static>(m: &'static Mutex<T>) {
-    let mut guard = m.lock();
-    let value: *mut T = &mut *guard;
+pub(crate) fn fork_lock<M: ForkLock>(m: &'static M) {
+    let (value, guard) = m.hold();
     FORK_HELD.with(|h| {
         h.borrow_mut()
-            .push((std::ptr::from_ref(m).addr(), value.cast(), Box::new(guard)))
+            .push((std::ptr::from_ref(m).addr(), value, guard))
     });
 }
 
@@ -359,9 +452,8 @@ pub(crate) fn fork_lock<T: 'static>(m: &'static Mutex<T>) {
 /// handler and [`fork_unlock`]), and no other reference to the value is
 /// live: in the child no other thread exists, and in the parent every other
 /// thread is kept out by the lock.
-#[cfg(not(flightrec_loom))]
 #[allow(clippy::mut_from_ref)]
-pub(crate) unsafe fn fork_data<T: 'static>(m: &Mutex<T>) -> &mut T {
+pub(crate) unsafe fn fork_data<M: ForkLock>(m: &M) -> &mut M::Value {
     let addr = std::ptr::from_ref(m).addr();
     let value = FORK_HELD.with(|h| {
         h.borrow()
@@ -372,7 +464,7 @@ pub(crate) unsafe fn fork_data<T: 'static>(m: &Mutex<T>) -> &mut T {
     });
     // SAFETY: `value` points at the value of `m`, whose guard `FORK_HELD`
     // keeps alive; the caller guarantees no other reference to it is live.
-    unsafe { &mut *value.cast::<T>() }
+    unsafe { &mut *value.cast::<M::Value>() }
 }
 
 /// Unlocks a mutex locked by [`fork_lock`] (drops its guard; in a forked
@@ -381,8 +473,7 @@ pub(crate) unsafe fn fork_data<T: 'static>(m: &Mutex<T>) -> &mut T {
 /// # Safety
 ///
 /// No reference from [`fork_data`] to `m`'s value outlives this call.
-#[cfg(not(flightrec_loom))]
-pub(crate) unsafe fn fork_unlock<T: 'static>(m: &Mutex<T>) {
+pub(crate) unsafe fn fork_unlock<M: ForkLock>(m: &M) {
     let addr = std::ptr::from_ref(m).addr();
     let guard = FORK_HELD.with(|h| {
         let mut h = h.borrow_mut();
@@ -401,22 +492,20 @@ pub(crate) unsafe fn fork_unlock<T: 'static>(m: &Mutex<T>) {
 /// system call may set). A ring between [`ticket`](Self::ticket) and
 /// [`wait`](Self::wait) is never lost: the word has moved on, so the wait
 /// returns at once (the kernel compares the word under its own lock).
-#[cfg(not(flightrec_loom))]
 #[derive(Debug)]
 pub(crate) struct Doorbell {
     /// Bumped by every ring (the futex word).
-    rings: std::sync::atomic::AtomicU32,
+    rings: global::AtomicU32,
     /// Threads inside `wait` (so a ring with nobody asleep makes no call).
-    sleepers: std::sync::atomic::AtomicU32,
+    sleepers: global::AtomicU32,
 }
 
-#[cfg(not(flightrec_loom))]
 impl Doorbell {
     /// A bell nobody rang.
     pub(crate) const fn new() -> Self {
         Self {
-            rings: std::sync::atomic::AtomicU32::new(0),
-            sleepers: std::sync::atomic::AtomicU32::new(0),
+            rings: global::AtomicU32::new(0),
+            sleepers: global::AtomicU32::new(0),
         }
     }
 

@@ -48,12 +48,9 @@ const POS_MASK: u64 = (1 << 32) - 1;
 const ONE_RECORD: u64 = 1 << 32;
 
 /// The ordering that publishes `committed`. Release; the loom negative
-/// control `--cfg flightrec_loom_weaken="relaxed_commit"` weakens it to
-/// Relaxed so the models can show they notice (see `loom-tests/`).
-const COMMIT_ORDER: Ordering = if cfg!(all(
-    flightrec_loom,
-    flightrec_loom_weaken = "relaxed_commit"
-)) {
+/// control `relaxed_commit` weakens it to Relaxed so the models can show
+/// they notice (see `ci/loom.sh`).
+const COMMIT_ORDER: Ordering = if cfg!(flightrec_loom_weaken = "relaxed_commit") {
     Ordering::Relaxed
 } else {
     Ordering::Release
@@ -99,7 +96,6 @@ unsafe impl Send for Block {}
 impl Block {
     /// A zeroed block of `capacity` bytes, in a box of its own (loom
     /// models and tests; the pool cuts blocks from slabs).
-    #[cfg(any(test, flightrec_loom))]
     pub(crate) fn new(capacity: usize) -> Self {
         let data: Box<[UnsafeCell]> = (0..capacity).map(|_| UnsafeCell::new(0)).collect();
         let data = NonNull::new(Box::into_raw(data).cast::<UnsafeCell>()).expect("a box");
@@ -294,7 +290,7 @@ impl Drop for Block {
     }
 }
 
-#[cfg(all(test, not(flightrec_loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

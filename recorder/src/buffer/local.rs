@@ -100,16 +100,9 @@ pub(crate) fn register(rt: &Runtime, key: u64) -> Arc<ThreadSlot> {
     slot
 }
 
-#[cfg(not(flightrec_loom))]
 crate::base::sync::thread_local! {
     static SLOT: Cell<*const ThreadSlot> = const { Cell::new(std::ptr::null()) };
     static GUARD: Guard = const { Guard };
-}
-
-#[cfg(flightrec_loom)]
-crate::base::sync::thread_local! {
-    static SLOT: Cell<*const ThreadSlot> = Cell::new(std::ptr::null());
-    static GUARD: Guard = Guard;
 }
 
 /// Runs `f` with the calling thread's slot, attaching the thread first if
@@ -168,7 +161,6 @@ fn attach_or_closed(rt: &'static Runtime, p: *const ThreadSlot) -> NonNull<Threa
 
 /// The calling thread's slot pointer as it stands (null if it never
 /// attached), without attaching: for the fork handler.
-#[cfg(not(flightrec_loom))]
 pub(crate) fn own_slot_ptr() -> *const ThreadSlot {
     SLOT.try_with(Cell::get).unwrap_or(std::ptr::null())
 }

@@ -6,8 +6,5 @@ pub(crate) mod block;
 pub(crate) mod encode;
 pub(crate) mod local;
 pub(crate) mod pool;
-// Loom models give each block a box of its own (the chunk output still
-// maps its buffer here).
-#[cfg_attr(flightrec_loom, allow(dead_code))]
 pub(crate) mod slab;
 pub(crate) mod slot;

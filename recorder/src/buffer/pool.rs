@@ -43,7 +43,6 @@
 use std::collections::VecDeque;
 
 use super::block::Block;
-#[cfg(not(flightrec_loom))]
 use super::slab::Slabs;
 use crate::base::sync::{AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
 
@@ -64,12 +63,8 @@ pub(crate) const MIN_BLOCK_SIZE: usize = if cfg!(flightrec_loom) { 1 } else { 25
 const _: () = assert!(crate::config::builder::MIN_THREAD_BUFFER >= MIN_BLOCK_SIZE);
 
 /// Leaves the pool open at the last stop ([`BufferPool::close_from`]): the
-/// loom negative control `--cfg flightrec_loom_weaken="skip_pool_close"`
-/// (see `loom-tests/`).
-const SKIP_POOL_CLOSE: bool = cfg!(all(
-    flightrec_loom,
-    flightrec_loom_weaken = "skip_pool_close"
-));
+/// loom negative control `skip_pool_close` (see `ci/loom.sh`).
+const SKIP_POOL_CLOSE: bool = cfg!(flightrec_loom_weaken = "skip_pool_close");
 
 /// Raw pointer to a block that lives as long as the pool (blocks are never
 /// freed while the pool exists; they move between free list, owners and
@@ -128,8 +123,8 @@ pub(crate) struct BufferPool {
     closed_from: AtomicU64,
     /// Every block ever allocated (to free them when the pool drops).
     all: Mutex<Vec<BlockPtr>>,
-    /// Where their bytes come from (under loom, each block's own box).
-    #[cfg(not(flightrec_loom))]
+    /// Where their bytes come from (under loom, each block's own box, so
+    /// that every execution starts from fresh memory).
     slabs: Mutex<Slabs>,
 }
 
@@ -159,7 +154,6 @@ impl BufferPool {
             flip_limit: AtomicU64::new(0),
             closed_from: AtomicU64::new(u64::MAX),
             all: Mutex::new(Vec::new()),
-            #[cfg(not(flightrec_loom))]
             slabs: Mutex::new(Slabs::default()),
         }
     }
@@ -224,10 +218,9 @@ impl BufferPool {
             self.allocated.fetch_sub(1, Ordering::Relaxed);
             return None;
         }
-        #[cfg(flightrec_loom)]
-        let block = Block::new(self.block_size);
-        #[cfg(not(flightrec_loom))]
-        let block = {
+        let block = if cfg!(flightrec_loom) {
+            Block::new(self.block_size)
+        } else {
             let bytes = self
                 .slabs
                 .lock()
@@ -478,7 +471,6 @@ impl BufferPool {
 }
 
 /// Fork handling (see `crate::process::fork`).
-#[cfg(not(flightrec_loom))]
 impl BufferPool {
     /// Holds every lock of the pool across a `fork()`.
     pub(crate) fn fork_lock(&'static self) {

@@ -137,11 +137,8 @@ const _: () = assert!(cfg!(flightrec_loom) || MIN_BLOCK_SIZE >= BOUNDED_RECORD);
 const NO_BLOCK: u64 = u64::MAX;
 
 /// Skips the section's stack tag: the loom negative control
-/// `--cfg flightrec_loom_weaken="skip_stack_tag"` (see `loom-tests/`).
-const SKIP_STACK_TAG: bool = cfg!(all(
-    flightrec_loom,
-    flightrec_loom_weaken = "skip_stack_tag"
-));
+/// `skip_stack_tag` (see `ci/loom.sh`).
+const SKIP_STACK_TAG: bool = cfg!(flightrec_loom_weaken = "skip_stack_tag");
 
 /// Tags stack `key` with `epoch`, the epoch of the caller's open write
 /// section; the key the event may reference: `key`, or 0 (counted as a
@@ -551,7 +548,6 @@ impl ThreadSlot {
     /// section (its owner may have been inside one when the parent forked),
     /// unpublishes the current block and returns it for reuse, and marks
     /// the slot exited unless it is the forking thread's own.
-    #[cfg(not(flightrec_loom))]
     pub(crate) fn reset_in_child(&self, own: bool) -> Option<BlockPtr> {
         self.section.store(0, Ordering::Relaxed);
         let block = self.current_block();

@@ -56,7 +56,7 @@ pub struct RecordingConfig {
     /// when `jcmd` asks (`attach=lazy`).
     pub(crate) attach: Attach,
     /// Push each period's chunk to Pyroscope.
-    #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
+    #[cfg(feature = "pyroscope")]
     pub(crate) pyroscope: Option<crate::pyroscope::config::PyroscopeConfig>,
 }
 
@@ -107,7 +107,7 @@ impl RecordingConfig {
             memory_size: DEFAULT_MEMORY_SIZE,
             duration: None,
             attach: Attach::Off,
-            #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
+            #[cfg(feature = "pyroscope")]
             pyroscope: None,
         }
     }
@@ -118,7 +118,7 @@ impl RecordingConfig {
     /// [`crate::pyroscope`].
     ///
     /// [`PyroscopeConfig::period`]: crate::pyroscope::config::PyroscopeConfig::period
-    #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
+    #[cfg(feature = "pyroscope")]
     pub fn pyroscope(mut self, upload: crate::pyroscope::config::PyroscopeConfig) -> Self {
         self.pyroscope = Some(upload);
         self
@@ -127,7 +127,7 @@ impl RecordingConfig {
     /// The configuration as recorded: with an uploader, chunks are cut at
     /// least every upload period.
     pub(crate) fn effective(self) -> Self {
-        #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
+        #[cfg(feature = "pyroscope")]
         if let Some(p) = &self.pyroscope {
             let period = p.upload_period();
             let age = self.max_chunk_age.map_or(period, |a| a.min(period));
@@ -466,7 +466,7 @@ pub enum StartError {
     },
     /// The Pyroscope uploader could not start (its `Authorization`
     /// variable is not set, ...).
-    #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
+    #[cfg(feature = "pyroscope")]
     Pyroscope(crate::pyroscope::config::PyroscopeError),
     /// The repository or the first chunk could not be created.
     Io {
@@ -494,7 +494,7 @@ impl std::fmt::Display for StartError {
                 write!(f, "refusing repository {}: {problem}", path.display())
             }
             Self::Setting(e) => write!(f, "{e}"),
-            #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
+            #[cfg(feature = "pyroscope")]
             Self::Pyroscope(e) => write!(f, "{e}"),
             Self::Destination { path, source } => write!(
                 f,

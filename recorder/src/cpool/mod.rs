@@ -3,7 +3,6 @@
 
 pub(crate) mod keys;
 pub(crate) mod methods;
-#[cfg(not(flightrec_loom))]
 pub(crate) mod named_classes;
 pub(crate) mod stacks;
 pub(crate) mod threads;

@@ -15,7 +15,7 @@
 use jfr_format::write::constants::{ClassValue, write_class, write_symbol};
 use jfr_format::{Checkpoint, TypeId};
 
-use crate::base::sync::{Mutex, MutexGuard};
+use crate::base::sync::global::{Mutex, MutexGuard};
 
 /// The classes of one kind, in the order their names were first seen.
 #[derive(Debug)]

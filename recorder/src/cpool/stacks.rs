@@ -65,11 +65,8 @@ use crate::cpool::threads::{TAG_WORDS, tag_slot};
 const SHARDS: usize = 16;
 
 /// The shards' hasher: random per process, fixed under loom, whose models
-/// must lock the same shards in every execution.
-#[cfg(not(flightrec_loom))]
-type ShardHasher = std::collections::hash_map::RandomState;
-#[cfg(flightrec_loom)]
-type ShardHasher = std::hash::BuildHasherDefault<std::collections::hash_map::DefaultHasher>;
+/// must lock the same shards in every execution (see `base::sync`).
+type ShardHasher = crate::base::sync::RandomState;
 
 /// Bytes an entry costs besides its frames: the `Arc` headers, the two map
 /// slots and their control bytes, the entry itself, and the recorder's map
@@ -283,7 +280,6 @@ impl StackRepository {
     }
 
     /// Holds every shard's lock across a `fork()`.
-    #[cfg(not(flightrec_loom))]
     pub(crate) fn fork_lock(&'static self) {
         for s in &self.shards {
             crate::base::sync::fork_lock(s);
@@ -295,7 +291,6 @@ impl StackRepository {
     /// # Safety
     ///
     /// Called once after [`fork_lock`](Self::fork_lock) on the same thread.
-    #[cfg(not(flightrec_loom))]
     pub(crate) unsafe fn fork_unlock(&self) {
         for s in self.shards.iter().rev() {
             // SAFETY: the caller's contract.
@@ -304,7 +299,7 @@ impl StackRepository {
     }
 }
 
-#[cfg(all(test, not(flightrec_loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -45,14 +45,13 @@ use crate::base::sync::{Arc, AtomicU64, Mutex, Ordering};
 pub(crate) const TAG_SLOTS: u64 = 3;
 
 /// The words of a constant's tags: [`TAG_SLOTS`], or two in the loom
-/// negative control `--cfg flightrec_loom_weaken="two_tag_slots"` (the
-/// pool still lets a seal flip two epochs past the chunk being finished).
-pub(crate) const TAG_WORDS: usize =
-    if cfg!(all(flightrec_loom, flightrec_loom_weaken = "two_tag_slots")) {
-        2
-    } else {
-        TAG_SLOTS as usize
-    };
+/// negative control `two_tag_slots` (see `ci/loom.sh`; the pool still lets
+/// a seal flip two epochs past the chunk being finished).
+pub(crate) const TAG_WORDS: usize = if cfg!(flightrec_loom_weaken = "two_tag_slots") {
+    2
+} else {
+    TAG_SLOTS as usize
+};
 
 /// The word of `epoch` in a constant's tags.
 #[inline]
@@ -246,7 +245,6 @@ impl ThreadRegistry {
     }
 
     /// Holds the registry's lock across a `fork()`.
-    #[cfg(not(flightrec_loom))]
     pub(crate) fn fork_lock(&'static self) {
         crate::base::sync::fork_lock(&self.threads);
     }
@@ -256,7 +254,6 @@ impl ThreadRegistry {
     /// # Safety
     ///
     /// Called once after [`fork_lock`](Self::fork_lock) on the same thread.
-    #[cfg(not(flightrec_loom))]
     pub(crate) unsafe fn fork_unlock(&self) {
         // SAFETY: the caller's contract.
         unsafe { crate::base::sync::fork_unlock(&self.threads) }
@@ -270,7 +267,6 @@ impl ThreadRegistry {
     ///
     /// Called in the child between [`fork_lock`](Self::fork_lock) and
     /// [`fork_unlock`](Self::fork_unlock), with no other thread running.
-    #[cfg(not(flightrec_loom))]
     pub(crate) unsafe fn keep_only_in_child(&self, own: Option<u64>, own_tid: i64, epoch: u64) {
         // SAFETY: the caller's contract: the lock is held for us and we are
         // the only thread.
@@ -288,7 +284,7 @@ impl ThreadRegistry {
 
     /// True if `key` is still known (its pool entry can be written). For the
     /// loom models.
-    #[cfg(flightrec_loom)]
+    #[allow(dead_code)] // called by `loom_api` only
     pub(crate) fn is_known(&self, key: u64) -> bool {
         self.threads.lock().by_key.contains_key(&key)
     }
@@ -324,7 +320,7 @@ pub(crate) fn current_thread_name() -> String {
         .unwrap_or_else(|_| format!("thread-{tid}"))
 }
 
-#[cfg(all(test, not(flightrec_loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -11,29 +11,25 @@
 //! # Under loom
 //!
 //! Loom has no membarrier. There, `compiler_fence` is a real `fence(SeqCst)`
-//! (see [`crate::base::sync`]) and [`barrier`] is the caller's `fence(SeqCst)`:
-//! the two SeqCst fences are the usual model of the asymmetric pair (what
-//! membarrier promotes each writer's compiler fence to).
+//! (see [`crate::base::sync`]) and [`barrier`] is the caller's `fence(SeqCst)`
+//! (a loom fence) alone: the two SeqCst fences are the usual model of the
+//! asymmetric pair (what membarrier promotes each writer's compiler fence
+//! to). The flags are std statics, never set there (no model registers), so
+//! [`writers_need_fence`] is false.
 //!
 //! Invariant: after [`barrier`] returns, every writer either has its open
 //! section visible to the caller or will load the new epoch.
 
-#[cfg(not(flightrec_loom))]
-use crate::base::sync::AtomicBool;
+use crate::base::sync::global::AtomicBool;
 use crate::base::sync::{Ordering, fence};
 
-#[cfg(not(flightrec_loom))]
 const CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
-#[cfg(not(flightrec_loom))]
 const CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
 
 /// True when membarrier is unavailable and writers must fence themselves.
-#[cfg(not(flightrec_loom))]
 static WRITERS_FENCE: AtomicBool = AtomicBool::new(false);
-#[cfg(not(flightrec_loom))]
 static REGISTERED: AtomicBool = AtomicBool::new(false);
 
-#[cfg(not(flightrec_loom))]
 fn membarrier(cmd: libc::c_int) -> bool {
     // SAFETY: membarrier takes two integer arguments and touches no memory
     // of ours; failure is reported through the return value.
@@ -42,7 +38,6 @@ fn membarrier(cmd: libc::c_int) -> bool {
 
 /// Registers the process for expedited barriers (once, at recording start).
 #[cold]
-#[cfg(not(flightrec_loom))]
 pub(crate) fn register() {
     if REGISTERED.swap(true, Ordering::AcqRel) {
         return;
@@ -54,22 +49,22 @@ pub(crate) fn register() {
 
 /// In a forked child: registers again at the child's first recording (the
 /// registration belongs to the parent's memory map).
-#[cfg(not(flightrec_loom))]
 pub(crate) fn forget_registration() {
     REGISTERED.store(false, Ordering::Relaxed);
 }
 
 /// True if writers must issue a full fence after opening a section.
 #[inline]
-#[cfg(not(flightrec_loom))]
 pub(crate) fn writers_need_fence() -> bool {
     WRITERS_FENCE.load(Ordering::Relaxed)
 }
 
 /// Makes every running thread execute a full memory barrier.
-#[cfg(not(flightrec_loom))]
 pub(crate) fn barrier() {
     fence(Ordering::SeqCst);
+    if cfg!(flightrec_loom) {
+        return; // the fence above is the whole barrier (module docs)
+    }
     if !writers_need_fence() && !membarrier(CMD_PRIVATE_EXPEDITED) {
         // Registered but refused now: writers fence themselves from here on.
         // A writer that opened its section before seeing this flag did so
@@ -79,17 +74,4 @@ pub(crate) fn barrier() {
         WRITERS_FENCE.store(true, Ordering::SeqCst);
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
-}
-
-/// Under loom, writers' `compiler_fence` already is a full fence.
-#[inline]
-#[cfg(flightrec_loom)]
-pub(crate) fn writers_need_fence() -> bool {
-    false
-}
-
-/// Under loom, the caller's SeqCst fence (see the module docs).
-#[cfg(flightrec_loom)]
-pub(crate) fn barrier() {
-    fence(Ordering::SeqCst);
 }

@@ -83,11 +83,8 @@ impl<E, F: FnMut(&Block) -> Result<(), E>> BlockSink<E> for F {
 }
 
 /// Skips step 3 of the safepoint: the loom negative control
-/// `--cfg flightrec_loom_weaken="skip_section_wait"` (see `loom-tests/`).
-const SKIP_SECTION_WAIT: bool = cfg!(all(
-    flightrec_loom,
-    flightrec_loom_weaken = "skip_section_wait"
-));
+/// `skip_section_wait` (see `ci/loom.sh`).
+const SKIP_SECTION_WAIT: bool = cfg!(flightrec_loom_weaken = "skip_section_wait");
 
 /// Flips the epoch from `open` (unless a writer's seal did), arming
 /// `next`'s size marks (wake-up, hard) for `open + 1` in the same step,

@@ -101,7 +101,7 @@ fn varint(bytes: &[u8]) -> Option<(u64, usize)> {
     None
 }
 
-#[cfg(all(test, not(flightrec_loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
     use jfr_format::write::encode::Sink;

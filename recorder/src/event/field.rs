@@ -528,7 +528,7 @@ impl FieldValue for SystemTime {
     }
 }
 
-#[cfg(all(test, not(flightrec_loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -10,5 +10,4 @@ pub(crate) mod registry;
 pub(crate) mod scratch;
 pub(crate) mod sink;
 pub(crate) mod spread;
-#[cfg(not(flightrec_loom))]
 pub mod watch;

@@ -18,7 +18,7 @@ use jfr_format::write::metadata::{EncodedMetadata, Metadata};
 
 use crate::base::clock;
 use crate::base::enabled;
-use crate::base::sync::{ArcSwap, AtomicUsize, Mutex, OnceLock, Ordering, StdArc};
+use crate::base::sync::{ArcSwap, AtomicUsize, Mutex, OnceLock, Ordering, StdArc, global};
 use crate::config::settings::Settings;
 use crate::event::descriptor::{EventKind, EventType};
 
@@ -193,12 +193,10 @@ impl Registry {
                 .store(self.word_for(ty, recording), Ordering::Release);
         }
         drop(inner);
-        #[cfg(not(flightrec_loom))]
         notify();
     }
 
     /// Holds the registry's lock across a `fork()`.
-    #[cfg(not(flightrec_loom))]
     pub(crate) fn fork_lock(&'static self) {
         crate::base::sync::fork_lock(&self.inner);
     }
@@ -208,7 +206,6 @@ impl Registry {
     /// # Safety
     ///
     /// Called once after [`fork_lock`](Self::fork_lock) on the same thread.
-    #[cfg(not(flightrec_loom))]
     pub(crate) unsafe fn fork_unlock(&self) {
         // SAFETY: the caller's contract.
         unsafe { crate::base::sync::fork_unlock(&self.inner) }
@@ -221,7 +218,6 @@ impl Registry {
     ///
     /// Called in the child between [`fork_lock`](Self::fork_lock) and
     /// [`fork_unlock`](Self::fork_unlock), with no other thread running.
-    #[cfg(not(flightrec_loom))]
     pub(crate) unsafe fn stop_in_child(&self) {
         // SAFETY: the caller's contract: the lock is held for us and we are
         // the only thread.
@@ -315,12 +311,9 @@ impl Registry {
 }
 
 /// Whether the samples carry `contextId` ([`crate::labels`]): never in the
-/// loom models, which have no labels.
+/// loom models, which use no labels (a std static, false there).
 fn context_ids() -> bool {
-    #[cfg(not(flightrec_loom))]
-    return crate::labels::latch::in_samples();
-    #[cfg(flightrec_loom)]
-    false
+    crate::labels::latch::in_samples()
 }
 
 /// The id of the metadata describing the built-in types (the samples with
@@ -358,10 +351,7 @@ fn union_of(inner: &RegistryInner) -> Settings {
                 ..Default::default()
             };
         }
-        #[cfg(not(flightrec_loom))]
-        return crate::config::union::builtin_default(name);
-        #[cfg(flightrec_loom)]
-        crate::config::settings::TypeSettings::default()
+        crate::config::union::builtin_default(name)
     })
 }
 
@@ -388,12 +378,10 @@ pub(crate) fn global() -> &'static Registry {
 }
 
 /// The hooks [`crate::event::watch::on_settings_change`] adds.
-#[cfg(not(flightrec_loom))]
-pub(crate) static HOOKS: Mutex<Vec<fn()>> = Mutex::new(Vec::new());
+pub(crate) static HOOKS: global::Mutex<Vec<fn()>> = global::Mutex::new(Vec::new());
 
 /// Calls the hooks; the registry calls this after applying settings,
 /// outside its lock.
-#[cfg(not(flightrec_loom))]
 pub(crate) fn notify() {
     // Copy out so a hook that adds a hook does not deadlock.
     let hooks: Vec<fn()> = HOOKS.lock().clone();

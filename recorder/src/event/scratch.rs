@@ -53,14 +53,8 @@ const INITIAL: usize = 4096;
 /// The thread-local while its scratch is lent (see the module docs).
 const LENT: *mut Scratch = std::ptr::without_provenance_mut(1);
 
-#[cfg(not(flightrec_loom))]
 crate::base::sync::thread_local! {
     static SCRATCH: Cell<*mut Scratch> = const { Cell::new(std::ptr::null_mut()) };
-}
-
-#[cfg(flightrec_loom)]
-crate::base::sync::thread_local! {
-    static SCRATCH: Cell<*mut Scratch> = Cell::new(std::ptr::null_mut());
 }
 
 /// A thread's scratch: the fields of one record and the constants they

@@ -608,7 +608,7 @@ impl Sink for RecordSink<'_> {
     }
 }
 
-#[cfg(all(test, not(flightrec_loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
     use jfr_format::types::TypeId;

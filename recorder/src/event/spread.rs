@@ -14,12 +14,10 @@
 //! Invariant: [`fixed9_low_with`] returns exactly the first eight bytes (as a
 //! little-endian word) of `encode_varint_fixed9(v)`, on every CPU.
 
-#[cfg(not(flightrec_loom))]
-use crate::base::sync::{AtomicBool, Ordering};
+use crate::base::sync::global::{AtomicBool, Ordering};
 
-/// True once [`init`] found a fast `pdep`. (Not under loom, whose atomics
-/// cannot be statics: models take the portable spread.)
-#[cfg(not(flightrec_loom))]
+/// True once [`init`] found a fast `pdep` (a std static: the loom models take
+/// whichever spread the CPU has, both give the same bytes).
 static FAST_PDEP: AtomicBool = AtomicBool::new(false);
 
 /// The seven-bit groups of a varint, one per byte.
@@ -31,11 +29,10 @@ const CONTINUATION: u64 = 0x8080_8080_8080_8080;
 /// Decides, once, whether [`spread7_with`] may use `pdep`.
 #[cold]
 pub(crate) fn init() {
-    #[cfg(not(flightrec_loom))]
     FAST_PDEP.store(pdep_is_fast(), Ordering::Relaxed);
 }
 
-#[cfg(all(target_arch = "x86_64", not(flightrec_loom)))]
+#[cfg(target_arch = "x86_64")]
 fn pdep_is_fast() -> bool {
     if !std::arch::is_x86_feature_detected!("bmi2") {
         return false;
@@ -55,7 +52,7 @@ fn pdep_is_fast() -> bool {
     !(hygon || amd && family < 0x19)
 }
 
-#[cfg(all(not(target_arch = "x86_64"), not(flightrec_loom)))]
+#[cfg(not(target_arch = "x86_64"))]
 fn pdep_is_fast() -> bool {
     false
 }
@@ -65,9 +62,9 @@ fn pdep_is_fast() -> bool {
 /// before the clock, see `commit::Start`).
 #[inline(always)]
 pub(crate) fn fast() -> bool {
-    #[cfg(all(target_arch = "x86_64", not(flightrec_loom)))]
+    #[cfg(target_arch = "x86_64")]
     return FAST_PDEP.load(Ordering::Relaxed);
-    #[cfg(not(all(target_arch = "x86_64", not(flightrec_loom))))]
+    #[cfg(not(target_arch = "x86_64"))]
     false
 }
 
@@ -82,7 +79,7 @@ pub(crate) fn spread7(v: u64) -> u64 {
 /// [`spread7`] with [`fast`] read already.
 #[inline(always)]
 pub(crate) fn spread7_with(v: u64, fast: bool) -> u64 {
-    #[cfg(all(target_arch = "x86_64", not(flightrec_loom)))]
+    #[cfg(target_arch = "x86_64")]
     if fast {
         let spread: u64;
         // SAFETY: `FAST_PDEP` is set only where `cpuid` reported BMI2
@@ -99,7 +96,7 @@ pub(crate) fn spread7_with(v: u64, fast: bool) -> u64 {
         return spread;
     }
     // Laid out after the fast form, which then needs no jump over it.
-    #[cfg(all(target_arch = "x86_64", not(flightrec_loom)))]
+    #[cfg(target_arch = "x86_64")]
     cold_path();
     jfr_format::write::encode::spread7(v)
 }
@@ -115,12 +112,12 @@ pub(crate) fn fixed9_low_with(v: u64, fast: bool) -> u64 {
 /// Marks the branch that calls it as unlikely, so the compiler lays the
 /// other one out as the straight path (what `std::hint::cold_path` does
 /// since Rust 1.95, newer than this crate's MSRV).
-#[cfg(all(target_arch = "x86_64", not(flightrec_loom)))]
+#[cfg(target_arch = "x86_64")]
 #[cold]
 #[inline(always)]
 fn cold_path() {}
 
-#[cfg(all(test, not(flightrec_loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -3,7 +3,7 @@
 //! latched for the recorder's life as it starts, so the metadata and the
 //! sampler agree on the samples' layout.
 
-use crate::base::sync::{AtomicBool, Ordering};
+use crate::base::sync::global::{AtomicBool, Ordering};
 
 /// Asked for by [`set_in_samples`].
 static ASKED: AtomicBool = AtomicBool::new(false);

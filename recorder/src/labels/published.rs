@@ -22,7 +22,7 @@
 //! and the handler's load are on the same thread, in program order.
 
 use crate::base::loss::LossCause;
-use crate::base::sync::{AtomicU64, Ordering};
+use crate::base::sync::global::{AtomicU64, Ordering};
 
 /// Entries in the table (a power of two).
 pub(crate) const CAPACITY: usize = 4096;

@@ -25,7 +25,7 @@ impl Drop for ThreadLabels {
     }
 }
 
-crate::base::sync::thread_local! {
+crate::base::sync::global::thread_local! {
     static CURRENT: RefCell<ThreadLabels> = RefCell::new(ThreadLabels::default());
 }
 

@@ -26,7 +26,7 @@ use std::collections::HashMap;
 pub(super) type Set = Vec<(i64, i64)>;
 
 use crate::base::loss::LossCause;
-use crate::base::sync::Mutex;
+use crate::base::sync::global::Mutex;
 
 /// Most label sets the table holds.
 pub const MAX_CONTEXTS: usize = 16_384;

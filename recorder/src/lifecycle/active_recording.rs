@@ -10,7 +10,7 @@
 
 use jfr_format::write::events::{ActiveRecording, BuiltinEvent};
 
-use crate::base::sync::{AtomicU64, Ordering};
+use crate::base::sync::global::{AtomicU64, Ordering};
 use crate::config::builder::RecordingConfig;
 
 /// Recording ids, as the JDK numbers them: 1, 2, ... in the process.

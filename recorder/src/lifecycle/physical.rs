@@ -27,7 +27,7 @@
 use crate::base::sync::mpsc;
 use std::thread::JoinHandle;
 
-use crate::base::sync::{Condvar, Mutex};
+use crate::base::sync::global::{Condvar, Mutex};
 use crate::output::recorder_thread::Command;
 use crate::runtime::Runtime;
 

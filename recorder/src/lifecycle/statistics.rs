@@ -34,7 +34,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::base::sync::{AtomicU64, Ordering};
+use crate::base::sync::global::{AtomicU64, Ordering};
 
 /// flightrec's threads whose CPU time is its own cost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,10 +71,10 @@ struct Counters {
 }
 
 /// When the current recording started (for the first period's rates).
-fn started_at() -> &'static crate::base::sync::Mutex<Option<Instant>> {
-    static STARTED: crate::base::sync::OnceLock<crate::base::sync::Mutex<Option<Instant>>> =
+fn started_at() -> &'static crate::base::sync::global::Mutex<Option<Instant>> {
+    static STARTED: crate::base::sync::OnceLock<crate::base::sync::global::Mutex<Option<Instant>>> =
         crate::base::sync::OnceLock::new();
-    STARTED.get_or_init(|| crate::base::sync::Mutex::new(None))
+    STARTED.get_or_init(|| crate::base::sync::global::Mutex::new(None))
 }
 
 /// When the current recording started.

@@ -9,7 +9,7 @@
 //! it (the waiter, right after its acquire).
 
 use super::record::{ENTER, Wait, after_record};
-use crate::base::sync::{AtomicU64, AtomicUsize, Ordering};
+use crate::base::sync::global::{AtomicU64, AtomicUsize, Ordering};
 
 /// A recorded lock's contention state, beside the lock it describes.
 #[derive(Debug)]

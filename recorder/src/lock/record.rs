@@ -26,7 +26,7 @@ use crate::cpool::named_classes::NamedClasses;
 
 use crate::base::clock;
 use crate::base::loss::LossCause;
-use crate::base::sync::{AtomicU64, Ordering};
+use crate::base::sync::global::{AtomicU64, Ordering};
 use crate::buffer::local;
 use crate::config::settings::Settings;
 use crate::event::commit::{BuiltinRefs, emit_builtin};

@@ -303,11 +303,8 @@ impl ChunkAssembler {
                 .record_many(crate::base::loss::LossCause::StackDropped, gone as u64, 0);
         }
         rt.stacks.set_resolved_bytes(frames.bytes());
-        #[cfg(not(flightrec_loom))]
-        {
-            self.panic_classes_written =
-                crate::process::panics::write_class_constants(&mut cp, self.panic_classes_written);
-        }
+        self.panic_classes_written =
+            crate::process::panics::write_class_constants(&mut cp, self.panic_classes_written);
         for part in &mut self.parts {
             part.write_constants(&mut cp);
         }

@@ -9,5 +9,4 @@
 
 pub(crate) mod chunk;
 pub(crate) mod chunk_out;
-#[cfg(not(flightrec_loom))]
 pub(crate) mod recorder_thread;

@@ -5,7 +5,7 @@
 use crate::base::sync::OnceLock;
 use std::thread::JoinHandle;
 
-use crate::base::sync::{Arc, Condvar, Mutex};
+use crate::base::sync::global::{Arc, Condvar, Mutex};
 
 use super::system;
 

@@ -2,7 +2,7 @@
 //! recorder thread (a request to the recorder from there would wait for
 //! itself).
 
-crate::base::sync::thread_local! {
+crate::base::sync::global::thread_local! {
     /// Set while this thread runs a chunk edge's tasks for the recorder.
     pub(super) static AT_EDGE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }

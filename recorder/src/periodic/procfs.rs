@@ -403,7 +403,7 @@ pub(crate) fn weight_to_shares(weight: u64) -> i64 {
     shares.max(1024.min(x))
 }
 
-#[cfg(all(test, not(flightrec_loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

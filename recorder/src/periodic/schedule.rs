@@ -45,7 +45,8 @@ use super::user::{effective_user_period, user_snapshot};
 use super::{calls, system, table};
 use std::time::{Duration, Instant};
 
-use crate::base::sync::{Arc, Mutex, StdArc};
+use crate::base::sync::StdArc;
+use crate::base::sync::global::{Arc, Mutex};
 use crate::config::settings::{Period, Settings};
 use crate::event::registry::registry;
 
@@ -314,7 +315,7 @@ pub(super) fn interval(p: Period) -> Option<When> {
     }
 }
 
-#[cfg(all(test, not(flightrec_loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

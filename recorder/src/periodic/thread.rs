@@ -25,7 +25,7 @@ use super::schedule::{Periodic, When, chunk_edge};
 use super::{calls, system};
 use std::time::{Duration, Instant};
 
-use crate::base::sync::{Arc, Condvar, Mutex};
+use crate::base::sync::global::{Arc, Condvar, Mutex};
 use crate::event::registry::registry;
 use crate::lifecycle::statistics::{Role, RoleThread};
 use crate::process::panic_guard::{self, Place};

@@ -6,7 +6,7 @@ use super::control::wake;
 use super::{calls, table};
 use crate::base::sync::OnceLock;
 
-use crate::base::sync::{Arc, Mutex};
+use crate::base::sync::global::{Arc, Mutex};
 use crate::config::settings::{Period, Settings};
 use crate::event::descriptor::EventType;
 

@@ -8,10 +8,10 @@
 //! the exit handler, a `duration` timer and `JFR.stop` all stop one by
 //! taking it out of that list, so each is stopped exactly once.
 
-use crate::base::sync::Mutex;
+use crate::base::sync::global::Mutex;
 use std::time::Duration;
 
-use crate::base::sync::{AtomicU64, Ordering};
+use crate::base::sync::global::{AtomicU64, Ordering};
 use crate::config::builder::{RecordingConfig, StartError};
 use crate::config::options::{self, OptionError, StartOptions};
 use crate::lifecycle::handle::Recording;
@@ -68,7 +68,7 @@ pub(crate) fn config_from_options(o: &StartOptions) -> RecordingConfig {
     if let Some(n) = &o.name {
         c = c.name(n);
     }
-    #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
+    #[cfg(feature = "pyroscope")]
     if let Some(p) = &o.pyroscope {
         c = c.pyroscope(p.clone());
     }
@@ -199,7 +199,7 @@ fn start(
 
 /// The automatic recordings of this process (none in a forked child).
 fn autos() -> Option<
-    crate::base::sync::MutexGuard<
+    crate::base::sync::global::MutexGuard<
         'static,
         Vec<(Recording, bool, crate::config::settings::Settings)>,
     >,
@@ -323,7 +323,7 @@ fn register_exit_handler() {
     });
 }
 
-#[cfg(all(test, not(flightrec_loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -36,7 +36,7 @@
 //! slot has an open section, no block holds data, and every lock of the
 //! runtime is free; the parent's state is as before the call.
 
-use crate::base::sync::{AtomicPtr, Ordering};
+use crate::base::sync::global::{AtomicPtr, Ordering};
 use crate::buffer::local;
 use crate::epoch::membarrier;
 use crate::runtime::Runtime;

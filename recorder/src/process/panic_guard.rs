@@ -25,7 +25,7 @@ use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::base::loss::LossCause;
-use crate::base::sync::{AtomicU64, Ordering};
+use crate::base::sync::global::{AtomicU64, Ordering};
 
 /// A place in the recorder where a panic is caught.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

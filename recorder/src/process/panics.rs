@@ -41,7 +41,7 @@ use std::panic::PanicHookInfo;
 use jfr_format::Checkpoint;
 use jfr_format::write::events::JavaErrorThrow;
 
-use crate::base::sync::{AtomicBool, AtomicU64, Ordering};
+use crate::base::sync::global::{AtomicBool, AtomicU64, Ordering};
 use crate::cpool::named_classes::NamedClasses;
 use crate::event::commit::BuiltinRefs;
 use crate::event::registry::registry;
@@ -53,7 +53,7 @@ static PANICS: AtomicU64 = AtomicU64::new(0);
 static RECORDING: AtomicBool = AtomicBool::new(false);
 static CALIBRATION: OnceLock<Vec<u64>> = OnceLock::new();
 
-crate::base::sync::thread_local! {
+crate::base::sync::global::thread_local! {
     static CALIBRATING: Cell<bool> = const { Cell::new(false) };
 }
 

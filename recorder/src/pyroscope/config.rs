@@ -10,7 +10,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::base::sync::Arc;
+use crate::base::sync::global::Arc;
 
 /// The upload period when none is given.
 pub const DEFAULT_PERIOD: Duration = Duration::from_secs(10);

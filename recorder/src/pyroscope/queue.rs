@@ -23,7 +23,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use crate::base::sync::{Arc, Condvar, Mutex};
+use crate::base::sync::global::{Arc, Condvar, Mutex};
 
 /// One finished chunk: its bytes and its span (ns since the epoch).
 #[derive(Debug, Clone)]

@@ -43,7 +43,8 @@ use std::time::{Duration, Instant};
 
 use super::config::{PyroscopeConfig, Uploaded};
 use super::queue::{Chunk, Queue};
-use crate::base::sync::{Arc, AtomicU64, Condvar, Mutex, OnceLock, Ordering};
+use crate::base::sync::OnceLock;
+use crate::base::sync::global::{Arc, AtomicU64, Condvar, Mutex, Ordering};
 use crate::event::descriptor::EventType;
 use crate::event::dynamic::{EventTypeBuilder, Value};
 use crate::event::field::FieldKind;

@@ -6,7 +6,7 @@
 use super::config::{PyroscopeConfig, PyroscopeError};
 use super::queue;
 use super::upload::{UploadTotals, Uploader};
-use crate::base::sync::{Arc, Mutex};
+use crate::base::sync::global::{Arc, Mutex};
 
 /// The running uploaders, by recording id.
 static UPLOADERS: Mutex<Vec<(u64, Arc<Uploader>)>> = Mutex::new(Vec::new());

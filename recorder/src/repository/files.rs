@@ -409,7 +409,7 @@ pub(crate) fn chunk_name_pid(name: &str) -> Option<u32> {
     pid.parse().ok()
 }
 
-#[cfg(all(test, not(flightrec_loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
     use std::io::Write;

@@ -72,7 +72,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::base::sync::{AtomicBool, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
+use crate::base::sync::global::{AtomicBool, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
 
 /// What the hook records of a thread's creation (module docs): nothing,
 /// the creator, or the creator and its stack.
@@ -455,7 +455,6 @@ pub(crate) unsafe fn fork_unlock(in_child: bool) {
     unsafe { crate::base::sync::fork_unlock(&BIRTHS) }
 }
 
-#[cfg(not(flightrec_loom))]
 mod hook {
     //! The wrapped `pthread_create` (module docs of [`super`]): [`create`],
     //! exported as `pthread_create` by the `thread-hook` feature and by the
@@ -463,7 +462,7 @@ mod hook {
 
     use std::ffi::{c_int, c_void};
 
-    use crate::base::sync::{AtomicUsize, Ordering};
+    use crate::base::sync::global::{AtomicUsize, Ordering};
 
     /// A thread's start routine.
     pub type Start = extern "C" fn(*mut c_void) -> *mut c_void;
@@ -578,7 +577,6 @@ mod hook {
     }
 }
 
-#[cfg(not(flightrec_loom))]
 pub use hook::{Start, create};
 
 /// Links the hook in (with the `thread-hook` feature); called when sampling

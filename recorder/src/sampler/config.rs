@@ -160,7 +160,7 @@ impl SamplerConfig {
     }
 }
 
-#[cfg(all(test, not(flightrec_loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::settings::parse_throttle;

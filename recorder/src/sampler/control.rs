@@ -18,14 +18,16 @@ use std::thread::JoinHandle;
 
 use super::config::SamplerConfig;
 use super::consumer::Consumer;
-use crate::base::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
+use crate::base::sync::global::{AtomicBool, AtomicU64, Mutex, Ordering};
+use crate::base::sync::{self, Arc};
 use crate::config::settings::SettingError;
 use crate::event::registry::registry;
 use crate::lifecycle::statistics::{Role, RoleThread};
 use crate::runtime;
 
 struct Running {
-    stop: Arc<AtomicBool>,
+    /// The consumer's stop flag (the model's type: `Consumer::run` takes it).
+    stop: Arc<sync::AtomicBool>,
     thread: JoinHandle<()>,
 }
 
@@ -91,7 +93,7 @@ pub(crate) fn reconcile() {
         return;
     }
     let Some(rt) = runtime::get() else { return };
-    let stop = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(sync::AtomicBool::new(false));
     let stop2 = stop.clone();
     let spawned = std::thread::Builder::new()
         .name("flightrec-sampler".into())
@@ -106,7 +108,6 @@ pub(crate) fn reconcile() {
 }
 
 /// Holds the control lock across a `fork()`.
-#[cfg(not(flightrec_loom))]
 pub(crate) fn fork_lock() {
     crate::base::sync::fork_lock(control());
     super::birth::fork_lock();
@@ -120,7 +121,6 @@ pub(crate) fn fork_lock() {
 ///
 /// Called once after [`fork_lock`] on the same thread; with `in_child`,
 /// in the child with no other thread running.
-#[cfg(not(flightrec_loom))]
 pub(crate) unsafe fn fork_unlock(in_child: bool) {
     // SAFETY: the caller's contract (taken last in `fork_lock`).
     unsafe { super::birth::fork_unlock(in_child) };

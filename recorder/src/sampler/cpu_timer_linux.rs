@@ -132,7 +132,7 @@ impl Sampler for ThreadTimers {
     }
 }
 
-#[cfg(all(test, not(flightrec_loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -16,49 +16,32 @@
 //! * `control`: start, re-configure and stop with the recording.
 //! * `config`: settings (`enabled`, `throttle`).
 //! * `pyroscope`: the optional shape of the samples Pyroscope's ingest reads.
-
 //!
-//! Under `cfg(flightrec_loom)` only `config` and `queue` are built: the
-//! signal, timer and unwinding code needs the real kernel, and the loom
-//! model of the queue drives the handler's part of it (see `loom_api`).
+//! Under `cfg(flightrec_loom)` everything is built, and the loom model of
+//! the queue drives the handler's part of it (see `loom_api`); the signal,
+//! timer and unwinding code needs the real kernel and is never run there.
 
-#[cfg(not(flightrec_loom))]
 pub(crate) mod birth;
-#[cfg(not(flightrec_loom))]
 pub(crate) mod claim;
 pub(crate) mod config;
-#[cfg(not(flightrec_loom))]
 mod consumer;
-#[cfg(not(flightrec_loom))]
 mod control;
-#[cfg(not(flightrec_loom))]
 mod cpu_timer_linux;
-#[cfg(not(flightrec_loom))]
 mod engine;
 pub(crate) mod handler;
-#[cfg(not(flightrec_loom))]
 mod plug;
-#[cfg(not(flightrec_loom))]
 pub(crate) mod pyroscope;
-#[cfg(not(flightrec_loom))]
 mod signal;
 pub(crate) mod slots;
-#[cfg(not(flightrec_loom))]
 pub(crate) mod threads;
-#[cfg(not(flightrec_loom))]
 mod unwind;
-#[cfg(not(flightrec_loom))]
 mod wake;
 
 pub use config::{
     CPU_EVENT, DEFAULT_THROTTLE, DEFAULT_WALL_PERIOD, MIN_PERIOD, WALL_EVENT, parse_signal,
     signal_allowed,
 };
-#[cfg(not(flightrec_loom))]
 pub(crate) use control::{fork_lock, fork_unlock};
-#[cfg(not(flightrec_loom))]
 pub use control::{set_sample_own_threads, set_signal};
-#[cfg(not(flightrec_loom))]
 pub(crate) use plug::Sampling;
-#[cfg(not(flightrec_loom))]
 pub use pyroscope::{pyroscope_events, pyroscope_sample_rate, set_pyroscope_events};

@@ -45,7 +45,7 @@ use jfr_format::write::events::{ActiveSetting, BuiltinEvent};
 use super::config::SamplerConfig;
 use std::time::Duration;
 
-use crate::base::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use crate::base::sync::global::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 static ON: AtomicBool = AtomicBool::new(false);
 

@@ -20,7 +20,7 @@
 use std::io;
 
 use super::handler::entry::{PREVIOUS, TimerInfo, handler_address};
-use crate::base::sync::Ordering;
+use crate::base::sync::global::Ordering;
 
 /// Installs the handler for `signal` unless it is the current one,
 /// remembering the handler it replaces so signals that are not ours reach

@@ -304,7 +304,7 @@ pub(crate) fn comm(tid: u64) -> Option<String> {
         .map(|s| s.trim_end().to_owned())
 }
 
-#[cfg(all(test, not(flightrec_loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use framehop::{ExplicitModuleSectionInfo, Module, Unwinder};
 
 use super::handler::queue::SlotTable;
-use crate::base::sync::Ordering;
+use crate::base::sync::global::Ordering;
 
 use super::handler::capture::{NativeCache, NativeUnwinder, SNAPSHOT, Scratch, TABLES, Tables};
 
@@ -262,7 +262,7 @@ pub(crate) fn stack_bounds(sp: u64) -> Option<(u64, u64)> {
     None
 }
 
-#[cfg(all(test, not(flightrec_loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

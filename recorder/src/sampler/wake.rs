@@ -45,7 +45,7 @@ use std::time::Duration;
 
 use super::handler::doorbell::{CHECK_EVERY, CHECK_TICKS, TASK_FD};
 use crate::base::clock;
-use crate::base::sync::Ordering;
+use crate::base::sync::global::Ordering;
 
 /// Longest sleep of the sampler thread.
 pub(crate) const IDLE: Duration = Duration::from_millis(250);

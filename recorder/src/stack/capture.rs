@@ -123,7 +123,7 @@ fn walk(on_frame: impl FnMut(&backtrace::Frame) -> bool) {
     backtrace::trace(on_frame)
 }
 
-#[cfg(all(test, not(flightrec_loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

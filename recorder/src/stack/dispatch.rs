@@ -28,33 +28,21 @@
 use super::ResolvedFrame;
 
 /// Module paths (`tracing_core`) whose leading frames are cut.
-#[cfg(not(flightrec_loom))]
-static CRATES: crate::base::sync::Mutex<Vec<&'static str>> =
-    crate::base::sync::Mutex::new(Vec::new());
+static CRATES: crate::base::sync::global::Mutex<Vec<&'static str>> =
+    crate::base::sync::global::Mutex::new(Vec::new());
 
-#[cfg(not(flightrec_loom))]
 fn registered() -> Vec<&'static str> {
     CRATES.lock().clone()
-}
-
-#[cfg(flightrec_loom)]
-fn registered() -> Vec<&'static str> {
-    Vec::new()
 }
 
 /// Cuts the frames of crate `krate` (its name as in paths, `tracing_core`;
 /// a module path `a::b` cuts only that module) from the top of every stack
 /// trace written from now on, as described in the module docs.
 pub fn trim_dispatch_frames(krate: &'static str) {
-    #[cfg(not(flightrec_loom))]
-    {
-        let mut c = CRATES.lock();
-        if !c.contains(&krate) {
-            c.push(krate);
-        }
+    let mut c = CRATES.lock();
+    if !c.contains(&krate) {
+        c.push(krate);
     }
-    #[cfg(flightrec_loom)]
-    let _ = krate;
 }
 
 /// True if `class` (internal form, `a/b/C`) lies in module path `path`

@@ -317,7 +317,7 @@ fn sanitize_segment(segment: &str) -> Option<String> {
     (!cleaned.is_empty()).then_some(cleaned)
 }
 
-#[cfg(all(test, not(flightrec_loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

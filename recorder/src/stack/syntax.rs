@@ -177,7 +177,7 @@ pub(crate) fn strip_cxx_signature(s: &str) -> &str {
     }
 }
 
-#[cfg(all(test, not(flightrec_loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

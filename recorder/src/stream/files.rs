@@ -116,7 +116,7 @@ pub(crate) fn read_regular(path: &Path) -> Result<Vec<u8>, OpenError> {
     Ok(bytes)
 }
 
-#[cfg(all(test, not(flightrec_loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

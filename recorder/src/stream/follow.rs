@@ -117,7 +117,6 @@ impl EventStream {
     /// recording with `disk(false)`, and ends once it has stopped and its
     /// chunks are delivered. (Never fails today; the `Result` is kept for
     /// sources that cannot be followed.)
-    #[cfg(not(flightrec_loom))]
     pub fn for_recording(
         recording: &crate::lifecycle::handle::Recording,
     ) -> Result<Self, StreamError> {

@@ -21,8 +21,7 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-#[cfg(not(flightrec_loom))]
-use crate::base::sync::Mutex;
+use crate::base::sync::global::Mutex;
 
 /// A chunk and a descriptor of it.
 type Chunk = (PathBuf, File);
@@ -36,7 +35,6 @@ struct Chunks {
     next_id: u64,
 }
 
-#[cfg(not(flightrec_loom))]
 static CHUNKS: Mutex<Chunks> = Mutex::new(Chunks {
     present: Vec::new(),
     subscribers: Vec::new(),
@@ -50,75 +48,55 @@ fn dup((path, file): &Chunk) -> Option<Chunk> {
 /// The repository created in-memory chunk `path` (`file` is its
 /// descriptor; copies of it are kept).
 pub(crate) fn publish(path: &Path, file: &File) {
-    #[cfg(not(flightrec_loom))]
-    {
-        let Ok(file) = file.try_clone() else {
-            return;
-        };
-        let chunk = (path.to_owned(), file);
-        let mut c = CHUNKS.lock();
-        for (_, pending) in &mut c.subscribers {
-            pending.extend(dup(&chunk));
-        }
-        c.present.push(chunk);
+    let Ok(file) = file.try_clone() else {
+        return;
+    };
+    let chunk = (path.to_owned(), file);
+    let mut c = CHUNKS.lock();
+    for (_, pending) in &mut c.subscribers {
+        pending.extend(dup(&chunk));
     }
-    #[cfg(flightrec_loom)]
-    let _ = (path, file);
+    c.present.push(chunk);
 }
 
 /// The repository freed in-memory chunk `path` (subscribers that were
 /// handed it keep their own descriptors).
 pub(crate) fn withdraw(path: &Path) {
-    #[cfg(not(flightrec_loom))]
     CHUNKS.lock().present.retain(|(p, _)| p != path);
-    #[cfg(flightrec_loom)]
-    let _ = path;
 }
 
 /// A stream's claim on the in-memory chunks (see the module docs); ends
 /// when dropped.
 #[derive(Debug)]
 pub(crate) struct Subscription {
-    #[cfg_attr(flightrec_loom, allow(dead_code))]
     id: u64,
 }
 
 /// Subscribes: the chunks present now are the first taken.
 pub(crate) fn subscribe() -> Subscription {
-    #[cfg(not(flightrec_loom))]
-    {
-        let mut c = CHUNKS.lock();
-        let id = c.next_id;
-        c.next_id += 1;
-        let present = c.present.iter().filter_map(dup).collect();
-        c.subscribers.push((id, present));
-        Subscription { id }
-    }
-    #[cfg(flightrec_loom)]
-    Subscription { id: 0 }
+    let mut c = CHUNKS.lock();
+    let id = c.next_id;
+    c.next_id += 1;
+    let present = c.present.iter().filter_map(dup).collect();
+    c.subscribers.push((id, present));
+    Subscription { id }
 }
 
 impl Subscription {
     /// The chunks handed to this subscription since the last call, in
     /// creation order.
     pub(crate) fn take(&self) -> Vec<(PathBuf, File)> {
-        #[cfg(not(flightrec_loom))]
-        {
-            let mut c = CHUNKS.lock();
-            c.subscribers
-                .iter_mut()
-                .find(|(id, _)| *id == self.id)
-                .map(|(_, pending)| std::mem::take(pending))
-                .unwrap_or_default()
-        }
-        #[cfg(flightrec_loom)]
-        Vec::new()
+        let mut c = CHUNKS.lock();
+        c.subscribers
+            .iter_mut()
+            .find(|(id, _)| *id == self.id)
+            .map(|(_, pending)| std::mem::take(pending))
+            .unwrap_or_default()
     }
 }
 
 impl Drop for Subscription {
     fn drop(&mut self) {
-        #[cfg(not(flightrec_loom))]
         CHUNKS.lock().subscribers.retain(|(id, _)| *id != self.id);
     }
 }

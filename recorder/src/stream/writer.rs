@@ -48,7 +48,7 @@ pub(crate) fn gone(pid: u32) -> bool {
     })
 }
 
-#[cfg(all(test, not(flightrec_loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -22,7 +22,7 @@
 
 use std::ptr;
 
-use crate::base::sync::{AtomicPtr, AtomicU64, Mutex, Ordering};
+use crate::base::sync::global::{AtomicPtr, AtomicU64, Mutex, Ordering};
 
 /// Accumulators per block.
 pub(crate) const BLOCK: usize = 64;
@@ -107,7 +107,7 @@ static THREADS: Mutex<Threads> = Mutex::new(Threads {
 /// after its exit.
 const EXITED: *mut Table = ptr::dangling_mut::<Table>();
 
-crate::base::sync::thread_local! {
+crate::base::sync::global::thread_local! {
     static CURRENT: AtomicPtr<Table> = const { AtomicPtr::new(ptr::null_mut()) };
     static OWNER: Owner = const { Owner };
 }

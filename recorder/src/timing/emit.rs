@@ -36,7 +36,7 @@ use super::accum;
 use super::site::TRACE_STACK;
 use super::sites::{SITES, TRACE_THRESHOLD};
 use crate::base::loss::LossCause;
-use crate::base::sync::Ordering;
+use crate::base::sync::global::Ordering;
 use crate::buffer::local;
 use crate::event::commit::{BuiltinRefs, builtin};
 use crate::runtime;

@@ -10,7 +10,7 @@ use super::site::{
     CLOCK_TSC, GEN_SHIFT, INDEX_MASK, INDEX_SHIFT, Site, TIMING, TRACE, UNREGISTERED,
 };
 use super::{accum, emit, sites};
-use crate::base::sync::{Ordering, fence};
+use crate::base::sync::global::{Ordering, fence};
 
 impl Site {
     /// Starts a call: one relaxed load and one branch when the site is not

@@ -47,25 +47,15 @@
 //! recording runs (so the runtime exists and the clock is calibrated), and
 //! then its index names the site's entry in the site registry.
 
-#[cfg(not(flightrec_loom))]
 mod accum;
-#[cfg(not(flightrec_loom))]
 mod emit;
 pub(crate) mod filter;
-#[cfg(not(flightrec_loom))]
 mod guard;
-#[cfg(not(flightrec_loom))]
 mod plug;
-#[cfg(not(flightrec_loom))]
 mod site;
-#[cfg(not(flightrec_loom))]
 mod sites;
 
-#[cfg(not(flightrec_loom))]
 pub use guard::Guard;
-#[cfg(not(flightrec_loom))]
 pub(crate) use plug::Timing;
-#[cfg(not(flightrec_loom))]
 pub use site::Site;
-#[cfg(not(flightrec_loom))]
 pub use sites::{SiteInfo, sites};

@@ -5,7 +5,7 @@
 //! Invariant: a site's word starts as [`UNREGISTERED`]; only the site
 //! registry stores another value (see the [module docs](super)).
 
-use crate::base::sync::AtomicU64;
+use crate::base::sync::global::AtomicU64;
 
 /// Bit: not registered yet.
 pub(super) const UNREGISTERED: u64 = 1;

@@ -24,7 +24,7 @@ use super::site::{
     CLOCK_TSC, GEN_SHIFT, INDEX_MASK, INDEX_SHIFT, Site, SitePath, TIMING, TRACE, TRACE_STACK,
     UNREGISTERED,
 };
-use crate::base::sync::{AtomicU64, Mutex, Ordering};
+use crate::base::sync::global::{AtomicU64, Mutex, Ordering};
 use crate::config::settings::Settings;
 use crate::stack::names::jfr_name;
 

@@ -380,7 +380,7 @@ fn finish(
     })
 }
 
-#[cfg(all(test, not(flightrec_loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::settings::Throttle;

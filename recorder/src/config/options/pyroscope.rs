@@ -14,7 +14,7 @@
 //! Invariant: the keys other than `pyroscope` are refused unless
 //! `pyroscope` is given too.
 
-#[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
+#[cfg(feature = "pyroscope")]
 use crate::pyroscope::config::PyroscopeConfig;
 
 use super::error::OptionError;
@@ -30,9 +30,9 @@ pub(super) struct PyroscopeKeys<'a> {
 
 /// The uploader's configuration, which Pyroscope feature-less builds do
 /// not have.
-#[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
+#[cfg(feature = "pyroscope")]
 pub(super) type Built = Option<PyroscopeConfig>;
-#[cfg(not(all(feature = "pyroscope", not(flightrec_loom))))]
+#[cfg(not(feature = "pyroscope"))]
 pub(super) type Built = ();
 
 fn bad(key: &str, value: &str, reason: String) -> OptionError {
@@ -51,7 +51,7 @@ impl PyroscopeKeys<'_> {
     }
 
     /// The configuration the keys ask for (`None`: no `pyroscope=`).
-    #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
+    #[cfg(feature = "pyroscope")]
     pub(super) fn build(&self) -> Result<Built, OptionError> {
         let Some((key, url)) = self.url else {
             return match self.given().next() {
@@ -74,7 +74,7 @@ impl PyroscopeKeys<'_> {
     }
 
     /// Without the feature: any `pyroscope*` key is refused.
-    #[cfg(not(all(feature = "pyroscope", not(flightrec_loom))))]
+    #[cfg(not(feature = "pyroscope"))]
     pub(super) fn build(&self) -> Result<Built, OptionError> {
         match self.given().next() {
             Some((k, v)) => Err(bad(
@@ -88,7 +88,7 @@ impl PyroscopeKeys<'_> {
 }
 
 /// The error's reason without its own `key `value`:` prefix.
-#[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
+#[cfg(feature = "pyroscope")]
 fn reason(e: &crate::pyroscope::config::PyroscopeError) -> String {
     let text = e.to_string();
     match text.split_once("`: ") {
@@ -131,7 +131,7 @@ mod tests {
         assert_eq!(split_items(""), [""]);
     }
 
-    #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
+    #[cfg(feature = "pyroscope")]
     #[test]
     fn the_options_build_a_config() {
         use std::time::Duration;

@@ -170,7 +170,7 @@ pub(super) fn layer(base: &mut Settings, top: &Settings) {
     }
 }
 
-#[cfg(all(test, not(flightrec_loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::settings::{Period, Throttle};

@@ -135,7 +135,7 @@ pub struct StartOptions {
     pub warn_stale: Option<bool>,
     /// `pyroscope=URL` and its `pyroscope.*` options: push each period's
     /// chunk to Grafana Pyroscope (feature `pyroscope`).
-    #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
+    #[cfg(feature = "pyroscope")]
     pub pyroscope: Option<crate::pyroscope::config::PyroscopeConfig>,
     /// The `settings=` sets layered in order (the built-in `default` if none
     /// is given), then every `event#setting=value` in order; later wins.
@@ -236,7 +236,7 @@ pub fn parse(text: &str) -> Result<StartOptions, OptionError> {
         report: None,
         attach: None,
         warn_stale: None,
-        #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
+        #[cfg(feature = "pyroscope")]
         pyroscope: None,
         settings: Settings::new(),
     };
@@ -351,11 +351,11 @@ pub fn parse(text: &str) -> Result<StartOptions, OptionError> {
             Key::PyroscopeAuthEnv => upload.auth_env = Some((name, value)),
         }
     }
-    #[cfg(all(feature = "pyroscope", not(flightrec_loom)))]
+    #[cfg(feature = "pyroscope")]
     {
         o.pyroscope = upload.build()?;
     }
-    #[cfg(not(all(feature = "pyroscope", not(flightrec_loom))))]
+    #[cfg(not(feature = "pyroscope"))]
     upload.build()?;
     o.settings = match sets {
         Some(s) => s,
@@ -462,7 +462,7 @@ fn from_var(value: Option<OsString>) -> Result<Option<StartOptions>, OptionError
     parse(&value).map(Some)
 }
 
-#[cfg(all(test, not(flightrec_loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::settings::{Period, Throttle};

@@ -30,7 +30,7 @@ use framehop::{
 };
 
 use super::queue::{MAX_DEPTH, RawSample};
-use crate::base::sync::{AtomicPtr, Ordering};
+use crate::base::sync::global::{AtomicPtr, Ordering};
 
 /// Bytes of stack copied when the bounds are unknown.
 pub(crate) const SNAPSHOT: usize = 32 << 10;
@@ -217,7 +217,7 @@ fn copy_stack(sp: u64, buf: &mut [u8]) -> usize {
     r.max(0) as usize
 }
 
-#[cfg(all(test, not(flightrec_loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -10,7 +10,8 @@
 use std::time::Duration;
 
 use super::queue::QUEUE_CAPACITY;
-use crate::base::sync::{AtomicU64, Doorbell, Ordering};
+use crate::base::sync::Doorbell;
+use crate::base::sync::global::{AtomicU64, Ordering};
 
 /// The sampler thread's bell (module docs).
 pub(crate) static BELL: Doorbell = Doorbell::new();

@@ -30,7 +30,7 @@ use crate::base::sync::OnceLock;
 use super::capture::{self, Regs};
 use super::queue::{SampleKind, SlotTable};
 use crate::base::clock;
-use crate::base::sync::{AtomicPtr, Ordering};
+use crate::base::sync::global::{AtomicPtr, Ordering};
 
 /// High 16 bits of every value our timers carry.
 const TAG: u64 = 0xf1e7;
@@ -286,17 +286,11 @@ unsafe fn chain(sig: libc::c_int, info: *mut libc::siginfo_t, uc: *mut libc::c_v
     CHAINING.with(|c| c.set(false));
 }
 
-#[cfg(not(flightrec_loom))]
-crate::base::sync::thread_local! {
+crate::base::sync::global::thread_local! {
     static CHAINING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-#[cfg(flightrec_loom)]
-crate::base::sync::thread_local! {
-    static CHAINING: std::cell::Cell<bool> = std::cell::Cell::new(false);
-}
-
-#[cfg(all(test, not(flightrec_loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -11,10 +11,7 @@
 //! `signal_handler_no_alloc` runs the handler on CPU-time timers with the C
 //! allocator replaced and fails on any allocation inside it.
 
-#[cfg(not(flightrec_loom))]
 pub(crate) mod capture;
-#[cfg(not(flightrec_loom))]
 pub(crate) mod doorbell;
-#[cfg(not(flightrec_loom))]
 pub(crate) mod entry;
 pub(crate) mod queue;
