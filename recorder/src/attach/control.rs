@@ -16,7 +16,7 @@ use crate::base::sync::mpsc;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::base::sync::Mutex;
+use crate::base::sync::global::Mutex;
 use crate::config::builder::RecordingConfig;
 use crate::lifecycle::outcome::RecordingError;
 use crate::output::recorder_thread::Command;

@@ -176,7 +176,7 @@ pub(crate) fn bytes(n: u64) -> String {
     format!("{v:.1} {}", UNITS[unit])
 }
 
-#[cfg(all(test, not(flightrec_loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -781,7 +781,7 @@ fn quote(name: &str) -> String {
     }
 }
 
-#[cfg(all(test, not(flightrec_loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -28,7 +28,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::protocol::{self, FrameError, REPLY_TIMEOUT, REQUEST_DEADLINE, Request};
-use crate::base::sync::{AtomicU64, Mutex, Ordering};
+use crate::base::sync::global::{AtomicU64, Mutex, Ordering};
 
 /// The pid whose listener runs (0: none).
 static LISTENING: Mutex<u32> = Mutex::new(0);

@@ -34,7 +34,7 @@ use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::PathBuf;
 
-use crate::base::sync::{AtomicU64, Ordering};
+use crate::base::sync::global::{AtomicU64, Ordering};
 
 /// The pid that published (0: none).
 static PUBLISHED: AtomicU64 = AtomicU64::new(0);
@@ -214,7 +214,7 @@ fn register_exit_handler() {
     });
 }
 
-#[cfg(all(test, not(flightrec_loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

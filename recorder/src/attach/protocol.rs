@@ -175,7 +175,7 @@ pub(crate) fn write_reply(mut w: impl Write, status: i32, text: &str) -> io::Res
     w.flush()
 }
 
-#[cfg(all(test, not(flightrec_loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

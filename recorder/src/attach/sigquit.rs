@@ -38,7 +38,7 @@
 
 use std::io;
 
-use crate::base::sync::{AtomicUsize, Mutex, Ordering};
+use crate::base::sync::global::{AtomicUsize, Mutex, Ordering};
 
 /// The pid whose trigger thread runs (0: none).
 static OWNER: AtomicUsize = AtomicUsize::new(0);
@@ -220,7 +220,7 @@ unsafe fn forward(sig: libc::c_int, info: *mut libc::siginfo_t, uc: *mut libc::c
     unsafe { crate::process::signals::call(h, flags, sig, info, uc) };
 }
 
-#[cfg(all(test, not(flightrec_loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -88,7 +88,6 @@ pub(crate) fn check_supported(
         }
         return Ok(());
     }
-    #[cfg(not(flightrec_loom))]
     if let Some(supported) = crate::periodic::table::supported_settings(event) {
         if !supported.contains(&setting) {
             return unsupported(if supported.contains(&"period") {
@@ -102,7 +101,6 @@ pub(crate) fn check_supported(
     if is_builtin_event(event) {
         return unsupported("flightrec writes this type whenever it applies; it takes no setting");
     }
-    #[cfg(not(flightrec_loom))]
     if setting == "period" && crate::periodic::user::is_periodic(event) {
         return Ok(());
     }

@@ -125,7 +125,6 @@ fn most_permissive(a: Throttle, b: Throttle) -> Throttle {
 
 /// The default settings of the JDK event types flightrec writes itself,
 /// where known (`None` fields: unknown).
-#[cfg(not(flightrec_loom))]
 pub(crate) fn builtin_default(name: &str) -> TypeSettings {
     use crate::sampler::config::{CPU_EVENT, DEFAULT_THROTTLE, DEFAULT_WALL_PERIOD, WALL_EVENT};
     let mut t = TypeSettings::default();
@@ -163,7 +162,7 @@ pub(crate) fn builtin_default(name: &str) -> TypeSettings {
     t
 }
 
-#[cfg(all(test, not(flightrec_loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -110,7 +110,8 @@ fn start_first(opts: &StartOptions) -> Result<(), AutoStartError> {
 
 /// Runs before `main` (from `.init_array`) when `FLIGHTREC` is set.
 extern "C" fn autostart() {
-    if std::env::var_os(options::ENV_VAR).is_none_or(|v| v.is_empty()) {
+    // A loom build records only inside its models (see `base::sync`).
+    if cfg!(flightrec_loom) || std::env::var_os(options::ENV_VAR).is_none_or(|v| v.is_empty()) {
         return;
     }
     let _ = std::panic::catch_unwind(|| {
@@ -122,7 +123,7 @@ extern "C" fn autostart() {
     });
 }
 
-#[cfg(all(target_os = "linux", not(flightrec_loom)))]
+#[cfg(target_os = "linux")]
 #[used]
 #[unsafe(link_section = ".init_array")]
 static AUTOSTART: extern "C" fn() = autostart;
@@ -136,6 +137,6 @@ static AUTOSTART: extern "C" fn() = autostart;
 #[doc(hidden)]
 #[inline(never)]
 pub fn keep_linked() {
-    #[cfg(all(target_os = "linux", not(flightrec_loom)))]
+    #[cfg(target_os = "linux")]
     std::hint::black_box(&AUTOSTART);
 }

@@ -52,7 +52,8 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use crate::base::sync::{AtomicU64, Condvar, Mutex, OnceLock, Ordering};
+use crate::base::sync::OnceLock;
+use crate::base::sync::global::{AtomicU64, Condvar, Mutex, Ordering};
 
 /// The longest the atexit handler waits for the stop while flightrec's
 /// threads make no progress.

@@ -20,7 +20,7 @@
 
 use std::io;
 
-use crate::base::sync::{AtomicUsize, Ordering};
+use crate::base::sync::global::{AtomicUsize, Ordering};
 
 /// `sigaction`'s signature.
 pub type Sigaction =
@@ -32,7 +32,6 @@ pub type Sigaction =
 /// Looked up once; async-signal-safe after the first call (the recorder
 /// makes that call when it installs a handler, before any program's
 /// handler could call it).
-#[cfg(not(flightrec_loom))]
 pub fn real_sigaction() -> Sigaction {
     static REAL: AtomicUsize = AtomicUsize::new(0);
     let mut f = REAL.load(Ordering::Acquire);
@@ -47,13 +46,6 @@ pub fn real_sigaction() -> Sigaction {
     // SAFETY: `f` is a `sigaction` of the C library (found by name above),
     // whose signature is `Sigaction`.
     unsafe { std::mem::transmute::<usize, Sigaction>(f) }
-}
-
-/// Under loom (no signals are modelled, and loom's atomics cannot be
-/// statics): the C library's `sigaction` itself.
-#[cfg(flightrec_loom)]
-pub fn real_sigaction() -> Sigaction {
-    libc::sigaction
 }
 
 /// An all-zero `sigaction`: `SIG_DFL`, no flags, an empty mask.
@@ -124,10 +116,10 @@ pub(crate) unsafe fn call(
     }
 }
 
-#[cfg(all(test, not(flightrec_loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
-    use crate::base::sync::{AtomicUsize, Ordering};
+    use crate::base::sync::global::{AtomicUsize, Ordering};
 
     static HITS: AtomicUsize = AtomicUsize::new(0);
 

@@ -275,7 +275,7 @@ fn process_start_secs() -> Option<i64> {
     Some(boot + ticks / hz)
 }
 
-#[cfg(all(test, not(flightrec_loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::repository::files::chunk_file_name;

@@ -208,13 +208,10 @@ impl Repository {
             None => {
                 let temp = std::env::temp_dir();
                 // Once per program image, before it makes any of its own.
-                #[cfg(not(flightrec_loom))]
-                {
-                    static ONCE: crate::base::sync::Once = crate::base::sync::Once::new();
-                    ONCE.call_once(|| {
-                        stale::remove_own_leftovers(&temp);
-                    });
-                }
+                static ONCE: crate::base::sync::Once = crate::base::sync::Once::new();
+                ONCE.call_once(|| {
+                    stale::remove_own_leftovers(&temp);
+                });
                 stale::print_hint(|| stale::default_repositories(&temp), &temp);
                 let dir =
                     make_temp_dir(&default_template(&temp)).map_err(|source| StartError::Io {
@@ -693,7 +690,7 @@ pub(crate) fn open_private_dir(dir: &Path) -> Result<Dir, StartError> {
     Ok(handle)
 }
 
-#[cfg(all(test, not(flightrec_loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::repository::files::{chunk_name_pid, write_private_file};

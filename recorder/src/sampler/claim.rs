@@ -44,7 +44,7 @@
 
 use std::time::Duration;
 
-use crate::base::sync::{AtomicU64, Ordering};
+use crate::base::sync::global::{AtomicU64, Ordering};
 
 /// Signals the program has claimed: bit `s - 1` for signal `s`.
 static CLAIMED: AtomicU64 = AtomicU64::new(0);
@@ -140,7 +140,7 @@ pub(crate) fn choose(preferred: i32) -> Option<i32> {
     })
 }
 
-#[cfg(all(test, not(flightrec_loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

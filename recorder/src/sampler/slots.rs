@@ -149,14 +149,7 @@ impl SlotTable {
     }
 }
 
-#[cfg(flightrec_loom)]
-impl Scratch {
-    pub(crate) fn new() -> Self {
-        Self
-    }
-}
-
-#[cfg(all(test, not(flightrec_loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

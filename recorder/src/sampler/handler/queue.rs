@@ -52,12 +52,8 @@
 use crate::base::sync::{AtomicPtr, AtomicU64, AtomicUsize, Ordering, UnsafeCell, fence};
 
 /// Retiring a slot skips the wait for handlers inside it: the loom negative
-/// control `--cfg flightrec_loom_weaken="skip_retire_wait"` (see
-/// `loom-tests/`).
-pub(crate) const SKIP_RETIRE_WAIT: bool = cfg!(all(
-    flightrec_loom,
-    flightrec_loom_weaken = "skip_retire_wait"
-));
+/// control `skip_retire_wait` (see `ci/loom.sh`).
+pub(crate) const SKIP_RETIRE_WAIT: bool = cfg!(flightrec_loom_weaken = "skip_retire_wait");
 
 /// Most threads sampled at once; more are not sampled (and counted).
 pub(crate) const MAX_THREADS: usize = if cfg!(any(flightrec_loom, miri)) {
@@ -66,15 +62,9 @@ pub(crate) const MAX_THREADS: usize = if cfg!(any(flightrec_loom, miri)) {
     4096
 };
 
-/// The handler's per-slot unwinder state.
-#[cfg(not(flightrec_loom))]
+/// The handler's per-slot unwinder state (the loom models never unwind:
+/// the unwinder only touches the scratch of its own thread's slot).
 pub(crate) type Scratch = super::capture::Scratch;
-
-/// Loom models do not unwind (the unwinder only touches the scratch of its
-/// own thread's slot), so the scratch is empty there.
-#[cfg(flightrec_loom)]
-#[derive(Debug)]
-pub(crate) struct Scratch;
 
 /// Deepest stack a sample records.
 pub(crate) const MAX_DEPTH: usize = 128;
