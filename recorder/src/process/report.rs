@@ -36,7 +36,8 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use crate::base::sync::{AtomicU64, OnceLock, Ordering};
+use crate::base::sync::global::AtomicU64;
+use crate::base::sync::{OnceLock, Ordering};
 use crate::lifecycle::outcome::{RecordingError, RecordingSummary};
 
 /// Where this process reports, set once by the `FLIGHTREC` start.
