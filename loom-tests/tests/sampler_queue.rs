@@ -37,6 +37,24 @@ use recorder::loom_api::{QUEUE_CAPACITY, SampleSlots};
 /// Preemption bound when `LOOM_MAX_PREEMPTIONS` is unset.
 const BOUND: usize = 3;
 
+/// The slot table with one slot assigned to thread 4242 (its index and
+/// generation), made on a loom thread with a larger stack: the slot holds
+/// the unwinder's scratch (framehop's cache), which is built in place and
+/// needs more than the 32 KiB of a loom thread's default stack. The model's
+/// main thread only waits for it, so no interleaving is added.
+fn assigned_slots() -> (Arc<SampleSlots>, usize, u64) {
+    thread::Builder::new()
+        .stack_size(1 << 20)
+        .spawn(|| {
+            let slots = Arc::new(SampleSlots::new());
+            let (index, generation) = slots.assign(4242).expect("a free slot");
+            (slots, index, generation)
+        })
+        .expect("spawn")
+        .join()
+        .expect("the table is built")
+}
+
 fn check_whole(samples: &[(i64, Vec<u64>)]) {
     for (ticks, frames) in samples {
         assert_eq!(frames.len(), *ticks as usize, "torn sample {ticks}");
@@ -50,8 +68,7 @@ fn check_whole(samples: &[(i64, Vec<u64>)]) {
 /// The handler queues `n` samples (more than the queue holds) while the
 /// sampler drains once; a final drain after.
 fn handler_races_drain(n: i64) {
-    let slots = Arc::new(SampleSlots::new());
-    let (index, generation) = slots.assign(4242).expect("a free slot");
+    let (slots, index, generation) = assigned_slots();
     let handler = {
         let slots = slots.clone();
         thread::spawn(move || {
@@ -88,8 +105,7 @@ fn signal_races_sampler_drain() {
 /// drain); then the slot is reassigned to another thread, whose first drain
 /// must find nothing of the released thread.
 fn late_signal_races_release() {
-    let slots = Arc::new(SampleSlots::new());
-    let (index, generation) = slots.assign(4242).expect("a free slot");
+    let (slots, index, generation) = assigned_slots();
     let handler = {
         let slots = slots.clone();
         thread::spawn(move || slots.handler(index, generation, 1, 1))
