@@ -36,46 +36,13 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::base::sync::Ordering;
+use crate::base::sync::global::{AtomicBool, Mutex};
 use crate::repository::files::{chunk_name_pid, euid};
-use note::{NOTED, WARN};
 
-/// The note's state.
-#[cfg(not(flightrec_loom))]
-mod note {
-    use std::path::PathBuf;
-
-    use crate::base::sync::{AtomicBool, Mutex};
-
-    /// Whether the user asked for the stderr note (`warn-stale=true`).
-    pub(super) static WARN: AtomicBool = AtomicBool::new(false);
-    /// The repositories this process has named on stderr already.
-    pub(super) static NOTED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
-}
-
-/// Under loom (whose atomics and locks cannot be statics), no note: no
-/// model starts a recording, so nothing here is reached.
-#[cfg(flightrec_loom)]
-mod note {
-    use std::path::PathBuf;
-
-    use crate::base::sync::Ordering;
-
-    /// Never asked for.
-    pub(super) struct Off;
-
-    impl Off {
-        pub(super) fn store(&self, _: bool, _: Ordering) {}
-        pub(super) fn load(&self, _: Ordering) -> bool {
-            false
-        }
-        pub(super) fn lock(&self) -> Vec<PathBuf> {
-            Vec::new()
-        }
-    }
-
-    pub(super) static WARN: Off = Off;
-    pub(super) static NOTED: Off = Off;
-}
+/// Whether the user asked for the stderr note (`warn-stale=true`).
+static WARN: AtomicBool = AtomicBool::new(false);
+/// The repositories this process has named on stderr already.
+static NOTED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// Asks for (`true`) or stops (`false`) the stderr note naming other
 /// processes' leftover repositories when a recording starts (off by
