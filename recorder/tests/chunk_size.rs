@@ -3,7 +3,6 @@
 //! more threads spinning for the cores (the recorder thread's wake-up is
 //! what the tolerance absorbs), and a `max_size` smaller than one chunk
 //! still keeps the newest chunk.
-#![cfg(not(flightrec_loom))]
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

@@ -5,7 +5,6 @@
 //!
 //! The crash and disk-error cases run in a child process: this test binary
 //! re-executes itself with `FLIGHTREC_TEST_CHILD` set.
-#![cfg(not(flightrec_loom))]
 
 use std::path::Path;
 use std::time::Duration;

@@ -17,7 +17,6 @@
 //!
 //! The recordings run in a child process (this binary re-executed), so the
 //! parent sees its stderr.
-#![cfg(not(flightrec_loom))]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

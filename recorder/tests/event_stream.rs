@@ -3,7 +3,6 @@
 //! chunk still being written, retention deleting chunks under the reader,
 //! the recording stopped while streaming, a start time, stack traces
 //! resolved to named frames, and panicking callbacks reported, not fatal.
-#![cfg(not(flightrec_loom))]
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};

@@ -4,7 +4,6 @@
 //! machine offers an invariant one, as CI's do) and the `CLOCK_MONOTONIC`
 //! fallback, forced with `FLIGHTREC_CLOCK=monotonic` in a process of its own
 //! (the clock is chosen once per process).
-#![cfg(not(flightrec_loom))]
 
 use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

@@ -8,7 +8,6 @@
 //! do not run as root, `/` (owned by root) stands in for a foreign directory.
 //!
 //! One recording runs at a time per process, so the tests take [`ONE`].
-#![cfg(not(flightrec_loom))]
 
 use std::collections::BTreeMap;
 use std::fs;

@@ -1,7 +1,6 @@
 //! A live recording is followed by the JDK's own streaming reader
 //! (`jdk.jfr.consumer.EventStream.openRepository`): it sees the events while
 //! the recording runs, across a rotation, before the recording stops.
-#![cfg(not(flightrec_loom))]
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};

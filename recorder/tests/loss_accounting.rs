@@ -6,7 +6,6 @@
 //! Both recordings run with a pool of a few 1 KiB blocks, so emitting
 //! threads outrun the recorder thread and drop events; how many depends on
 //! scheduling, the accounting must not.
-#![cfg(not(flightrec_loom))]
 
 use std::path::Path;
 use std::sync::Arc;

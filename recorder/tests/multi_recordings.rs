@@ -7,7 +7,6 @@
 //! between its start and its stop, each selected by the union of the
 //! settings of the recordings live when it was committed. Counts are read
 //! back with JDK 25's `jfr`.
-#![cfg(not(flightrec_loom))]
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -1,7 +1,6 @@
 //! Once a thread's buffer exists, committing an event allocates nothing
 //! (instant and duration events, and stack-traced events whose stack was seen
 //! before).
-#![cfg(not(flightrec_loom))]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

@@ -2,7 +2,6 @@
 //! events were recorded, the last chunk included (issue 12: the stop used
 //! to turn events off before the last chunk was written, so every type read
 //! `enabled=false`), and times print as given (`2 us`, not `1999 ns`).
-#![cfg(not(flightrec_loom))]
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -1,7 +1,6 @@
 //! `disk=false` keeps chunks in memory until a dump or the stop, with the
 //! same rotation and retention; `signal=SIGRTMIN+3` samples with that
 //! signal. One process: a single recording at a time.
-#![cfg(not(flightrec_loom))]
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};

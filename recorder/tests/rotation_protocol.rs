@@ -1,7 +1,6 @@
 //! The rotation protocol under load: 1000+ rotations while threads commit,
 //! with every event in exactly one chunk, every referenced constant in the
 //! chunk that references it, and every repository chunk file readable alone.
-#![cfg(not(flightrec_loom))]
 
 use std::collections::HashSet;
 use std::path::PathBuf;

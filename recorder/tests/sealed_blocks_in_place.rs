@@ -4,7 +4,6 @@
 //! counts and prints every event exactly once, with every value in order
 //! per thread, and, where the repository takes direct I/O, the fillers are
 //! in the file (as `jdk.Checkpoint` records) and skipped.
-#![cfg(not(flightrec_loom))]
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::OpenOptionsExt;

@@ -3,7 +3,6 @@
 //! `idle_end` with nothing new, and at once on a file that is not a regular
 //! file (a FIFO, `/dev/zero`, a directory), which it neither blocks on nor
 //! reads until memory runs out.
-#![cfg(not(flightrec_loom))]
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

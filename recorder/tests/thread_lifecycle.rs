@@ -1,6 +1,5 @@
 //! Events from threads that start before and after the recording, and from
 //! threads that exit while it runs, are all in the file, exactly.
-#![cfg(not(flightrec_loom))]
 
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::Duration;

@@ -4,7 +4,6 @@
 //! One recording at a time per process, so the scenarios run in one test
 //! (buffer sizes are fixed by the first recording of a process, so the
 //! small pool of the bounded-memory case comes first).
-#![cfg(not(flightrec_loom))]
 
 use std::path::Path;
 use std::time::Duration;
