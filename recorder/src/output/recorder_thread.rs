@@ -593,7 +593,12 @@ impl Recorder {
                 let r = self.stop_result(r);
                 // No chunk open: seals neither wake nor flip.
                 self.rt.pool.disarm();
-                // Every member goes (normally the one left).
+                // Every member goes (normally the one left). Their chunk
+                // files are deleted together by `close`: for at most
+                // 250 ms, then the rest after the repository's rename, on a
+                // thread of their own (see `crate::repository::reap`): the
+                // stop does not wait for a device that discards freed blocks.
+                self.repo.defer_removals();
                 for mut m in std::mem::take(&mut self.members) {
                     let written = m.id == id && write && m.config.destination.is_some();
                     let keep = m.config.keep_repository || self.repo.keeps();

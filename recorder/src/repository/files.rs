@@ -28,7 +28,7 @@
 //! `O_NOFOLLOW`, mode `0600`) and reaches its path only by `rename(2)`,
 //! over nothing or over a regular file or link of the effective user.
 
-use std::ffi::{CString, OsStr};
+use std::ffi::{CStr, CString, OsStr, OsString};
 use std::fs::File;
 use std::io::{self, BufWriter};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -169,9 +169,76 @@ impl Dir {
         check(unsafe { libc::unlinkat(self.fd.as_raw_fd(), c.as_ptr(), 0) }).map(drop)
     }
 
+    /// Opens the directory `name` in this directory, not following a
+    /// symbolic link (`O_NOFOLLOW`: a link fails with `ELOOP`, anything
+    /// but a directory with `ENOTDIR`).
+    pub(crate) fn open_dir(&self, name: &OsStr) -> io::Result<Dir> {
+        let c = c_path(name)?;
+        let flags = libc::O_DIRECTORY | libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        // SAFETY: the descriptor is open and `c` is NUL-terminated; both
+        // outlive the call.
+        let fd = check(unsafe { libc::openat(self.fd.as_raw_fd(), c.as_ptr(), flags) })?;
+        // SAFETY: `fd` is a new descriptor that nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(Self { fd })
+    }
+
+    /// The names in this directory (not `.` and `..`), read through its
+    /// descriptor: the directory held, whatever its path names now.
+    pub(crate) fn names(&self) -> io::Result<Vec<OsString>> {
+        // A descriptor of its own (its own read position) for `fdopendir`,
+        // which takes it.
+        let own = self.open_dir(OsStr::new("."))?;
+        let fd = std::os::fd::IntoRawFd::into_raw_fd(own.fd);
+        // SAFETY: `fd` is an open directory descriptor that nothing else
+        // owns; on success the stream owns it (closed by `closedir`).
+        let stream = unsafe { libc::fdopendir(fd) };
+        if stream.is_null() {
+            let e = io::Error::last_os_error();
+            // SAFETY: `fdopendir` failed, so `fd` is still ours to close.
+            unsafe { libc::close(fd) };
+            return Err(e);
+        }
+        let mut names = Vec::new();
+        let result = loop {
+            // `readdir` tells the end from an error only by `errno`.
+            // SAFETY: `__errno_location` returns this thread's errno.
+            unsafe { *libc::__errno_location() = 0 };
+            // SAFETY: `stream` is an open directory stream used by this
+            // thread only.
+            let entry = unsafe { libc::readdir(stream) };
+            if entry.is_null() {
+                let e = io::Error::last_os_error();
+                break if e.raw_os_error() == Some(0) {
+                    Ok(())
+                } else {
+                    Err(e)
+                };
+            }
+            // SAFETY: a non-null entry is valid until the next `readdir`
+            // on this stream; `d_name` is NUL-terminated.
+            let name = unsafe { CStr::from_ptr((*entry).d_name.as_ptr()) };
+            let name = OsStr::from_bytes(name.to_bytes());
+            if name != "." && name != ".." {
+                names.push(name.to_os_string());
+            }
+        };
+        // SAFETY: `stream` is open and not used after this.
+        unsafe { libc::closedir(stream) };
+        result.map(|()| names)
+    }
+
+    /// Removes the empty directory `name`.
+    pub(crate) fn remove_dir(&self, name: &OsStr) -> io::Result<()> {
+        let c = c_path(name)?;
+        // SAFETY: the descriptor is open and `c` is NUL-terminated.
+        check(unsafe { libc::unlinkat(self.fd.as_raw_fd(), c.as_ptr(), libc::AT_REMOVEDIR) })
+            .map(drop)
+    }
+
     /// Renames `from` to `to`, both in this directory; with `noreplace`,
     /// fails with `EEXIST` if `to` exists.
-    fn rename(&self, from: &OsStr, to: &OsStr, noreplace: bool) -> io::Result<()> {
+    pub(crate) fn rename(&self, from: &OsStr, to: &OsStr, noreplace: bool) -> io::Result<()> {
         let (f, t) = (c_path(from)?, c_path(to)?);
         let flags = if noreplace { libc::RENAME_NOREPLACE } else { 0 };
         let fd = self.fd.as_raw_fd();

@@ -9,6 +9,7 @@
 
 pub(crate) mod assemble;
 pub(crate) mod files;
+pub(crate) mod reap;
 pub(crate) mod stale;
 pub(crate) mod store;
 

@@ -26,6 +26,12 @@
 //! `exec`ed (exit handlers do not run across `exec`): nothing can finish
 //! its chunks, and [`remove_own_leftovers`] removes it.
 //!
+//! A repository a stop renamed to `.flightrec-reap-<pid>-<name>` to delete
+//! its files in the background ([`crate::repository::reap`]) is not stale,
+//! even when its process exited before it was empty: every chunk in it is
+//! in a destination. It is never listed here; a later start's
+//! [`reap::sweep_exited`](crate::repository::reap::sweep_exited) removes it.
+//!
 //! Invariant: nothing here opens for writing; only the chunk files of this
 //! pid in a default repository of this pid and user, and then that
 //! directory, are ever removed.

@@ -55,7 +55,11 @@
 //! destination is written, the recording lets go of its chunks, and the
 //! last stop removes the directory if this repository created it and
 //! nothing is left in it, unless the user asked to keep the repository
-//! (`keep_repository`, `preserve-repository=true`). A recording whose
+//! (`keep_repository`, `preserve-repository=true`): its chunk files are
+//! deleted for at most a quarter of a second, then the directory is
+//! renamed away and the rest deleted on a thread of their own, so the stop
+//! does not wait for a device that discards freed blocks
+//! ([`reap`](mod@super::reap)). A recording whose
 //! destination could not be written keeps its chunk files (the only copy);
 //! so does one without a destination in a repository the user named. In
 //! the default repository a recording stopped without a destination lets
@@ -92,7 +96,7 @@
 //! new (`O_EXCL`), so no path an attacker prepared is ever opened for writing.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::ffi::{CString, OsStr};
+use std::ffi::{CString, OsStr, OsString};
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::os::unix::ffi::OsStrExt;
@@ -145,6 +149,10 @@ pub(crate) struct Repository {
     /// directory): nobody else knows its name, so at a stop its chunks go
     /// even when no destination was written, unless kept.
     temporary: bool,
+    /// At the last stop: the chunk files on disk to delete, gathered for
+    /// [`close`](Self::close) instead of deleted one by one (see
+    /// [`reap`](mod@super::reap)).
+    deferred: Option<Vec<OsString>>,
 }
 
 /// What became of a stopping recording's destination, for
@@ -213,6 +221,8 @@ impl Repository {
                     stale::remove_own_leftovers(&temp);
                 });
                 stale::print_hint(|| stale::default_repositories(&temp), &temp);
+                // What an exited process's stop left to its reaper.
+                super::reap::sweep_exited(&temp);
                 let dir =
                     make_temp_dir(&default_template(&temp)).map_err(|source| StartError::Io {
                         path: default_template(&temp),
@@ -236,6 +246,14 @@ impl Repository {
         if !created {
             stale::print_hint(|| stale::chunks_in(&dir).into_iter().collect(), &dir);
         }
+        if !temporary && let Some(parent) = dir.parent() {
+            let parent = if parent.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                parent
+            };
+            super::reap::sweep_exited(parent);
+        }
         Ok(Self {
             dir,
             handle: Some(handle),
@@ -246,6 +264,7 @@ impl Repository {
             created,
             keep,
             temporary,
+            deferred: None,
         })
     }
 
@@ -261,6 +280,7 @@ impl Repository {
             created: false,
             keep: false,
             temporary: false,
+            deferred: None,
         }
     }
 
@@ -530,9 +550,18 @@ impl Repository {
         }
     }
 
+    /// The last stop is coming: chunk files released from now on are
+    /// deleted by [`close`](Self::close), all at once.
+    pub(crate) fn defer_removals(&mut self) {
+        self.deferred.get_or_insert_with(Vec::new);
+    }
+
     /// The last recording stopped: frees every chunk kept in memory, and
     /// removes the directory if this repository created it, nothing is
-    /// left in it and the user did not ask to keep it.
+    /// left in it and the user did not ask to keep it: renamed out of the
+    /// way now, its files deleted on a thread of their own (see
+    /// [`reap`](mod@super::reap)). Chunk files released since
+    /// [`defer_removals`](Self::defer_removals) are deleted here.
     pub(crate) fn close(&mut self) {
         let memory = std::mem::take(&mut self.memory);
         for path in memory.keys() {
@@ -541,6 +570,8 @@ impl Repository {
         self.finished
             .retain(|_, h| !memory.contains_key(&h.chunk.path));
         self.in_memory = 0;
+        let mut doomed = self.deferred.take().unwrap_or_default();
+        let mut remove_dir = false;
         if self.has_dir() && self.created && !self.keep && self.finished.is_empty() {
             // Only if the path still names the directory we held (not one
             // swapped in); fails, harmlessly, if someone else put files
@@ -549,9 +580,27 @@ impl Repository {
             let there = Dir::open(&self.dir, true).and_then(|d| d.stat_self());
             if let (Some(a), Ok(b)) = (ours, there)
                 && (a.dev, a.ino) == (b.dev, b.ino)
+                && let Some(held) = self.handle.take()
             {
-                let _ = fs::remove_dir(&self.dir);
+                let budget = super::reap::STOP_BUDGET;
+                match super::reap::remove(&self.dir, held, doomed, budget) {
+                    Ok(()) => return,
+                    Err((held, files)) => {
+                        // Not renamed: removed here, file by file.
+                        self.handle = Some(held);
+                        doomed = files;
+                        remove_dir = true;
+                    }
+                }
             }
+        }
+        if let Some(h) = &self.handle {
+            for name in &doomed {
+                let _ = h.unlink(name);
+            }
+        }
+        if remove_dir {
+            let _ = fs::remove_dir(&self.dir);
         }
     }
 
@@ -588,6 +637,8 @@ impl Repository {
     fn remove(&mut self, path: &Path) {
         if self.memory.remove(path).is_some() {
             crate::stream::memory::withdraw(path);
+        } else if let (Some(deferred), Some(name)) = (&mut self.deferred, path.file_name()) {
+            deferred.push(name.to_os_string());
         } else if let (Some(h), Some(name)) = (&self.handle, path.file_name()) {
             let _ = h.unlink(name);
         }
