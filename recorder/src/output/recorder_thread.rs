@@ -104,7 +104,8 @@ use crate::output::chunk::ChunkAssembler;
 use crate::output::chunk_out::{ChunkOut, Staging};
 use crate::process::panic_guard::{self, Place};
 use crate::repository::files::write_private_file;
-use crate::repository::store::{AtStop, ChunkFile, Repository};
+use crate::repository::retention::AtStop;
+use crate::repository::store::{ChunkFile, Repository};
 use crate::runtime::Runtime;
 
 /// The chunk length at which a chunk with limit `max` closes: `max` less

@@ -8,8 +8,10 @@
 //! followed into something else (a device, another user's file).
 
 pub(crate) mod assemble;
+pub(crate) mod dir;
 pub(crate) mod files;
 pub(crate) mod reap;
+pub(crate) mod retention;
 pub(crate) mod stale;
 pub(crate) mod store;
 
