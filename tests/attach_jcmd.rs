@@ -63,6 +63,9 @@ impl Service {
                 if libc::signal(libc::SIGQUIT, sigquit) == libc::SIG_ERR {
                     return Err(std::io::Error::last_os_error());
                 }
+                // As a service manager starts it, whatever the test inherited.
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                libc::signal(libc::SIGTERM, libc::SIG_DFL);
                 Ok(())
             });
         }
@@ -330,6 +333,44 @@ fn the_always_on_recording_keeps_a_bounded_window_and_dumps_it() {
         !success && err.contains("recording 1 is named always-on"),
         "{err}"
     );
+}
+
+/// Issue 42: a program that listens through the API and dies of SIGTERM
+/// or SIGINT removes its socket, as a `FLIGHTREC`-started one does, and
+/// still dies of the signal (as it would bare).
+#[test]
+fn always_on_killed_by_sigterm_or_sigint_leaves_no_socket() {
+    use std::os::unix::process::ExitStatusExt;
+    for sig in [libc::SIGTERM, libc::SIGINT] {
+        let mut svc = Service::spawn(&["--seconds", "600", "--threads", "1"], libc::SIG_DFL);
+        let path = socket(svc.pid);
+        wait_until(|| path.exists(), &format!("no {}", path.display()));
+        // SAFETY: kill has no memory preconditions; the pid is our child's.
+        assert_eq!(unsafe { libc::kill(svc.pid as libc::pid_t, sig) }, 0);
+        let t = Instant::now();
+        let status = loop {
+            if let Some(status) = svc.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "always_on still runs 20 s after signal {sig}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(
+            status.signal(),
+            Some(sig),
+            "{status:?}: {}",
+            svc.stderr_now()
+        );
+        assert!(
+            !path.exists(),
+            "signal {sig} left {}: {}",
+            path.display(),
+            svc.stderr_now()
+        );
+    }
 }
 
 #[test]

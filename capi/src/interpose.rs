@@ -38,9 +38,12 @@
 use std::ffi::{CStr, c_int};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use recorder::__signal_hook::{real_sigaction, take};
+use recorder::__signal_hook::{is_relayed, real_sigaction, sampler_previous, take};
 
 type SignalFn = unsafe extern "C" fn(c_int, libc::sighandler_t) -> libc::sighandler_t;
+
+/// `SIG_HOLD` (glibc's `signal.h`): `sigset`'s "block it".
+const SIG_HOLD: libc::sighandler_t = 2;
 
 /// The C library's function `name` (cached in `cell`; 0 if it has none).
 fn next(cell: &AtomicUsize, name: &CStr) -> usize {
@@ -51,6 +54,15 @@ fn next(cell: &AtomicUsize, name: &CStr) -> usize {
         cell.store(f, Ordering::Release);
     }
     f
+}
+
+/// The handler a program would have seen bare where the kernel's is the
+/// sampling handler (module docs, "Reports").
+fn as_bare(sig: c_int, handler: libc::sighandler_t) -> libc::sighandler_t {
+    // SAFETY: an all-zero sigaction is a valid value.
+    let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
+    current.sa_sigaction = handler;
+    sampler_previous(sig, &current).map_or(handler, |p| p.sa_sigaction)
 }
 
 /// Calls the C library's `signal`-like function `name` after the claim.
@@ -75,12 +87,52 @@ unsafe fn forward_signal(
     // SAFETY: `f` is the C library's `name`, of signature `SignalFn`.
     let f = unsafe { std::mem::transmute::<usize, SignalFn>(f) };
     // SAFETY: the caller's arguments, passed on unchanged.
-    unsafe { f(sig, handler) }
+    let old = unsafe { f(sig, handler) };
+    if old == libc::SIG_ERR {
+        old
+    } else {
+        as_bare(sig, old)
+    }
+}
+
+/// A `signal`-like call for a relayed signal, as the C library builds it
+/// (its own `signal` calls an internal `sigaction` no interposer sees):
+/// `handler` with `flags`, blocking `sig` itself while it runs if
+/// `mask_self`; returns the previous handler.
+fn relayed_signal(
+    sig: c_int,
+    handler: libc::sighandler_t,
+    flags: c_int,
+    mask_self: bool,
+) -> libc::sighandler_t {
+    if handler == libc::SIG_ERR {
+        // SAFETY: errno is this thread's, always writable.
+        unsafe { *libc::__errno_location() = libc::EINVAL };
+        return libc::SIG_ERR;
+    }
+    // SAFETY: all-zero sigactions are valid values.
+    let (mut act, mut old): (libc::sigaction, libc::sigaction) =
+        unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
+    act.sa_sigaction = handler;
+    act.sa_flags = flags;
+    // SAFETY: `act.sa_mask` is a valid sigset.
+    unsafe {
+        libc::sigemptyset(&mut act.sa_mask);
+        if mask_self {
+            libc::sigaddset(&mut act.sa_mask, sig);
+        }
+    }
+    // SAFETY: both pointers are valid for the call.
+    if unsafe { recorder::__signal_hook::sigaction(sig, &act, &mut old) } != 0 {
+        return libc::SIG_ERR;
+    }
+    old.sa_sigaction
 }
 
 /// Examines and changes a signal action, as the C library's `sigaction`
 /// does; first moves the sampling timers off `sig` if the program sets an
-/// action for it (module docs).
+/// action for it, and keeps a relayed signal's action as the program's
+/// (module docs).
 ///
 /// # Safety
 ///
@@ -95,8 +147,19 @@ pub unsafe extern "C" fn sigaction(
     if let Some(act) = unsafe { act.as_ref() } {
         take(sig, act.sa_sigaction);
     }
+    if is_relayed(sig) {
+        // SAFETY: the caller's arguments, passed on unchanged.
+        return unsafe { recorder::__signal_hook::sigaction(sig, act, old) };
+    }
     // SAFETY: the caller's arguments, passed on unchanged.
-    unsafe { real_sigaction()(sig, act, old) }
+    let r = unsafe { real_sigaction()(sig, act, old) };
+    // SAFETY: a non-null `old` was just written (the contract).
+    if let Some(old) = unsafe { old.as_mut() }.filter(|_| r == 0)
+        && let Some(bare) = sampler_previous(sig, old)
+    {
+        *old = bare;
+    }
+    r
 }
 
 /// `signal`, as the C library's (BSD semantics in glibc); first moves the
@@ -108,6 +171,9 @@ pub unsafe extern "C" fn sigaction(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn signal(sig: c_int, handler: libc::sighandler_t) -> libc::sighandler_t {
     static REAL: AtomicUsize = AtomicUsize::new(0);
+    if is_relayed(sig) {
+        return relayed_signal(sig, handler, libc::SA_RESTART, true);
+    }
     // SAFETY: the caller's contract; `signal` has `SignalFn`'s signature.
     unsafe { forward_signal(&REAL, c"signal", sig, handler) }
 }
@@ -121,6 +187,9 @@ pub unsafe extern "C" fn signal(sig: c_int, handler: libc::sighandler_t) -> libc
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bsd_signal(sig: c_int, handler: libc::sighandler_t) -> libc::sighandler_t {
     static REAL: AtomicUsize = AtomicUsize::new(0);
+    if is_relayed(sig) {
+        return relayed_signal(sig, handler, libc::SA_RESTART, true);
+    }
     // SAFETY: the caller's contract; `bsd_signal` has `SignalFn`'s signature.
     unsafe { forward_signal(&REAL, c"bsd_signal", sig, handler) }
 }
@@ -137,6 +206,9 @@ pub unsafe extern "C" fn sysv_signal(
     handler: libc::sighandler_t,
 ) -> libc::sighandler_t {
     static REAL: AtomicUsize = AtomicUsize::new(0);
+    if is_relayed(sig) {
+        return relayed_signal(sig, handler, libc::SA_RESETHAND | libc::SA_NODEFER, false);
+    }
     // SAFETY: the caller's contract; `sysv_signal` has `SignalFn`'s signature.
     unsafe { forward_signal(&REAL, c"sysv_signal", sig, handler) }
 }
@@ -151,6 +223,46 @@ pub unsafe extern "C" fn sysv_signal(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn sigset(sig: c_int, handler: libc::sighandler_t) -> libc::sighandler_t {
     static REAL: AtomicUsize = AtomicUsize::new(0);
+    if is_relayed(sig) {
+        return relayed_sigset(sig, handler);
+    }
     // SAFETY: the caller's contract; `sigset` has `SignalFn`'s signature.
     unsafe { forward_signal(&REAL, c"sigset", sig, handler) }
+}
+
+/// `sigset` for a relayed signal, as the C library's: `SIG_HOLD` blocks
+/// it, anything else sets it (no flags, empty mask) and unblocks it; the
+/// result is `SIG_HOLD` if it was blocked, else the previous handler.
+fn relayed_sigset(sig: c_int, handler: libc::sighandler_t) -> libc::sighandler_t {
+    // SAFETY: all-zero sigsets are valid; each pointer is valid for its
+    // call.
+    let (set, mut was) = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, sig);
+        (set, std::mem::zeroed::<libc::sigset_t>())
+    };
+    let held = |was: &libc::sigset_t| {
+        // SAFETY: `was` is a sigset the kernel filled.
+        unsafe { libc::sigismember(was, sig) == 1 }
+    };
+    if handler == SIG_HOLD {
+        // SAFETY: valid sets for the call.
+        unsafe { libc::sigprocmask(libc::SIG_BLOCK, &set, &mut was) };
+        if held(&was) {
+            return SIG_HOLD;
+        }
+        // SAFETY: all-zero sigaction is valid; a null new action queries.
+        let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        unsafe { recorder::__signal_hook::sigaction(sig, std::ptr::null(), &mut old) };
+        return old.sa_sigaction;
+    }
+    let old = relayed_signal(sig, handler, 0, false);
+    if old == libc::SIG_ERR {
+        return old;
+    }
+    // SAFETY: valid sets for the call.
+    unsafe { libc::sigprocmask(libc::SIG_UNBLOCK, &set, &mut was) };
+    if held(&was) { SIG_HOLD } else { old }
 }

@@ -479,7 +479,10 @@ impl Forwarded {
 
     /// Takes the blocked signals until `pid` ends: a forwarded signal sent
     /// by a process (not the terminal, which signalled the program too) is
-    /// sent on to `pid`. Returns how it ended.
+    /// sent on to `pid`, marked with its sender (see the recorder's
+    /// `process::forwarded`: the program receives it once, whether it was
+    /// sent to `flightrec` alone or to the whole process group). Returns
+    /// how it ended.
     fn wait_forwarding(&self, pid: libc::pid_t) -> Ended {
         let tick = libc::timespec {
             tv_sec: 0,
@@ -495,9 +498,16 @@ impl Forwarded {
             // valid for the call. The timeout bounds the wait, so a SIGCHLD
             // that raced the WNOHANG above costs at most one tick.
             let sig = unsafe { libc::sigtimedwait(&self.set, &mut info, &tick) };
-            if FORWARDED.contains(&sig) && info.si_code != libc::SI_KERNEL {
-                // SAFETY: `pid` is our unreaped child: the pid cannot have
-                // been reused.
+            if FORWARDED.contains(&sig)
+                && info.si_code != libc::SI_KERNEL
+                // `pid` is our unreaped child: the pid cannot have been
+                // reused. Marked, so the program's recorder drops this copy
+                // if the sender reached it too (a group kill).
+                && recorder::__signal_hook::forward(pid, &info).is_err()
+            {
+                // Not marked (the kernel refused the queued form): a plain
+                // copy, which the program sees twice if it got one itself.
+                // SAFETY: as above, `pid` is our unreaped child.
                 unsafe { libc::kill(pid, sig) };
             }
         }

@@ -117,8 +117,10 @@ pub mod __thread_hook {
 /// function sets it.
 #[doc(hidden)]
 pub mod __signal_hook {
+    pub use crate::process::forwarded::forward;
+    pub use crate::process::relay::{is_relayed, sigaction};
     pub use crate::process::signals::{Sigaction, real_sigaction};
-    pub use crate::sampler::claim::take;
+    pub use crate::sampler::claim::{sampler_previous, take};
 }
 
 /// Paths used by `#[derive(Event)]`'s generated code.

@@ -44,9 +44,6 @@ use crate::base::sync::global::{AtomicUsize, Mutex, Ordering};
 static OWNER: AtomicUsize = AtomicUsize::new(0);
 /// The pipe's write end (valid while [`OWNER`] is set).
 static WAKE_FD: AtomicUsize = AtomicUsize::new(0);
-/// The SIGQUIT handler replaced by ours and its `sa_flags`.
-static PREVIOUS: AtomicUsize = AtomicUsize::new(libc::SIG_DFL);
-static PREVIOUS_FLAGS: AtomicUsize = AtomicUsize::new(0);
 /// Serialises installs.
 static INSTALLING: Mutex<()> = Mutex::new(());
 
@@ -97,18 +94,12 @@ pub fn listen_on_sigquit() -> io::Result<()> {
     Ok(())
 }
 
-/// Puts ours in place, remembering the handler it replaces (unless that
-/// is ours already, as in a forked child).
+/// Puts flightrec in front of SIGQUIT: it looks at every SIGQUIT first
+/// ([`take_trigger`]), and notes one on stderr where the program's
+/// disposition is the default ([`note`]); the program's disposition stays
+/// its own (see [`crate::process::relay`]).
 fn install_handler() -> io::Result<()> {
-    let ours = on_sigquit as *const () as usize;
-    let prev = crate::process::signals::install(libc::SIGQUIT, ours, libc::SA_ONSTACK)?;
-    if prev.sa_sigaction != ours {
-        // A SIGQUIT between the sigaction and these stores is forwarded to
-        // the default (noted on stderr) instead: harmless.
-        PREVIOUS_FLAGS.store(prev.sa_flags as usize, Ordering::Relaxed);
-        PREVIOUS.store(prev.sa_sigaction, Ordering::Release);
-    }
-    Ok(())
+    crate::process::relay::adopt(libc::SIGQUIT, Some(take_trigger), Some(note))
 }
 
 /// The trigger thread: one listener start attempt per wake-up.
@@ -133,29 +124,26 @@ fn wait_for_triggers(read_fd: libc::c_int) {
     }
 }
 
-extern "C" fn on_sigquit(sig: libc::c_int, info: *mut libc::siginfo_t, uc: *mut libc::c_void) {
-    // SAFETY: `__errno_location` returns this thread's errno, always valid.
-    let errno = unsafe { *libc::__errno_location() };
+/// A SIGQUIT, before the program's disposition: `jcmd`'s (its trigger
+/// file exists) wakes the trigger thread and goes no further.
+fn take_trigger(_: libc::c_int) -> bool {
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() } as usize;
-    if OWNER.load(Ordering::Acquire) == pid && trigger_present(pid) {
-        let byte = 1u8;
-        // SAFETY: WAKE_FD is the pipe's open write end while OWNER is this
-        // pid (stored before OWNER); a full pipe fails with EAGAIN, which
-        // is fine: a wake-up is pending.
-        unsafe {
-            libc::write(
-                WAKE_FD.load(Ordering::Relaxed) as i32,
-                (&raw const byte).cast(),
-                1,
-            )
-        };
-    } else {
-        // SAFETY: the arguments are the handler's own.
-        unsafe { forward(sig, info, uc) };
+    if OWNER.load(Ordering::Acquire) != pid || !trigger_present(pid) {
+        return false;
     }
-    // SAFETY: as above.
-    unsafe { *libc::__errno_location() = errno };
+    let byte = 1u8;
+    // SAFETY: WAKE_FD is the pipe's open write end while OWNER is this
+    // pid (stored before OWNER); a full pipe fails with EAGAIN, which is
+    // fine: a wake-up is pending.
+    unsafe {
+        libc::write(
+            WAKE_FD.load(Ordering::Relaxed) as i32,
+            (&raw const byte).cast(),
+            1,
+        )
+    };
+    true
 }
 
 /// Whether `.attach_pid<pid>` exists in the working directory or `/tmp`,
@@ -197,27 +185,13 @@ fn owned_by_us(path: &[u8]) -> bool {
     st.st_uid == 0 || st.st_uid == unsafe { libc::geteuid() }
 }
 
-/// A SIGQUIT that is no trigger: to the handler we replaced, or a note.
-///
-/// # Safety
-///
-/// The arguments must be the handler's.
-unsafe fn forward(sig: libc::c_int, info: *mut libc::siginfo_t, uc: *mut libc::c_void) {
-    let h = PREVIOUS.load(Ordering::Acquire);
-    if h == libc::SIG_IGN {
-        return;
-    }
-    if h == libc::SIG_DFL {
-        let note = b"flightrec: SIGQUIT ignored: no .attach_pid<pid> from jcmd \
-                     (attach=lazy catches SIGQUIT)\n";
-        // SAFETY: writes a static buffer to stderr; the result is moot.
-        unsafe { libc::write(2, note.as_ptr().cast(), note.len()) };
-        return;
-    }
-    let flags = PREVIOUS_FLAGS.load(Ordering::Relaxed) as libc::c_int;
-    // SAFETY: `h` and `flags` are the replaced action's; the arguments are
-    // the handler's.
-    unsafe { crate::process::signals::call(h, flags, sig, info, uc) };
+/// A SIGQUIT that is no trigger, where the program's disposition is the
+/// default: a note instead of the end of the process.
+fn note(_: libc::c_int) {
+    let note = b"flightrec: SIGQUIT ignored: no .attach_pid<pid> from jcmd \
+                 (attach=lazy catches SIGQUIT)\n";
+    // SAFETY: writes a static buffer to stderr; the result is moot.
+    unsafe { libc::write(2, note.as_ptr().cast(), note.len()) };
 }
 
 #[cfg(test)]

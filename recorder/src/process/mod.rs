@@ -11,9 +11,16 @@ pub(crate) mod automatic;
 pub mod autostart;
 pub(crate) mod exec_child;
 pub(crate) mod fork;
+// `pub` for `crate::__signal_hook` (the interposers and `flightrec record`).
+#[doc(hidden)]
+#[allow(unreachable_pub)]
+pub mod forwarded;
 #[doc(hidden)]
 pub mod panic_guard;
 pub(crate) mod panics;
+#[doc(hidden)]
+#[allow(unreachable_pub)]
+pub mod relay;
 pub(crate) mod report;
 pub(crate) mod shutdown;
 // `pub` for `crate::__signal_hook`, the C library's interposers' path.

@@ -84,24 +84,41 @@ static DONE_CV: Condvar = Condvar::new();
 /// at `exit()` their own `atexit` handlers do it.
 static CLEANUP: OnceLock<fn()> = OnceLock::new();
 
-/// Sets what a terminating signal removes from the file system before the
-/// process ends (the first call wins).
-pub(crate) fn on_terminate(cleanup: fn()) {
-    let _ = CLEANUP.set(cleanup);
-}
-
-/// What stops the automatic recordings (set by the first [`start`]).
+/// What stops the automatic recordings (set by [`start`]; none while
+/// only the listener's socket needs the signals handled).
 static STOP: Mutex<Option<fn()>> = Mutex::new(None);
+/// Serialises the thread's start.
+static STARTING: Mutex<()> = Mutex::new(());
 
 /// Starts the shutdown thread (once per process) with `stop`, the function
-/// that stops every automatic recording, and installs the signal handlers
-/// where the action is the default.
+/// that stops every automatic recording, and puts flightrec's action
+/// behind the program's `SIG_DFL` of the three signals.
 pub(crate) fn start(stop: fn()) -> io::Result<()> {
-    let mut s = STOP.lock();
-    if s.is_some() && OWNER.load(Ordering::Relaxed) == u64::from(std::process::id()) {
+    *STOP.lock() = Some(stop);
+    serve_signals()
+}
+
+/// Sets what a terminating signal removes from the file system before the
+/// process ends (the first call wins), and makes sure the three signals
+/// are handled (with no recording to stop if no automatic one started):
+/// an API program's listener socket goes too when it dies of one.
+pub(crate) fn on_terminate(cleanup: fn()) {
+    let _ = CLEANUP.set(cleanup);
+    if let Err(e) = serve_signals() {
+        eprintln!(
+            "flightrec: no shutdown thread ({e}): the attach socket stays if \
+             SIGTERM, SIGHUP or SIGINT ends the process"
+        );
+    }
+}
+
+/// The shutdown thread and the three signals' default action, once per
+/// process.
+fn serve_signals() -> io::Result<()> {
+    let _starting = STARTING.lock();
+    if served() {
         return Ok(());
     }
-    *s = Some(stop);
     let mut fds = [-1; 2];
     // SAFETY: `fds` has room for the two descriptors pipe2 writes.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -122,11 +139,8 @@ pub(crate) fn start(stop: fn()) -> io::Result<()> {
     // Published before the handlers can read them.
     WAKE.store(write as u64, Ordering::Release);
     OWNER.store(u64::from(std::process::id()), Ordering::Release);
-    drop(s);
     for sig in SIGNALS {
-        if crate::process::signals::query(sig).is_ok_and(|a| a.sa_sigaction == libc::SIG_DFL) {
-            let _ = crate::process::signals::install(sig, on_signal as *const () as usize, 0);
-        }
+        crate::process::relay::adopt(sig, None, Some(on_default))?;
     }
     Ok(())
 }
@@ -242,41 +256,20 @@ fn terminate(sig: libc::c_int, stop: Option<fn()>) {
     if let Some(cleanup) = CLEANUP.get() {
         cleanup();
     }
-    default_and_raise(sig);
+    crate::process::relay::kernel_default(sig);
     // The default action was not to end the process after all (someone
     // changed it meanwhile): end it as it would have ended.
     // SAFETY: _exit ends the process at once; nothing is left to run.
     unsafe { libc::_exit(128 + sig) }
 }
 
-/// Puts back `sig`'s default action, unblocks it on this thread and raises
-/// it here. Async-signal-safe.
-fn default_and_raise(sig: libc::c_int) {
-    // SAFETY: an all-zero sigaction is SIG_DFL with an empty mask; every
-    // pointer passed is valid for its call; all of these calls are
-    // async-signal-safe.
-    unsafe {
-        let mut dfl: libc::sigaction = std::mem::zeroed();
-        dfl.sa_sigaction = libc::SIG_DFL;
-        libc::sigaction(sig, &dfl, std::ptr::null_mut());
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, sig);
-        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
-        libc::raise(sig);
-    }
-}
-
-/// The handler of SIGTERM, SIGHUP and SIGINT (module docs).
-extern "C" fn on_signal(sig: libc::c_int, _: *mut libc::siginfo_t, _: *mut libc::c_void) {
-    // SAFETY: errno of this thread, saved and put back around the calls.
-    let errno = unsafe { *libc::__errno_location() };
-    // SAFETY: getpid is async-signal-safe.
-    let pid = unsafe { libc::getpid() } as u64;
-    if OWNER.load(Ordering::Acquire) != pid || WAKE.load(Ordering::Acquire) == NO_FD {
+/// flightrec's action for SIGTERM, SIGHUP and SIGINT where the program's
+/// disposition is `SIG_DFL`, called by the relay's handler (module docs).
+fn on_default(sig: libc::c_int) {
+    if !served() {
         // A forked child: no shutdown thread here. The signal is blocked
-        // while this runs, so it ends the process once the handler returns.
-        default_and_raise(sig);
+        // while the handler runs, so it ends the process once it returns.
+        crate::process::relay::kernel_default(sig);
     } else if SIGNALLED
         .compare_exchange(0, sig as u64, Ordering::AcqRel, Ordering::Acquire)
         .is_err()
@@ -284,8 +277,6 @@ extern "C" fn on_signal(sig: libc::c_int, _: *mut libc::siginfo_t, _: *mut libc:
     {
         // A second signal while the first is handled (a second Ctrl-C), or
         // no way to reach the thread: the default action, at once.
-        default_and_raise(sig);
+        crate::process::relay::kernel_default(sig);
     }
-    // SAFETY: as above.
-    unsafe { *libc::__errno_location() = errno };
 }

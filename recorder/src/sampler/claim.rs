@@ -121,6 +121,23 @@ pub fn take(signal: i32, handler: libc::sighandler_t) {
     }
 }
 
+/// What a program's query of `sig` reports while the sampling handler is
+/// the kernel's action (`current`): the action it replaced, as the program
+/// would see bare (`None`: `current` is not the sampling handler).
+pub fn sampler_previous(sig: i32, current: &libc::sigaction) -> Option<libc::sigaction> {
+    if current.sa_sigaction != super::handler::entry::handler_address() {
+        return None;
+    }
+    let cell = super::handler::entry::PREVIOUS.get(usize::try_from(sig).ok()?)?;
+    // SAFETY: non-null pointers in PREVIOUS are leaked boxes, never freed.
+    let prev = unsafe { cell.load(Ordering::Acquire).as_ref() };
+    // SAFETY: an all-zero sigaction is SIG_DFL with an empty mask.
+    Some(
+        prev.copied()
+            .unwrap_or_else(|| unsafe { std::mem::zeroed() }),
+    )
+}
+
 /// The signal to arm the timers on: `preferred` (the configured one) unless
 /// the program claimed it, else the highest real-time signal that is not
 /// claimed, has the default disposition (or our handler) and is blocked by
