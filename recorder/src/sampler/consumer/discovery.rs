@@ -14,7 +14,7 @@ use crate::base::sync::Ordering;
 use crate::sampler::engine::Sampler;
 use crate::sampler::handler::doorbell;
 use crate::sampler::handler::entry as handler_entry;
-use crate::sampler::handler::queue::SampleKind;
+use crate::sampler::handler::sample::SampleKind;
 use crate::sampler::threads;
 
 impl Consumer {

@@ -31,7 +31,8 @@ use crate::cpool::threads::ThreadTags;
 use crate::event::commit::BuiltinRefs;
 use crate::lifecycle::statistics;
 use crate::runtime::Runtime;
-use crate::sampler::handler::queue::{RawSample, SampleKind, SampleSlot, SlotTable};
+use crate::sampler::handler::queue::{SampleSlot, SlotTable};
+use crate::sampler::handler::sample::{RawSample, SampleKind};
 use crate::sampler::pyroscope;
 use crate::sampler::unwind::{self, ModuleWatch};
 

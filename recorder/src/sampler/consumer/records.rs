@@ -13,7 +13,7 @@ use jfr_format::write::events::{
 
 use crate::base::clock;
 use crate::event::commit::{BuiltinRefs, emit_builtin};
-use crate::sampler::handler::queue::{RawSample, SampleKind};
+use crate::sampler::handler::sample::{RawSample, SampleKind};
 
 /// `jdk.CPUTimeSample`: ts, stackTrace, eventThread, failed,
 /// samplingPeriod (ticks), biased, and contextId while labels are in the

@@ -22,7 +22,7 @@ use crate::sampler::cpu_timer_linux::{ThreadTimers, TimerClock};
 use crate::sampler::engine::Sampler;
 use crate::sampler::handler::doorbell::WATCH_INDEX;
 use crate::sampler::handler::entry as handler_entry;
-use crate::sampler::handler::queue::SampleKind;
+use crate::sampler::handler::sample::SampleKind;
 use crate::sampler::pyroscope;
 use crate::sampler::signal;
 use crate::sampler::threads;

@@ -29,7 +29,7 @@ use framehop::{
     UnwinderNative,
 };
 
-use super::queue::{MAX_DEPTH, RawSample};
+use super::sample::{MAX_DEPTH, RawSample};
 use crate::base::sync::global::{AtomicPtr, Ordering};
 
 /// Bytes of stack copied when the bounds are unknown.

@@ -16,7 +16,7 @@
 //! bounded atomic loads in a static table), and the previous handler
 //! ([`crate::process::signals::call`]). It never allocates, locks, touches a lazily
 //! initialised thread-local, or blocks; its work is
-//! bounded by [`MAX_DEPTH`](super::queue::MAX_DEPTH) frames. `errno` is saved
+//! bounded by [`MAX_DEPTH`](super::sample::MAX_DEPTH) frames. `errno` is saved
 //! on entry and restored on exit.
 //!
 //! Invariant: the handler writes only into the queue and scratch of the slot
@@ -28,7 +28,8 @@
 use crate::base::sync::OnceLock;
 
 use super::capture::{self, Regs};
-use super::queue::{SampleKind, SlotTable};
+use super::queue::SlotTable;
+use super::sample::SampleKind;
 use crate::base::clock;
 use crate::base::sync::global::{AtomicPtr, Ordering};
 
@@ -143,7 +144,7 @@ unsafe fn sample(info: *mut libc::siginfo_t, uc: *mut libc::c_void) -> bool {
     // The slot's tid is this thread's (the signal names a current-generation
     // slot, on its own thread): its label context, by bounded atomic probes.
     let context = crate::labels::published::context_of(slot.tid.load(Ordering::Relaxed));
-    let fill = |s: &mut super::queue::RawSample| {
+    let fill = |s: &mut super::sample::RawSample| {
         s.ticks = entered;
         s.context = context;
         s.kind = kind;

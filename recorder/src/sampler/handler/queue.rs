@@ -1,4 +1,9 @@
-//! Preallocated per-thread sample queues and the table of sampled threads.
+//! The protocol between the sampling signal's handler and the sampler
+//! thread over the preallocated per-thread slots and their sample rings:
+//! both sides' steps, in one file. The handler is the producer, the sampler
+//! thread the consumer. Making the table and the slots (which allocates)
+//! is `super::super::slots`; nothing here allocates, locks or waits on the
+//! handler's side.
 //!
 //! # Slots
 //!
@@ -11,11 +16,32 @@
 //! new generation number.
 //!
 //! ```text
-//!            sampler: assign(tid, gen)          sampler: retire(), drain
-//!   Free ───────────────────────────► Armed ─────────────────────────► Free
-//!   (tid 0; nobody writes)             (handler of `tid` pushes,
-//!                                       sampler pops)
+//!            sampler: claim(tid, gen)           sampler: retire()
+//!   Free ───────────────────────────► Armed ─────────────────► Retiring
+//!   (tid 0; nobody writes)             (handler of `tid` pushes,   │
+//!     ▲                                 sampler pops)               │
+//!     └──────── sampler: in_handler seen 0, last drain ─────────────┘
 //! ```
+//!
+//! # Who writes what
+//!
+//! | word | Free | Armed | Retiring |
+//! |---|---|---|---|
+//! | `tid` | sampler: `claim` stores the owner (Release) | sampler: `retire` stores 0 | nobody |
+//! | `generation` | sampler: `claim`, before `tid` | nobody (handler reads) | nobody |
+//! | `in_handler` | handler: a late signal enters and leaves | handler: +1 on entry, −1 on leaving | handler: −1 only (admitted earlier); sampler waits for 0 |
+//! | ring `tail` | nobody | handler: `push_with` | handler: the push it was admitted for |
+//! | ring `head` | sampler: the last drain | sampler: `drain` | nobody (the sampler waits in `retire`) |
+//! | entries `head..tail` | nobody | sampler reads | sampler reads |
+//! | entries outside | nobody | handler writes the one at `tail` | handler (admitted) |
+//! | ring `lost` | nobody | handler: +1 when full; sampler: `take_lost` swaps 0 | as Armed |
+//! | `stack_lo`, `stack_hi` | sampler: `claim` resets | sampler: stores once found (Release); handler reads | nobody |
+//! | `last_sp` | sampler: `claim` resets | handler stores; sampler reads | handler (admitted) |
+//! | `last_cpu_nanos`, `cpu_signals` | sampler: `claim` resets | handler updates; sampler reads `cpu_signals` | handler (admitted) |
+//! | `scratch` | nobody | handler only | handler (admitted) only |
+//!
+//! "Admitted" is a handler that entered while the slot was Armed for its
+//! generation (see [`SlotTable::admit`]); `retire` waits it out.
 //!
 //! # Entering a slot (handler) and retiring it (sampler)
 //!
@@ -24,7 +50,7 @@
 //! that the slot is still owned (`tid != 0`) by that generation, and leaves
 //! (decrements) when done or rejected. The sampler *retires* a slot by
 //! resetting `tid` to 0 and then waiting until `in_handler` is 0; only then
-//! does it drain the queue for the last time and let `assign` reuse the slot.
+//! does it drain the queue for the last time and let `claim` reuse the slot.
 //! The handler's increment and the sampler's `tid` store are each followed by
 //! a `SeqCst` fence before the other side's variable is read (Dekker), so
 //! either the handler sees `tid == 0` (and drops its sample) or the sampler
@@ -49,7 +75,10 @@
 //! that only the consumer reads; entries outside are only touched by the
 //! producer.
 
-use crate::base::sync::{AtomicPtr, AtomicU64, AtomicUsize, Ordering, UnsafeCell, fence};
+use super::sample::RawSample;
+use crate::base::sync::{
+    AtomicPtr, AtomicU64, AtomicUsize, Ordering, UnsafeCell, fence, spin_hint,
+};
 
 /// Retiring a slot skips the wait for handlers inside it: the loom negative
 /// control `skip_retire_wait` (see `ci/loom.sh`).
@@ -66,72 +95,12 @@ pub(crate) const MAX_THREADS: usize = if cfg!(any(flightrec_loom, miri)) {
 /// the unwinder only touches the scratch of its own thread's slot).
 pub(crate) type Scratch = super::capture::Scratch;
 
-/// Deepest stack a sample records.
-pub(crate) const MAX_DEPTH: usize = 128;
-
 /// Samples a thread's queue holds before the sampler drains it.
 pub(crate) const QUEUE_CAPACITY: usize = if cfg!(any(flightrec_loom, miri)) {
     2
 } else {
     32
 };
-
-/// What made a sample.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub(crate) enum SampleKind {
-    /// The thread's CPU-time timer expired.
-    CpuTime = 0,
-    /// The wall-clock timer expired.
-    Wall = 1,
-}
-
-/// One captured sample, as the handler writes it.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct RawSample {
-    /// `clock::ticks()` in the handler.
-    pub(crate) ticks: i64,
-    pub(crate) kind: SampleKind,
-    /// The thread consumed CPU since its previous wall-clock sample.
-    pub(crate) running: bool,
-    /// The unwind stopped early (unreadable memory, no unwind info).
-    pub(crate) failed: bool,
-    /// The stack had more than [`MAX_DEPTH`] frames.
-    pub(crate) truncated: bool,
-    pub(crate) len: u16,
-    /// Expiries merged into this one signal (the kernel checks CPU timers
-    /// at its tick, so periods shorter than a tick arrive as overruns).
-    pub(crate) overrun: u32,
-    /// Ticks the handler spent on this sample, from its entry to the end
-    /// of the unwind (summed into `crate::lifecycle::statistics` by the consumer).
-    pub(crate) handler_ticks: u64,
-    /// The thread's label context id when the signal came (see
-    /// `crate::labels`); 0 for none.
-    pub(crate) context: u64,
-    /// Lookup addresses, innermost first: the interrupted PC unadjusted,
-    /// then return addresses minus one.
-    pub(crate) frames: [u64; MAX_DEPTH],
-}
-
-impl RawSample {
-    pub(crate) const EMPTY: RawSample = RawSample {
-        ticks: 0,
-        kind: SampleKind::CpuTime,
-        running: false,
-        failed: false,
-        truncated: false,
-        len: 0,
-        overrun: 0,
-        handler_ticks: 0,
-        context: 0,
-        frames: [0; MAX_DEPTH],
-    };
-
-    /// The recorded frames.
-    pub(crate) fn frames(&self) -> &[u64] {
-        &self.frames[..self.len as usize]
-    }
-}
 
 /// A single-producer single-consumer ring of samples.
 #[derive(Debug)]
@@ -185,6 +154,34 @@ impl SampleQueue {
         let tail = self.tail.load(Ordering::Relaxed);
         tail.wrapping_sub(self.head.load(Ordering::Relaxed))
     }
+
+    /// Consumer: hands every queued sample to `f`, oldest first.
+    ///
+    /// # Safety
+    ///
+    /// Only one consumer may call this at a time (the sampler thread).
+    pub(crate) unsafe fn drain(&self, mut f: impl FnMut(&RawSample)) -> usize {
+        let head = self.head.load(Ordering::Relaxed);
+        // Acquire: pairs with the producer's Release store of `tail`.
+        let tail = self.tail.load(Ordering::Acquire);
+        let mut i = head;
+        while i != tail {
+            self.entries[i % QUEUE_CAPACITY].with(|p| {
+                // SAFETY: `i` is in `head..tail`: written completely and not
+                // touched by the producer until `head` passes it.
+                f(unsafe { &*p })
+            });
+            i = i.wrapping_add(1);
+        }
+        // Release: our reads finish before the producer reuses the entries.
+        self.head.store(tail, Ordering::Release);
+        tail.wrapping_sub(head)
+    }
+
+    /// Takes the count of samples lost to a full ring since the last call.
+    pub(crate) fn take_lost(&self) -> u64 {
+        self.lost.swap(0, Ordering::Relaxed)
+    }
 }
 
 /// Everything the handler needs for one thread, allocated outside it.
@@ -222,6 +219,57 @@ pub(crate) struct SampleSlot {
 unsafe impl Sync for SampleSlot {}
 // SAFETY: as above; the slot owns its data and holds no thread-bound handles.
 unsafe impl Send for SampleSlot {}
+
+impl SampleSlot {
+    /// Sampler: takes the slot for `tid` under `generation` if it is free
+    /// (Free → Armed): resets the words the previous owner left, then
+    /// publishes `tid`. False if the slot is owned.
+    pub(crate) fn claim(&self, tid: u64, generation: u64) -> bool {
+        if self.tid.load(Ordering::Relaxed) != 0 {
+            return false;
+        }
+        self.stack_lo.store(0, Ordering::Relaxed);
+        self.stack_hi.store(0, Ordering::Relaxed);
+        self.last_sp.store(0, Ordering::Relaxed);
+        self.last_cpu_nanos.store(0, Ordering::Relaxed);
+        self.cpu_signals.store(0, Ordering::Relaxed);
+        self.generation.store(generation, Ordering::Relaxed);
+        // Release: the reset fields before the signal that names them
+        // (the timer is created after this store).
+        self.tid.store(tid, Ordering::Release);
+        true
+    }
+
+    /// Sampler: frees the slot for reuse and waits until no handler is
+    /// inside it. After this, no signal of the owner it had writes into the
+    /// queue (module docs), so one more drain takes its last samples.
+    pub(crate) fn retire(&self) {
+        self.tid.store(0, Ordering::Release);
+        // SeqCst: the `tid` store before the `in_handler` load, against the
+        // handler's increment before its `tid` load (module docs).
+        fence(Ordering::SeqCst);
+        if SKIP_RETIRE_WAIT {
+            return;
+        }
+        self.wait_for_handlers();
+    }
+
+    /// Sampler: waits until no handler is inside the slot. A handler's run is
+    /// bounded (no locks, at most `MAX_DEPTH` frames), so this is short.
+    pub(crate) fn wait_for_handlers(&self) {
+        let mut spins = 0u32;
+        // Acquire: pairs with the Release decrement in `Admitted::drop`, so
+        // everything the handler wrote happens-before what we do next.
+        while self.in_handler.load(Ordering::Acquire) != 0 {
+            spins = spins.saturating_add(1);
+            if cfg!(not(flightrec_loom)) && spins > 64 {
+                crate::base::sync::yield_now();
+            } else {
+                spin_hint();
+            }
+        }
+    }
+}
 
 /// A slot a handler has entered and been admitted to (current generation,
 /// owned); leaves the slot when dropped. Async-signal-safe.
@@ -280,5 +328,50 @@ impl SlotTable {
         let owned = slot.tid.load(Ordering::Acquire) != 0
             && slot.generation.load(Ordering::Relaxed) == generation;
         owned.then_some(entered)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_drops_and_counts_when_full() {
+        let q = SampleQueue::new();
+        for i in 0..QUEUE_CAPACITY + 3 {
+            // SAFETY: single-threaded test: one producer.
+            unsafe { q.push_with(|s| s.ticks = i as i64) };
+        }
+        assert_eq!(q.take_lost(), 3);
+        let mut seen = Vec::new();
+        // SAFETY: one consumer.
+        let n = unsafe { q.drain(|s| seen.push(s.ticks)) };
+        assert_eq!(n, QUEUE_CAPACITY);
+        assert_eq!(seen, (0..QUEUE_CAPACITY as i64).collect::<Vec<_>>());
+        // SAFETY: as above.
+        assert!(unsafe { q.push_with(|s| s.ticks = 99) });
+        // SAFETY: as above.
+        unsafe { q.drain(|s| assert_eq!(s.ticks, 99)) };
+    }
+
+    #[test]
+    fn admit_enters_only_the_current_owner_and_leaves() {
+        let t = SlotTable::new();
+        let (a, ga) = t.assign(10).unwrap();
+        let slot = t.get(a).unwrap();
+        {
+            let inside = t.admit(a, ga).expect("current generation");
+            assert_eq!(inside.in_handler.load(Ordering::Relaxed), 1);
+            assert!(t.admit(a, ga + 1).is_none(), "another generation");
+            assert_eq!(slot.in_handler.load(Ordering::Relaxed), 1);
+        }
+        assert_eq!(slot.in_handler.load(Ordering::Relaxed), 0);
+        slot.retire();
+        assert!(t.admit(a, ga).is_none(), "a late signal after retire");
+        let (c, gc) = t.assign(12).unwrap();
+        assert_eq!(c, a);
+        assert!(t.admit(a, ga).is_none(), "the previous owner's generation");
+        assert!(t.admit(a, gc).is_some());
+        assert_eq!(slot.in_handler.load(Ordering::Relaxed), 0);
     }
 }
