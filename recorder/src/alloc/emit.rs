@@ -35,7 +35,7 @@ use crate::base::sync::Arc;
 use crate::base::sync::global::{AtomicU64, Mutex, Ordering};
 use crate::cpool::named_classes::NamedClasses;
 use crate::cpool::threads::ThreadTags;
-use crate::event::commit::{BuiltinRefs, emit_builtin};
+use crate::event::builtin::{BuiltinRefs, emit_builtin};
 use crate::runtime::{self, Runtime};
 
 /// The first frame of an allocation stack.

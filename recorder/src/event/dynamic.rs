@@ -36,8 +36,10 @@ use std::time::Duration;
 
 use jfr_format::write::metadata::{Metadata, SchemaError};
 
-use super::commit::{Fields, StackTrace, Start, ThreadRef, commit_span, emit};
+use super::builtin::{StackTrace, ThreadRef};
+use super::commit::commit_span;
 use super::descriptor::{DefaultSettings, EventKind, EventType, EventTypeInfo, FieldInfo};
+use super::emit::{Fields, Start, emit};
 use super::field::{ContentType, FieldKind, FieldValue, FieldWriter};
 use crate::base::clock;
 use crate::base::loss::LossCause;

@@ -29,7 +29,7 @@ use crate::base::loss::LossCause;
 use crate::base::sync::global::{AtomicU64, Ordering};
 use crate::buffer::local;
 use crate::config::settings::Settings;
-use crate::event::commit::{BuiltinRefs, emit_builtin};
+use crate::event::builtin::{BuiltinRefs, emit_builtin};
 use crate::runtime;
 
 /// Keys of the lock classes: a range of their own (`cpool::keys`).

@@ -4,12 +4,12 @@
 //!
 //! Invariant: a record written here starts with its type and start time
 //! and tags the constants it references with the epoch of the chunk it
-//! lands in (see [`crate::event::commit::emit_builtin`]); a drop is
+//! lands in (see [`crate::event::builtin::emit_builtin`]); a drop is
 //! counted there and reported to the caller as `false`.
 
 use jfr_format::write::events::BuiltinEvent;
 
-use crate::event::commit::{BuiltinRefs, emit_builtin};
+use crate::event::builtin::{BuiltinRefs, emit_builtin};
 
 /// Writes `event`, which references no thread or stack constant, through
 /// the commit path (this thread's buffer). False if dropped.

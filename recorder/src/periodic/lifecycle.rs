@@ -49,7 +49,7 @@ use jfr_format::write::events::{BuiltinEvent, ThreadEnd, ThreadStart};
 use super::emit::emit_with;
 use crate::base::clock;
 use crate::base::sync::global::Ordering;
-use crate::event::commit::{BuiltinRefs, emit_builtin_also};
+use crate::event::builtin::{BuiltinRefs, emit_builtin_also};
 use crate::runtime::Runtime;
 use crate::sampler::birth::Parent;
 use crate::sampler::threads;

@@ -47,7 +47,7 @@ use super::procfs::{self, Cgroup};
 use super::table::{BUILTIN, enabled};
 use crate::base::clock;
 use crate::config::settings::Settings;
-use crate::event::commit::BuiltinRefs;
+use crate::event::builtin::BuiltinRefs;
 use crate::runtime::Runtime;
 
 /// An interface's name and bytes received and sent.

@@ -43,7 +43,7 @@ use jfr_format::write::events::JavaErrorThrow;
 
 use crate::base::sync::global::{AtomicBool, AtomicU64, Ordering};
 use crate::cpool::named_classes::NamedClasses;
-use crate::event::commit::BuiltinRefs;
+use crate::event::builtin::BuiltinRefs;
 use crate::event::registry::registry;
 use crate::periodic::emit::emit_with;
 use crate::periodic::table::enabled;

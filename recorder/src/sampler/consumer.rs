@@ -20,7 +20,7 @@
 //!    mapping around the last reported stack pointer.
 //!
 //! Events go through
-//! [`emit_builtin`](crate::event::commit::emit_builtin) into this thread's
+//! [`emit_builtin`](crate::event::builtin::emit_builtin) into this thread's
 //! own buffer, which tags the sampled thread and the sample's stack with
 //! the epoch of the chunk the event lands in; the thread never samples
 //! itself.
@@ -109,7 +109,7 @@ use super::wake::{self, ThreadWatch};
 use crate::base::loss::LossCause;
 use crate::base::sync::{Arc, AtomicBool, Ordering};
 use crate::cpool::threads::ThreadTags;
-use crate::event::commit::BuiltinRefs;
+use crate::event::builtin::BuiltinRefs;
 use crate::process::panic_guard::{self, Place};
 use crate::runtime::Runtime;
 use records::write_lost;

@@ -38,7 +38,7 @@ use super::sites::{SITES, TRACE_THRESHOLD};
 use crate::base::loss::LossCause;
 use crate::base::sync::global::Ordering;
 use crate::buffer::local;
-use crate::event::commit::{BuiltinRefs, builtin};
+use crate::event::builtin::{BuiltinRefs, builtin};
 use crate::runtime;
 
 /// The first key of the sites' constants (see the module docs).

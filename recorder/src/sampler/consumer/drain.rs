@@ -28,7 +28,7 @@ use crate::base::clock;
 use crate::base::loss::LossCause;
 use crate::base::sync::{Arc, Ordering};
 use crate::cpool::threads::ThreadTags;
-use crate::event::commit::BuiltinRefs;
+use crate::event::builtin::BuiltinRefs;
 use crate::lifecycle::statistics;
 use crate::runtime::Runtime;
 use crate::sampler::handler::queue::{SampleSlot, SlotTable};

@@ -12,7 +12,7 @@ use jfr_format::write::events::{
 };
 
 use crate::base::clock;
-use crate::event::commit::{BuiltinRefs, emit_builtin};
+use crate::event::builtin::{BuiltinRefs, emit_builtin};
 use crate::sampler::handler::sample::{RawSample, SampleKind};
 
 /// `jdk.CPUTimeSample`: ts, stackTrace, eventThread, failed,
