@@ -43,8 +43,10 @@ fn assert_refused(args: &[&str], says: &str) {
     );
 }
 
-fn sample_file() -> std::path::PathBuf {
-    let file = temp_dir("cli-errors").join("cpu.jfr");
+/// Records a short CPU profile into a file of its own: tests run in parallel
+/// in one process, and the example refuses an `--out` that already exists.
+fn sample_file(name: &str) -> std::path::PathBuf {
+    let file = temp_dir("cli-errors").join(format!("{name}.jfr"));
     run_example(
         "cpu_profile",
         &["--out", file.to_str().unwrap(), "--seconds", "1"],
@@ -67,7 +69,7 @@ fn files_that_are_not_recordings_are_refused_in_one_line() {
     let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
     // SAFETY: a valid NUL-terminated path; mkfifo does not keep it.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-    let good = sample_file();
+    let good = sample_file("refused");
     let bytes = std::fs::read(&good).unwrap();
     let cut = dir.join("cut.jfr");
     std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
@@ -148,7 +150,7 @@ fn every_path(path: &Path, i: usize) {
 
 #[test]
 fn ten_thousand_mutated_files_never_panic() {
-    let good = std::fs::read(sample_file()).unwrap();
+    let good = std::fs::read(sample_file("mutated")).unwrap();
     let dir = temp_dir("cli-mutants");
     let path = dir.join("m.jfr");
     // A small deterministic generator: the same mutants every run.
